@@ -1,0 +1,19 @@
+//! loghose: a log producer for Alibaba Cloud Log Service (SLS, "LogHub"), and a local
+//! SLS-compatible emulator to develop and test against offline.
+//!
+//! The crate is organised along the data path:
+//!
+//! 1. [`wire`] — everything that crosses the network: the protobuf messages, the four body
+//!    codecs, request signing (v1, v4, bearer), hash-key routing, the service's limits, and a
+//!    borrowing validator that checks a `LogGroup` without allocating. The producer and the
+//!    emulator share it, so both ends speak exactly the same protocol.
+//! 2. [`emulator`] — a local server that accepts PutLogs as the real service does (verifying
+//!    signatures, dates, digests, compression and contents), stores what it accepts, serves it
+//!    back through its own JSON API and the SLS read APIs, and injects faults on demand.
+//!
+//! The producer engine (batching, bounded memory, retries, delivery reports) builds on these.
+#![warn(missing_docs)]
+
+#[allow(missing_docs)]
+pub mod emulator;
+pub mod wire;

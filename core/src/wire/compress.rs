@@ -1,0 +1,281 @@
+//! Body codecs: lz4 raw block (the default everywhere), zstd single frame, zlib ("deflate")
+//! and identity (protocol.md §7).
+//!
+//! Decoding is always given the `x-log-bodyrawsize` the sender declared and refuses any
+//! mismatch, as the service does; it never allocates more than that size (capped by
+//! [`MAX_RAW_BODY_BYTES`]), so a lying header cannot make the decoder balloon. Pure functions,
+//! any thread.
+
+use std::io::Read;
+
+use crate::wire::limits::MAX_RAW_BODY_BYTES;
+
+/// How a request body is compressed; the wire value is the `x-log-compresstype` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// No header; the body is the raw protobuf.
+    None,
+    /// `lz4`: one raw LZ4 block, without frame or size prefix.
+    #[default]
+    Lz4,
+    /// `zstd`: one zstd frame.
+    Zstd,
+    /// `deflate`: a zlib stream (RFC 1950).
+    Deflate,
+}
+
+/// zstd level used for request bodies: level 1, as every SDK that speaks zstd uses.
+pub const ZSTD_LEVEL: i32 = 1;
+/// zlib level used for request bodies (PHP and Java SDKs use 6; 1 is much faster for logs).
+pub const DEFLATE_LEVEL: u32 = 1;
+
+/// A body could not be encoded or decoded.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The `x-log-compresstype` value is not one the service knows.
+    #[error("unknown compression type {0:?} (expected lz4, zstd or deflate)")]
+    UnknownType(String),
+    /// The declared raw size is above the service's limit.
+    #[error("x-log-bodyrawsize {declared} exceeds the limit of {limit} bytes")]
+    RawSizeTooLarge {
+        /// The size the sender declared.
+        declared: usize,
+        /// The service's limit.
+        limit: usize,
+    },
+    /// The body is not valid data for its codec.
+    #[error("{codec} body does not decode: {reason}")]
+    Corrupt {
+        /// The codec's wire name.
+        codec: &'static str,
+        /// What the decoder reported.
+        reason: String,
+    },
+    /// The body decodes, but not to the declared number of bytes.
+    #[error("{codec} body decodes to {actual} bytes but x-log-bodyrawsize says {declared}")]
+    SizeMismatch {
+        /// The codec's wire name.
+        codec: &'static str,
+        /// The size the sender declared.
+        declared: usize,
+        /// The size it decoded to (or a lower bound when it overflowed).
+        actual: usize,
+    },
+    /// The encoder failed (only zstd and zlib can, on allocation failure).
+    #[error("{codec} encoder failed: {reason}")]
+    Encode {
+        /// The codec's wire name.
+        codec: &'static str,
+        /// What the encoder reported.
+        reason: String,
+    },
+}
+
+impl Compression {
+    /// The `x-log-compresstype` value, or `None` when the header is omitted.
+    pub fn header_value(self) -> Option<&'static str> {
+        match self {
+            Compression::None => None,
+            Compression::Lz4 => Some("lz4"),
+            Compression::Zstd => Some("zstd"),
+            Compression::Deflate => Some("deflate"),
+        }
+    }
+
+    /// A short name for reports and errors (`none` for identity).
+    pub fn name(self) -> &'static str {
+        self.header_value().unwrap_or("none")
+    }
+
+    /// Parses an `x-log-compresstype` header (absent or empty means none).
+    pub fn from_header(value: Option<&str>) -> Result<Self, CodecError> {
+        match value.map(str::trim) {
+            None | Some("") => Ok(Compression::None),
+            Some(v) if v.eq_ignore_ascii_case("lz4") => Ok(Compression::Lz4),
+            Some(v) if v.eq_ignore_ascii_case("zstd") => Ok(Compression::Zstd),
+            Some(v) if v.eq_ignore_ascii_case("deflate") => Ok(Compression::Deflate),
+            Some(v) => Err(CodecError::UnknownType(v.to_owned())),
+        }
+    }
+
+    /// Parses a user-facing name: `none`, `lz4`, `zstd` or `deflate`.
+    pub fn from_name(name: &str) -> Result<Self, CodecError> {
+        if name.eq_ignore_ascii_case("none") {
+            return Ok(Compression::None);
+        }
+        match Compression::from_header(Some(name))? {
+            Compression::None => Err(CodecError::UnknownType(name.to_owned())),
+            other => Ok(other),
+        }
+    }
+}
+
+/// Encodes `raw` into a fresh buffer.
+pub fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
+    match codec {
+        Compression::None => Ok(raw.to_vec()),
+        Compression::Lz4 => Ok(lz4_flex::block::compress(raw)),
+        Compression::Zstd => zstd::bulk::compress(raw, ZSTD_LEVEL)
+            .map_err(|e| CodecError::Encode { codec: "zstd", reason: e.to_string() }),
+        Compression::Deflate => {
+            let mut encoder = flate2::read::ZlibEncoder::new(raw, flate2::Compression::new(DEFLATE_LEVEL));
+            let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+            encoder
+                .read_to_end(&mut out)
+                .map_err(|e| CodecError::Encode { codec: "deflate", reason: e.to_string() })?;
+            Ok(out)
+        }
+    }
+}
+
+/// Decodes `body` into exactly `raw_size` bytes, or fails.
+pub fn decompress(codec: Compression, body: &[u8], raw_size: usize) -> Result<Vec<u8>, CodecError> {
+    if raw_size > MAX_RAW_BODY_BYTES {
+        return Err(CodecError::RawSizeTooLarge { declared: raw_size, limit: MAX_RAW_BODY_BYTES });
+    }
+    let codec_name = codec.name();
+    let check = |out: Vec<u8>| {
+        if out.len() == raw_size {
+            Ok(out)
+        } else {
+            Err(CodecError::SizeMismatch { codec: codec_name, declared: raw_size, actual: out.len() })
+        }
+    };
+    match codec {
+        Compression::None => check(body.to_vec()),
+        Compression::Lz4 => {
+            let mut out = vec![0u8; raw_size];
+            let written = lz4_flex::block::decompress_into(body, &mut out).map_err(|e| match e {
+                lz4_flex::block::DecompressError::OutputTooSmall { expected, .. } => {
+                    CodecError::SizeMismatch { codec: "lz4", declared: raw_size, actual: expected }
+                }
+                other => CodecError::Corrupt { codec: "lz4", reason: other.to_string() },
+            })?;
+            out.truncate(written);
+            check(out)
+        }
+        Compression::Zstd => {
+            // One byte of headroom tells "exactly raw_size" apart from "more than raw_size".
+            let out = zstd::bulk::decompress(body, raw_size + 1).map_err(|e| CodecError::Corrupt {
+                codec: "zstd",
+                reason: e.to_string(),
+            })?;
+            check(out)
+        }
+        Compression::Deflate => {
+            let mut out = Vec::with_capacity(raw_size);
+            flate2::read::ZlibDecoder::new(body)
+                .take(raw_size as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| CodecError::Corrupt { codec: "deflate", reason: e.to_string() })?;
+            check(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::proto::{Log, LogContent, LogGroup};
+    use prost::Message;
+
+    const ALL: [Compression; 4] = [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Deflate];
+
+    fn round_trip(codec: Compression, raw: &[u8]) {
+        let body = compress(codec, raw).expect("encode");
+        let back = decompress(codec, &body, raw.len()).expect("decode");
+        assert_eq!(back, raw, "{codec:?} round trip of {} bytes", raw.len());
+    }
+
+    #[test]
+    fn incompressible_data_round_trips_in_every_codec() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let raw: Vec<u8> = (0..256 * 1024).map(|_| rng.u8(..)).collect();
+        for codec in ALL {
+            round_trip(codec, &raw);
+        }
+    }
+
+    #[test]
+    fn an_empty_group_round_trips_in_every_codec() {
+        let raw = LogGroup::default().encode_to_vec();
+        assert!(raw.is_empty());
+        for codec in ALL {
+            round_trip(codec, &raw);
+        }
+    }
+
+    #[test]
+    fn a_maximum_size_group_round_trips_in_every_codec() {
+        // Logs of 100 KiB values until the group is within 200 bytes of the 10 MiB raw limit.
+        let value: String = "abcdefghijklmnopqrstuvwxyz0123456789".chars().cycle().take(100 * 1024).collect();
+        let mut group = LogGroup { topic: Some("t".into()), source: Some("s".into()), ..Default::default() };
+        while group.encoded_len() + 102_600 < MAX_RAW_BODY_BYTES {
+            group.logs.push(Log {
+                time: 1_704_067_200,
+                contents: vec![LogContent { key: "v".into(), value: value.clone() }],
+                time_ns: None,
+            });
+        }
+        let raw = group.encode_to_vec();
+        assert!(raw.len() > MAX_RAW_BODY_BYTES - 200 * 1024 && raw.len() <= MAX_RAW_BODY_BYTES);
+        for codec in ALL {
+            round_trip(codec, &raw);
+        }
+    }
+
+    #[test]
+    fn a_lying_raw_size_is_refused_by_every_codec() {
+        let raw = b"hello hello hello hello hello hello".repeat(10);
+        for codec in ALL {
+            let body = compress(codec, &raw).unwrap();
+            for declared in [raw.len() - 1, raw.len() + 1] {
+                let err = decompress(codec, &body, declared).unwrap_err();
+                assert!(
+                    matches!(err, CodecError::SizeMismatch { .. } | CodecError::Corrupt { .. }),
+                    "{codec:?} declared {declared}: {err}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_raw_size_above_the_limit_is_refused_before_allocating() {
+        let err = decompress(Compression::Lz4, &[0], MAX_RAW_BODY_BYTES + 1).unwrap_err();
+        assert_eq!(err, CodecError::RawSizeTooLarge { declared: MAX_RAW_BODY_BYTES + 1, limit: MAX_RAW_BODY_BYTES });
+    }
+
+    #[test]
+    fn corrupt_bodies_are_refused() {
+        let raw = b"some log text, some log text, some log text".repeat(20);
+        for codec in [Compression::Lz4, Compression::Zstd, Compression::Deflate] {
+            let mut body = compress(codec, &raw).unwrap();
+            body.truncate(body.len() / 2);
+            assert!(decompress(codec, &body, raw.len()).is_err(), "{codec:?} truncated");
+        }
+        // An LZ4 *frame* (magic 04 22 4D 18) is not a raw block.
+        let frame = [0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7, 0, 0, 0, 0];
+        assert!(decompress(Compression::Lz4, &frame, 100).is_err());
+    }
+
+    #[test]
+    fn header_values_parse_both_ways() {
+        for codec in ALL {
+            assert_eq!(Compression::from_header(codec.header_value()).unwrap(), codec);
+            assert_eq!(Compression::from_name(codec.name()).unwrap(), codec);
+        }
+        assert_eq!(Compression::from_header(Some("gzip")), Err(CodecError::UnknownType("gzip".into())));
+        assert!(Compression::from_name("").is_err());
+    }
+
+    #[test]
+    fn the_literal_only_block_of_protocol_vector_3_2_decodes() {
+        // protocol.md §3.2: an 86-byte group sent as token F0, length extension 0x47, literals.
+        let raw = hex::decode("0a23088081c8ac06120d0a056c6576656c1204494e464f120c0a036d7367120568656c6c6f1a017422093132372e302e302e3132210a0b5f5f7061636b5f69645f5f1212303132333435363738394142434445462d30").unwrap();
+        let mut block = vec![0xf0, 0x47];
+        block.extend_from_slice(&raw);
+        assert_eq!(decompress(Compression::Lz4, &block, 86).unwrap(), raw);
+    }
+}

@@ -1,0 +1,31 @@
+//! The service's limits (protocol.md §9), shared by the producer's validation and the
+//! emulator's enforcement so both ends refuse the same things.
+
+/// Largest uncompressed PutLogs body the service accepts (`x-log-bodyrawsize`), 10 MiB.
+pub const MAX_RAW_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// Largest body as sent (compressed) that the emulator reads before refusing the request.
+/// Above the raw limit because zlib and zstd can grow incompressible input slightly.
+pub const MAX_SENT_BODY_BYTES: usize = MAX_RAW_BODY_BYTES + 64 * 1024;
+/// Largest value of one log field, 1 MiB.
+pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
+/// Longest key of one log field, in bytes.
+pub const MAX_KEY_BYTES: usize = 128;
+/// Longest topic, in bytes.
+pub const MAX_TOPIC_BYTES: usize = 128;
+/// Longest source, in bytes.
+pub const MAX_SOURCE_BYTES: usize = 128;
+/// Most logs the producers put in one group (the Java, Go and Rust producers' cap).
+pub const MAX_LOGS_PER_GROUP: usize = 40_960;
+/// Allowed difference between a request's date and the server's clock, in seconds (±15 min).
+pub const MAX_CLOCK_SKEW_SECS: i64 = 15 * 60;
+/// The only API version the service speaks.
+pub const API_VERSION: &str = "0.6.0";
+/// Field keys the service reserves for itself.
+pub const RESERVED_KEYS: [&str; 6] = [
+    "__time__",
+    "__source__",
+    "__topic__",
+    "__partition_time__",
+    "_extract_others_",
+    "__extract_others__",
+];
