@@ -14,6 +14,5 @@
 //! The producer engine (batching, bounded memory, retries, delivery reports) builds on these.
 #![warn(missing_docs)]
 
-#[allow(missing_docs)]
 pub mod emulator;
 pub mod wire;

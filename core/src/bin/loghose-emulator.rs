@@ -1,1 +1,117 @@
-fn main(){}
+//! `loghose-emulator`: the local SLS emulator as a command-line server.
+//!
+//! Prints its endpoint URL as the first line on stdout (so scripts can read it), then serves
+//! until SIGINT or SIGTERM.
+
+use std::io::Write as _;
+use std::net::IpAddr;
+
+use clap::Parser;
+use loghose::emulator::{AccessKey, Emulator, EmulatorConfig, StsKey, DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET, DEFAULT_PROJECT};
+use loghose::wire::scan::KeyPolicy;
+
+/// A local server that accepts SLS PutLogs as the real service does.
+#[derive(Parser, Debug)]
+#[command(name = "loghose-emulator", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// AccessKeyId to accept.
+    #[arg(long, default_value = DEFAULT_ACCESS_KEY_ID)]
+    access_key_id: String,
+    /// AccessKeySecret of that key.
+    #[arg(long, default_value = DEFAULT_ACCESS_KEY_SECRET)]
+    access_key_secret: String,
+    /// A temporary key to accept, as ID:SECRET:TOKEN (repeatable).
+    #[arg(long = "sts-key", value_name = "ID:SECRET:TOKEN")]
+    sts_keys: Vec<String>,
+    /// An API key to accept as `Authorization: Bearer` (repeatable).
+    #[arg(long = "api-key")]
+    api_keys: Vec<String>,
+    /// Project for requests whose Host names none (IP addresses, localhost).
+    #[arg(long, default_value = DEFAULT_PROJECT)]
+    default_project: String,
+    /// Refuse unknown projects and logstores (404) instead of creating them.
+    #[arg(long)]
+    no_auto_create: bool,
+    /// Shards of each new logstore.
+    #[arg(long, default_value_t = 2)]
+    shards: u32,
+    /// MiB of accepted logs kept per logstore (older ones are dropped; counters stay exact).
+    #[arg(long, default_value_t = 256)]
+    retention_mib: usize,
+    /// Accept only keys matching [A-Za-z_][A-Za-z0-9_]*.
+    #[arg(long)]
+    strict_keys: bool,
+    /// Threads serving requests.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let mut sts_keys = Vec::new();
+    for spec in &args.sts_keys {
+        let mut parts = spec.splitn(3, ':');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(id), Some(secret), Some(token)) if !id.is_empty() && !token.is_empty() => {
+                sts_keys.push(StsKey { id: id.into(), secret: secret.into(), token: token.into() })
+            }
+            _ => {
+                eprintln!("loghose-emulator: --sts-key wants ID:SECRET:TOKEN, got {spec:?}");
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
+    let config = EmulatorConfig {
+        host: args.host,
+        port: args.port,
+        access_keys: vec![AccessKey { id: args.access_key_id, secret: args.access_key_secret }],
+        sts_keys,
+        api_keys: args.api_keys,
+        default_project: args.default_project,
+        auto_create: !args.no_auto_create,
+        shard_count: args.shards.max(1),
+        retention_bytes: args.retention_mib.saturating_mul(1024 * 1024),
+        key_policy: if args.strict_keys { KeyPolicy::Strict } else { KeyPolicy::Service },
+        worker_threads: args.threads.max(1),
+        ..EmulatorConfig::default()
+    };
+    let emulator = match Emulator::start(config) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("loghose-emulator: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{}", emulator.endpoint());
+    let _ = stdout.flush();
+    drop(stdout);
+
+    let signals = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let Ok(signals) = signals else {
+        eprintln!("loghose-emulator: cannot wait for signals");
+        return std::process::ExitCode::FAILURE;
+    };
+    signals.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {},
+                    _ = term.recv() => {},
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    });
+    emulator.shutdown();
+    std::process::ExitCode::SUCCESS
+}

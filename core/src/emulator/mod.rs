@@ -1,1 +1,261 @@
-//! placeholder
+//! A local server that behaves like the SLS PutLogs endpoint, for tests, benchmarks and
+//! offline development.
+//!
+//! [`Emulator::start`] binds `127.0.0.1` (a free port by default) and serves on a runtime of
+//! its own, so it can be started from any thread, from a tokio task, or from the Python and
+//! Node bindings. It verifies what the service verifies (signatures v1/v4/bearer, STS tokens,
+//! date skew, Content-MD5, raw size, compression, log contents; see [`service`]), stores what
+//! it accepts per project/logstore/shard within a retention budget, serves it back through
+//! [`Emulator::logs`], the `/_emulator/` JSON API and the SLS read APIs, counts everything, and
+//! injects faults on demand ([`faults`]).
+//!
+//! Dropping the emulator stops it: the listener closes before `drop` returns (so the port can
+//! be bound again at once), connections end shortly after.
+
+pub mod error;
+pub mod faults;
+mod server;
+pub mod service;
+pub mod store;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub use error::ApiError;
+pub use faults::{Fault, FaultAction};
+pub use service::{Counters, Service};
+pub use store::{LogstoreTotals, StoredLog};
+
+use crate::wire::scan::KeyPolicy;
+use crate::wire::sign::Credentials;
+
+/// AccessKeyId the emulator accepts unless configured otherwise.
+pub const DEFAULT_ACCESS_KEY_ID: &str = "loghose-emulator";
+/// AccessKeySecret of [`DEFAULT_ACCESS_KEY_ID`].
+pub const DEFAULT_ACCESS_KEY_SECRET: &str = "loghose-emulator-secret";
+/// Project used for hosts that carry none (IP addresses, `localhost`).
+pub const DEFAULT_PROJECT: &str = "loghose";
+
+/// A permanent access key the emulator accepts.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AccessKey {
+    /// AccessKeyId.
+    pub id: String,
+    /// AccessKeySecret.
+    pub secret: String,
+}
+
+/// A temporary (STS) key: accepted only with its token in `x-acs-security-token`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StsKey {
+    /// Temporary AccessKeyId.
+    pub id: String,
+    /// Temporary AccessKeySecret.
+    pub secret: String,
+    /// Security token.
+    pub token: String,
+}
+
+/// Everything the emulator can be told.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmulatorConfig {
+    /// Address to listen on. Default `127.0.0.1`.
+    pub host: IpAddr,
+    /// Port; 0 picks a free one. Default 0.
+    pub port: u16,
+    /// Permanent keys. Default: one, [`DEFAULT_ACCESS_KEY_ID`] / [`DEFAULT_ACCESS_KEY_SECRET`].
+    pub access_keys: Vec<AccessKey>,
+    /// Temporary keys with their tokens. Default none.
+    pub sts_keys: Vec<StsKey>,
+    /// API keys for `Authorization: Bearer`. Default none.
+    pub api_keys: Vec<String>,
+    /// Project for hosts that name none. Default [`DEFAULT_PROJECT`].
+    pub default_project: String,
+    /// Take the project from the first label of `Host` (`{project}.{endpoint}`). Default on;
+    /// off serves every request as the default project (CNAME-style endpoints).
+    pub project_from_host: bool,
+    /// Create projects and logstores on first use. Default on; off answers 404
+    /// `ProjectNotExist` / `LogStoreNotExist` until they are created.
+    pub auto_create: bool,
+    /// Shards of an auto-created logstore. Default 2.
+    pub shard_count: u32,
+    /// Bytes of accepted (uncompressed) groups kept per logstore; older groups are dropped
+    /// first, totals stay exact. Default 256 MiB.
+    pub retention_bytes: usize,
+    /// Largest accepted difference between a request's date and the clock, in seconds.
+    /// Default 900 (the service's ±15 minutes).
+    pub max_clock_skew_secs: i64,
+    /// Which field keys are accepted. Default [`KeyPolicy::Service`].
+    pub key_policy: KeyPolicy,
+    /// Threads of the emulator's runtime. Default 2.
+    pub worker_threads: usize,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            access_keys: vec![AccessKey { id: DEFAULT_ACCESS_KEY_ID.into(), secret: DEFAULT_ACCESS_KEY_SECRET.into() }],
+            sts_keys: Vec::new(),
+            api_keys: Vec::new(),
+            default_project: DEFAULT_PROJECT.into(),
+            project_from_host: true,
+            auto_create: true,
+            shard_count: 2,
+            retention_bytes: 256 * 1024 * 1024,
+            max_clock_skew_secs: crate::wire::limits::MAX_CLOCK_SKEW_SECS,
+            key_policy: KeyPolicy::Service,
+            worker_threads: 2,
+        }
+    }
+}
+
+/// The emulator could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmulatorError {
+    /// The runtime's threads could not be started.
+    #[error("cannot start the emulator's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running emulator. Dropping it stops it.
+pub struct Emulator {
+    addr: SocketAddr,
+    service: Arc<Service>,
+    stop: watch::Sender<bool>,
+    stopped: Option<std::sync::mpsc::Receiver<()>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for Emulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emulator").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl Emulator {
+    /// Starts an emulator with `config` on a runtime of its own; returns once it is listening.
+    pub fn start(config: EmulatorConfig) -> Result<Emulator, EmulatorError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.worker_threads.max(1))
+            .thread_name("loghose-emulator")
+            .enable_all()
+            .build()
+            .map_err(EmulatorError::Runtime)?;
+        let addr = SocketAddr::new(config.host, config.port);
+        let listener = {
+            let _guard = runtime.enter();
+            let std_listener = std::net::TcpListener::bind(addr).map_err(|source| EmulatorError::Bind { addr, source })?;
+            std_listener.set_nonblocking(true).map_err(|source| EmulatorError::Bind { addr, source })?;
+            TcpListener::from_std(std_listener).map_err(|source| EmulatorError::Bind { addr, source })?
+        };
+        let addr = listener.local_addr().map_err(|source| EmulatorError::Bind { addr, source })?;
+        let service = Arc::new(Service::new(config));
+        let (stop, stop_rx) = watch::channel(false);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let svc = service.clone();
+        runtime.spawn(async move {
+            server::accept_loop(listener, svc, stop_rx).await;
+            let _ = done_tx.send(());
+        });
+        Ok(Emulator { addr, service, stop, stopped: Some(done_rx), runtime: Some(runtime) })
+    }
+
+    /// Starts an emulator with the default configuration.
+    pub fn start_default() -> Result<Emulator, EmulatorError> {
+        Emulator::start(EmulatorConfig::default())
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint to give a client: `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The first permanent key it accepts (the default one unless configured otherwise).
+    pub fn credentials(&self) -> Option<Credentials> {
+        self.service.config().access_keys.first().map(|k| Credentials::new(k.id.clone(), k.secret.clone()))
+    }
+
+    /// The request handler, for driving it without the network.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
+    }
+
+    /// Every retained log of a logstore, decoded, shard by shard in arrival order.
+    pub fn logs(&self, project: &str, logstore: &str) -> Vec<StoredLog> {
+        self.service.store.logs(project, logstore)
+    }
+
+    /// Exact totals of a logstore, or `None` if it does not exist.
+    pub fn totals(&self, project: &str, logstore: &str) -> Option<LogstoreTotals> {
+        self.service.store.totals(project, logstore)
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> Counters {
+        self.service.counters()
+    }
+
+    /// Adds a fault rule.
+    pub fn inject(&self, fault: Fault) {
+        self.service.faults.add(fault);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.service.faults.clear();
+    }
+
+    /// Creates a logstore (needed when auto-create is off); `shards` defaults to the config's.
+    pub fn create_logstore(&self, project: &str, logstore: &str, shards: Option<u32>) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
+        self.service.store.create(project, logstore, shards, now);
+    }
+
+    /// Forgets every stored log, counter and fault.
+    pub fn reset(&self) {
+        self.service.reset();
+    }
+
+    /// Stops serving; the port is free when this returns.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(done) = self.stopped.take() {
+            let _ = done.recv_timeout(Duration::from_secs(2));
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}

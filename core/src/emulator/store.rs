@@ -1,0 +1,294 @@
+//! What the emulator accepted, per project / logstore / shard, plus exact running totals.
+//!
+//! Groups are kept as their validated, uncompressed protobuf bytes and decoded only when read
+//! back. Each shard keeps at most its share of the logstore's retention budget: when a new
+//! group would exceed it, the oldest groups are dropped (their sequence numbers stay used, so
+//! cursors remain valid), while the totals keep counting everything ever accepted. This keeps
+//! long benchmarks from exhausting memory. One mutex guards the map; callers hold it only to
+//! append or copy out, never while decoding or doing I/O.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use prost::Message;
+
+use crate::wire::hashkey;
+use crate::wire::proto::LogGroup;
+
+/// One accepted group.
+#[derive(Clone, Debug)]
+pub struct StoredGroup {
+    /// Uncompressed `LogGroup` bytes, exactly as sent.
+    pub body: Bytes,
+    /// Server receive time, unix seconds.
+    pub received: u32,
+    /// Number of logs in it.
+    pub logs: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct Shard {
+    pub(crate) groups: VecDeque<StoredGroup>,
+    /// Sequence number of `groups[0]`.
+    pub(crate) first_seq: u64,
+    pub(crate) bytes: usize,
+}
+
+impl Shard {
+    pub(crate) fn end_seq(&self) -> u64 {
+        self.first_seq + self.groups.len() as u64
+    }
+}
+
+pub(crate) struct Logstore {
+    pub(crate) shards: Vec<Shard>,
+    pub(crate) created: u32,
+    lb_next: u32,
+    /// Exact totals since creation (or reset), unaffected by retention.
+    pub(crate) total_logs: u64,
+    pub(crate) total_groups: u64,
+}
+
+impl Logstore {
+    fn new(shard_count: u32, now: u32) -> Self {
+        Logstore {
+            shards: (0..shard_count.max(1)).map(|_| Shard::default()).collect(),
+            created: now,
+            lb_next: 0,
+            total_logs: 0,
+            total_groups: 0,
+        }
+    }
+}
+
+/// Where in a logstore a group goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Placement {
+    /// Any writable shard, round robin.
+    LoadBalance,
+    /// The shard whose range holds this hash key.
+    HashKey(u128),
+}
+
+/// Why a logstore could not be found or made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Missing {
+    Project,
+    Logstore,
+}
+
+/// One decoded log with its group's metadata, as the read API returns it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StoredLog {
+    /// Shard it was stored in.
+    pub shard: u32,
+    /// Unix seconds.
+    pub time: u32,
+    /// Nanosecond part, when sent.
+    pub time_ns: Option<u32>,
+    /// Group topic (`None` when the field was absent).
+    pub topic: Option<String>,
+    /// Group source.
+    pub source: Option<String>,
+    /// Group tags, in order.
+    pub tags: Vec<(String, String)>,
+    /// Fields, in order.
+    pub contents: Vec<(String, String)>,
+}
+
+impl StoredLog {
+    /// The value of the first field named `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.contents.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The value of the first tag named `key`.
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Totals of one logstore.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LogstoreTotals {
+    /// Logs accepted since creation.
+    pub logs: u64,
+    /// Groups accepted since creation.
+    pub groups: u64,
+    /// Groups still held (the rest were dropped by retention).
+    pub retained_groups: u64,
+}
+
+pub(crate) struct Store {
+    inner: Mutex<BTreeMap<String, BTreeMap<String, Logstore>>>,
+    pub(crate) auto_create: bool,
+    pub(crate) shard_count: u32,
+    pub(crate) retention_bytes: usize,
+}
+
+impl Store {
+    pub(crate) fn new(auto_create: bool, shard_count: u32, retention_bytes: usize) -> Self {
+        Store { inner: Mutex::new(BTreeMap::new()), auto_create, shard_count: shard_count.max(1), retention_bytes }
+    }
+
+    pub(crate) fn create(&self, project: &str, logstore: &str, shards: Option<u32>, now: u32) {
+        let shards = shards.unwrap_or(self.shard_count).max(1);
+        self.inner
+            .lock()
+            .entry(project.to_owned())
+            .or_default()
+            .entry(logstore.to_owned())
+            .or_insert_with(|| Logstore::new(shards, now));
+    }
+
+    pub(crate) fn reset(&self) {
+        self.inner.lock().clear();
+    }
+
+    /// Checks that the logstore exists, creating it when auto-create is on.
+    pub(crate) fn ensure(&self, project: &str, logstore: &str, now: u32) -> Result<(), Missing> {
+        let mut inner = self.inner.lock();
+        if let Some(p) = inner.get(project) {
+            if p.contains_key(logstore) {
+                return Ok(());
+            }
+        }
+        if !self.auto_create {
+            return Err(if inner.contains_key(project) { Missing::Logstore } else { Missing::Project });
+        }
+        inner
+            .entry(project.to_owned())
+            .or_default()
+            .insert(logstore.to_owned(), Logstore::new(self.shard_count, now));
+        Ok(())
+    }
+
+    /// Appends groups to one shard of an existing logstore; returns the shard.
+    pub(crate) fn append(
+        &self,
+        project: &str,
+        logstore: &str,
+        placement: Placement,
+        groups: impl IntoIterator<Item = StoredGroup>,
+    ) -> Result<u32, Missing> {
+        let mut inner = self.inner.lock();
+        let Some(p) = inner.get_mut(project) else { return Err(Missing::Project) };
+        let Some(ls) = p.get_mut(logstore) else { return Err(Missing::Logstore) };
+        let count = ls.shards.len() as u32;
+        let index = match placement {
+            Placement::HashKey(key) => hashkey::shard_of(key, count),
+            Placement::LoadBalance => {
+                ls.lb_next = ls.lb_next.wrapping_add(1);
+                ls.lb_next % count
+            }
+        };
+        let budget = (self.retention_bytes / count as usize).max(1);
+        let shard = &mut ls.shards[index as usize];
+        for group in groups {
+            ls.total_logs += u64::from(group.logs);
+            ls.total_groups += 1;
+            shard.bytes += group.body.len();
+            shard.groups.push_back(group);
+            while shard.bytes > budget && shard.groups.len() > 1 {
+                if let Some(old) = shard.groups.pop_front() {
+                    shard.bytes -= old.body.len();
+                    shard.first_seq += 1;
+                }
+            }
+        }
+        Ok(index)
+    }
+
+    /// Runs `f` on a logstore under the lock.
+    pub(crate) fn with_logstore<T>(&self, project: &str, logstore: &str, f: impl FnOnce(&Logstore) -> T) -> Result<T, Missing> {
+        let inner = self.inner.lock();
+        let Some(p) = inner.get(project) else { return Err(Missing::Project) };
+        let Some(ls) = p.get(logstore) else { return Err(Missing::Logstore) };
+        Ok(f(ls))
+    }
+
+    pub(crate) fn totals(&self, project: &str, logstore: &str) -> Option<LogstoreTotals> {
+        self.with_logstore(project, logstore, |ls| LogstoreTotals {
+            logs: ls.total_logs,
+            groups: ls.total_groups,
+            retained_groups: ls.shards.iter().map(|s| s.groups.len() as u64).sum(),
+        })
+        .ok()
+    }
+
+    /// Every retained log of a logstore, shard by shard in arrival order, decoded.
+    pub(crate) fn logs(&self, project: &str, logstore: &str) -> Vec<StoredLog> {
+        // Copy the (reference-counted) bodies out, then decode without the lock.
+        let groups: Vec<(u32, Bytes)> = self
+            .with_logstore(project, logstore, |ls| {
+                ls.shards
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, s)| s.groups.iter().map(move |g| (i as u32, g.body.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for (shard, body) in groups {
+            // Bodies were validated on the way in; a failure here would be an emulator bug.
+            let Ok(group) = LogGroup::decode(body) else { continue };
+            let tags: Vec<(String, String)> = group.log_tags.into_iter().map(|t| (t.key, t.value)).collect();
+            for log in group.logs {
+                out.push(StoredLog {
+                    shard,
+                    time: log.time,
+                    time_ns: log.time_ns,
+                    topic: group.topic.clone(),
+                    source: group.source.clone(),
+                    tags: tags.clone(),
+                    contents: log.contents.into_iter().map(|c| (c.key, c.value)).collect(),
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(bytes: usize) -> StoredGroup {
+        StoredGroup { body: Bytes::from(vec![0u8; bytes]), received: 0, logs: 2 }
+    }
+
+    #[test]
+    fn retention_drops_oldest_but_totals_stay_exact() {
+        let store = Store::new(true, 1, 1000);
+        store.ensure("p", "l", 0).unwrap();
+        for _ in 0..10 {
+            store.append("p", "l", Placement::LoadBalance, [group(300)]).unwrap();
+        }
+        let totals = store.totals("p", "l").unwrap();
+        assert_eq!((totals.logs, totals.groups, totals.retained_groups), (20, 10, 3));
+        store.with_logstore("p", "l", |ls| assert_eq!((ls.shards[0].first_seq, ls.shards[0].end_seq()), (7, 10))).unwrap();
+    }
+
+    #[test]
+    fn missing_logstores_are_refused_without_auto_create() {
+        let store = Store::new(false, 2, 1 << 20);
+        assert_eq!(store.ensure("p", "l", 0), Err(Missing::Project));
+        store.create("p", "other", None, 0);
+        assert_eq!(store.ensure("p", "l", 0), Err(Missing::Logstore));
+        store.create("p", "l", Some(4), 0);
+        assert_eq!(store.ensure("p", "l", 0), Ok(()));
+        store.with_logstore("p", "l", |ls| assert_eq!(ls.shards.len(), 4)).unwrap();
+    }
+
+    #[test]
+    fn load_balance_spreads_and_hash_keys_route() {
+        let store = Store::new(true, 2, 1 << 20);
+        store.ensure("p", "l", 0).unwrap();
+        let a = store.append("p", "l", Placement::LoadBalance, [group(1)]).unwrap();
+        let b = store.append("p", "l", Placement::LoadBalance, [group(1)]).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(store.append("p", "l", Placement::HashKey(0), [group(1)]).unwrap(), 0);
+        assert_eq!(store.append("p", "l", Placement::HashKey(u128::MAX), [group(1)]).unwrap(), 1);
+    }
+}
