@@ -7,7 +7,10 @@ use std::io::Write as _;
 use std::net::IpAddr;
 
 use clap::Parser;
-use loghose::emulator::{AccessKey, Emulator, EmulatorConfig, StsKey, DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET, DEFAULT_PROJECT};
+use loghose::emulator::{
+    AccessKey, Emulator, EmulatorConfig, StsKey, DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET,
+    DEFAULT_PROJECT,
+};
 use loghose::wire::scan::KeyPolicy;
 
 /// A local server that accepts SLS PutLogs as the real service does.
@@ -59,7 +62,11 @@ fn main() -> std::process::ExitCode {
         let mut parts = spec.splitn(3, ':');
         match (parts.next(), parts.next(), parts.next()) {
             (Some(id), Some(secret), Some(token)) if !id.is_empty() && !token.is_empty() => {
-                sts_keys.push(StsKey { id: id.into(), secret: secret.into(), token: token.into() })
+                sts_keys.push(StsKey {
+                    id: id.into(),
+                    secret: secret.into(),
+                    token: token.into(),
+                })
             }
             _ => {
                 eprintln!("loghose-emulator: --sts-key wants ID:SECRET:TOKEN, got {spec:?}");
@@ -70,14 +77,21 @@ fn main() -> std::process::ExitCode {
     let config = EmulatorConfig {
         host: args.host,
         port: args.port,
-        access_keys: vec![AccessKey { id: args.access_key_id, secret: args.access_key_secret }],
+        access_keys: vec![AccessKey {
+            id: args.access_key_id,
+            secret: args.access_key_secret,
+        }],
         sts_keys,
         api_keys: args.api_keys,
         default_project: args.default_project,
         auto_create: !args.no_auto_create,
         shard_count: args.shards.max(1),
         retention_bytes: args.retention_mib.saturating_mul(1024 * 1024),
-        key_policy: if args.strict_keys { KeyPolicy::Strict } else { KeyPolicy::Service },
+        key_policy: if args.strict_keys {
+            KeyPolicy::Strict
+        } else {
+            KeyPolicy::Service
+        },
         worker_threads: args.threads.max(1),
         ..EmulatorConfig::default()
     };
@@ -93,14 +107,19 @@ fn main() -> std::process::ExitCode {
     let _ = stdout.flush();
     drop(stdout);
 
-    let signals = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
     let Ok(signals) = signals else {
         eprintln!("loghose-emulator: cannot wait for signals");
         return std::process::ExitCode::FAILURE;
     };
     signals.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
             (Ok(mut int), Ok(mut term)) => {
                 tokio::select! {
                     _ = int.recv() => {},

@@ -19,7 +19,11 @@ pub struct ApiError {
 impl ApiError {
     /// A refusal with a fixed code.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
     }
 
     /// 400 with `code`.
@@ -34,6 +38,8 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> Vec<u8> {
-        serde_json::json!({ "errorCode": self.code, "errorMessage": self.message }).to_string().into_bytes()
+        serde_json::json!({ "errorCode": self.code, "errorMessage": self.message })
+            .to_string()
+            .into_bytes()
     }
 }

@@ -66,17 +66,36 @@ pub struct Fault {
 impl Fault {
     /// A rule for the next `count` requests.
     pub fn times(action: FaultAction, count: u64) -> Self {
-        Fault { action, count: Some(count), window_ms: None, project: None, logstore: None }
+        Fault {
+            action,
+            count: Some(count),
+            window_ms: None,
+            project: None,
+            logstore: None,
+        }
     }
 
     /// A rule for every request during `window`.
     pub fn during(action: FaultAction, window: Duration) -> Self {
-        Fault { action, count: None, window_ms: Some(window.as_millis() as u64), project: None, logstore: None }
+        Fault {
+            action,
+            count: None,
+            window_ms: Some(window.as_millis() as u64),
+            project: None,
+            logstore: None,
+        }
     }
 
     /// An error answer for the next `count` requests.
     pub fn error(status: u16, code: &str, count: u64) -> Self {
-        Fault::times(FaultAction::Error { status, code: code.to_owned(), message: None }, count)
+        Fault::times(
+            FaultAction::Error {
+                status,
+                code: code.to_owned(),
+                message: None,
+            },
+            count,
+        )
     }
 }
 
@@ -96,10 +115,16 @@ pub(crate) struct Faults {
 
 impl Faults {
     pub(crate) fn add(&self, fault: Fault) {
-        let until = fault.window_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        let until = fault
+            .window_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms));
         let remaining = fault.count;
         let mut rules = self.rules.lock();
-        rules.push(Live { fault, remaining, until });
+        rules.push(Live {
+            fault,
+            remaining,
+            until,
+        });
         self.any.store(true, Ordering::Release);
     }
 
@@ -122,7 +147,8 @@ impl Faults {
         let mut rules = self.rules.lock();
         rules.retain(|r| r.remaining != Some(0) && r.until.is_none_or(|u| now < u));
         let hit = rules.iter_mut().find(|r| {
-            r.fault.project.as_deref().is_none_or(|p| p == project) && r.fault.logstore.as_deref().is_none_or(|l| l == logstore)
+            r.fault.project.as_deref().is_none_or(|p| p == project)
+                && r.fault.logstore.as_deref().is_none_or(|l| l == logstore)
         });
         let action = hit.map(|rule| {
             if let Some(n) = rule.remaining.as_mut() {
@@ -151,8 +177,14 @@ mod tests {
         faults.add(Fault::error(503, "ServerBusy", 2));
         faults.add(Fault::times(FaultAction::Reset, 1));
         let kinds: Vec<_> = (0..4).map(|_| faults.take("p", "l")).collect();
-        assert!(matches!(kinds[0], Some(FaultAction::Error { status: 503, .. })));
-        assert!(matches!(kinds[1], Some(FaultAction::Error { status: 503, .. })));
+        assert!(matches!(
+            kinds[0],
+            Some(FaultAction::Error { status: 503, .. })
+        ));
+        assert!(matches!(
+            kinds[1],
+            Some(FaultAction::Error { status: 503, .. })
+        ));
         assert_eq!(kinds[2], Some(FaultAction::Reset));
         assert_eq!(kinds[3], None);
         assert_eq!(faults.applied(), 3);
@@ -165,15 +197,24 @@ mod tests {
         f.logstore = Some("only".into());
         faults.add(f);
         assert_eq!(faults.take("p", "other"), None);
-        assert_eq!(faults.take("p", "only"), Some(FaultAction::Latency { ms: 1 }));
-        assert_eq!(faults.take("p", "only"), Some(FaultAction::Latency { ms: 1 }));
+        assert_eq!(
+            faults.take("p", "only"),
+            Some(FaultAction::Latency { ms: 1 })
+        );
+        assert_eq!(
+            faults.take("p", "only"),
+            Some(FaultAction::Latency { ms: 1 })
+        );
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(faults.take("p", "only"), None);
     }
 
     #[test]
     fn rules_parse_from_json() {
-        let f: Fault = serde_json::from_str(r#"{"kind":"error","status":403,"code":"WriteQuotaExceed","count":3}"#).unwrap();
+        let f: Fault = serde_json::from_str(
+            r#"{"kind":"error","status":403,"code":"WriteQuotaExceed","count":3}"#,
+        )
+        .unwrap();
         assert_eq!(f, Fault::error(403, "WriteQuotaExceed", 3));
         let f: Fault = serde_json::from_str(r#"{"kind":"hang","window_ms":100}"#).unwrap();
         assert_eq!(f.action, FaultAction::Hang { ms: None });

@@ -101,7 +101,10 @@ impl Default for EmulatorConfig {
         EmulatorConfig {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
-            access_keys: vec![AccessKey { id: DEFAULT_ACCESS_KEY_ID.into(), secret: DEFAULT_ACCESS_KEY_SECRET.into() }],
+            access_keys: vec![AccessKey {
+                id: DEFAULT_ACCESS_KEY_ID.into(),
+                secret: DEFAULT_ACCESS_KEY_SECRET.into(),
+            }],
             sts_keys: Vec::new(),
             api_keys: Vec::new(),
             default_project: DEFAULT_PROJECT.into(),
@@ -145,7 +148,9 @@ pub struct Emulator {
 
 impl std::fmt::Debug for Emulator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Emulator").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Emulator")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -161,11 +166,17 @@ impl Emulator {
         let addr = SocketAddr::new(config.host, config.port);
         let listener = {
             let _guard = runtime.enter();
-            let std_listener = std::net::TcpListener::bind(addr).map_err(|source| EmulatorError::Bind { addr, source })?;
-            std_listener.set_nonblocking(true).map_err(|source| EmulatorError::Bind { addr, source })?;
-            TcpListener::from_std(std_listener).map_err(|source| EmulatorError::Bind { addr, source })?
+            let std_listener = std::net::TcpListener::bind(addr)
+                .map_err(|source| EmulatorError::Bind { addr, source })?;
+            std_listener
+                .set_nonblocking(true)
+                .map_err(|source| EmulatorError::Bind { addr, source })?;
+            TcpListener::from_std(std_listener)
+                .map_err(|source| EmulatorError::Bind { addr, source })?
         };
-        let addr = listener.local_addr().map_err(|source| EmulatorError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| EmulatorError::Bind { addr, source })?;
         let service = Arc::new(Service::new(config));
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -174,7 +185,13 @@ impl Emulator {
             server::accept_loop(listener, svc, stop_rx).await;
             let _ = done_tx.send(());
         });
-        Ok(Emulator { addr, service, stop, stopped: Some(done_rx), runtime: Some(runtime) })
+        Ok(Emulator {
+            addr,
+            service,
+            stop,
+            stopped: Some(done_rx),
+            runtime: Some(runtime),
+        })
     }
 
     /// Starts an emulator with the default configuration.
@@ -194,7 +211,11 @@ impl Emulator {
 
     /// The first permanent key it accepts (the default one unless configured otherwise).
     pub fn credentials(&self) -> Option<Credentials> {
-        self.service.config().access_keys.first().map(|k| Credentials::new(k.id.clone(), k.secret.clone()))
+        self.service
+            .config()
+            .access_keys
+            .first()
+            .map(|k| Credentials::new(k.id.clone(), k.secret.clone()))
     }
 
     /// The request handler, for driving it without the network.
@@ -229,7 +250,9 @@ impl Emulator {
 
     /// Creates a logstore (needed when auto-create is off); `shards` defaults to the config's.
     pub fn create_logstore(&self, project: &str, logstore: &str, shards: Option<u32>) {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as u32);
         self.service.store.create(project, logstore, shards, now);
     }
 

@@ -37,28 +37,42 @@ struct InjectedReset;
 /// Default length of a hang without an explicit duration.
 const DEFAULT_HANG: Duration = Duration::from_secs(600);
 
-async fn serve_request(service: Arc<Service>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, InjectedReset> {
+async fn serve_request(
+    service: Arc<Service>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, InjectedReset> {
     let (parts, body) = req.into_parts();
     let probe = Request::from_parts(parts, ());
     if let Some((project, logstore)) = service.put_logs_target(&probe) {
         match service.faults.take(&project, &logstore) {
             None => {}
-            Some(FaultAction::Latency { ms }) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            Some(FaultAction::Latency { ms }) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await
+            }
             Some(FaultAction::Reset) => return Err(InjectedReset),
             Some(FaultAction::Hang { ms }) => {
                 tokio::time::sleep(ms.map_or(DEFAULT_HANG, Duration::from_millis)).await;
                 return Err(InjectedReset);
             }
-            Some(FaultAction::Error { status, code, message }) => {
+            Some(FaultAction::Error {
+                status,
+                code,
+                message,
+            }) => {
                 // Drain the body so the connection stays usable, as the real service does.
                 let _ = Limited::new(body, MAX_SENT_BODY_BYTES).collect().await;
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let status =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 let message = message.unwrap_or_else(|| format!("injected fault: {status} {code}"));
                 service.count_rejection(&code);
-                let body = serde_json::json!({ "errorCode": code, "errorMessage": message }).to_string();
+                let body =
+                    serde_json::json!({ "errorCode": code, "errorMessage": message }).to_string();
                 let mut resp = Response::new(Bytes::from(body));
                 *resp.status_mut() = status;
-                resp.headers_mut().insert("content-type", hyper::http::HeaderValue::from_static("application/json"));
+                resp.headers_mut().insert(
+                    "content-type",
+                    hyper::http::HeaderValue::from_static("application/json"),
+                );
                 service.stamp(&mut resp);
                 return Ok(resp.map(Full::new));
             }
@@ -68,16 +82,23 @@ async fn serve_request(service: Arc<Service>, req: Request<Incoming>) -> Result<
     let bytes = match Limited::new(body, MAX_SENT_BODY_BYTES).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
-            let too_large = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+            let too_large = e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
             let error = if too_large {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PostBodyTooLarge", format!("body exceeds {MAX_SENT_BODY_BYTES} bytes"))
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "PostBodyTooLarge",
+                    format!("body exceeds {MAX_SENT_BODY_BYTES} bytes"),
+                )
             } else {
                 // The client went away mid-body; nobody will read an answer.
                 return Err(InjectedReset);
             };
             let mut resp = service.error_response(&error);
             service.stamp(&mut resp);
-            resp.headers_mut().insert("connection", hyper::http::HeaderValue::from_static("close"));
+            resp.headers_mut()
+                .insert("connection", hyper::http::HeaderValue::from_static("close"));
             return Ok(resp.map(Full::new));
         }
     };
@@ -86,7 +107,11 @@ async fn serve_request(service: Arc<Service>, req: Request<Incoming>) -> Result<
 }
 
 /// Accepts connections until `stop` turns true, then returns (dropping the listener).
-pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    service: Arc<Service>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
@@ -104,7 +129,10 @@ pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>, mu
                 let service = service.clone();
                 async move { serve_request(service, req).await }
             });
-            let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc).await;
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
         });
     }
 }

@@ -104,38 +104,65 @@ impl Head<'_> {
     }
 
     fn param(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_ref())
     }
 }
 
 fn unix_now() -> u32 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as u32).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0)
 }
 
 fn json_response(value: &impl serde::Serialize) -> Response<Bytes> {
     let body = serde_json::to_vec(value).unwrap_or_default();
     let mut resp = Response::new(Bytes::from(body));
-    resp.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
+    resp.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
     resp
 }
 
 fn missing(m: Missing, project: &str, logstore: &str) -> ApiError {
     match m {
-        Missing::Project => ApiError::new(StatusCode::NOT_FOUND, "ProjectNotExist", format!("The Project does not exist : {project}")),
-        Missing::Logstore => ApiError::new(StatusCode::NOT_FOUND, "LogStoreNotExist", format!("logstore {logstore} does not exist")),
+        Missing::Project => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "ProjectNotExist",
+            format!("The Project does not exist : {project}"),
+        ),
+        Missing::Logstore => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "LogStoreNotExist",
+            format!("logstore {logstore} does not exist"),
+        ),
     }
 }
 
 fn scan_error(e: ScanError) -> ApiError {
-    let code = if matches!(e, ScanError::InvalidKey { .. }) { "InvalidKey" } else { "PostBodyInvalid" };
+    let code = if matches!(e, ScanError::InvalidKey { .. }) {
+        "InvalidKey"
+    } else {
+        "PostBodyInvalid"
+    };
     ApiError::bad_request(code, e.to_string())
 }
 
 fn codec_error(e: CodecError) -> ApiError {
     match e {
-        CodecError::UnknownType(t) => ApiError::bad_request("InvalidCompressType", format!("compress type {t} is not supported")),
-        CodecError::RawSizeTooLarge { .. } => ApiError::bad_request("PostBodyTooLarge", e.to_string()),
-        other => ApiError::bad_request("PostBodyUncompressError", format!("post body uncompressed fail: {other}")),
+        CodecError::UnknownType(t) => ApiError::bad_request(
+            "InvalidCompressType",
+            format!("compress type {t} is not supported"),
+        ),
+        CodecError::RawSizeTooLarge { .. } => {
+            ApiError::bad_request("PostBodyTooLarge", e.to_string())
+        }
+        other => ApiError::bad_request(
+            "PostBodyUncompressError",
+            format!("post body uncompressed fail: {other}"),
+        ),
     }
 }
 
@@ -151,15 +178,21 @@ fn decode_cursor(cursor: &str) -> Result<u64, ApiError> {
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| ApiError::bad_request("InvalidCursor", format!("cursor {cursor:?} is not valid")))
+        .ok_or_else(|| {
+            ApiError::bad_request("InvalidCursor", format!("cursor {cursor:?} is not valid"))
+        })
 }
 
 fn parse_http_date(value: &str) -> Option<i64> {
-    DateTime::parse_from_rfc2822(value.trim()).ok().map(|d| d.timestamp())
+    DateTime::parse_from_rfc2822(value.trim())
+        .ok()
+        .map(|d| d.timestamp())
 }
 
 fn parse_v4_date(value: &str) -> Option<i64> {
-    NaiveDateTime::parse_from_str(value.trim(), "%Y%m%dT%H%M%SZ").ok().map(|d| d.and_utc().timestamp())
+    NaiveDateTime::parse_from_str(value.trim(), "%Y%m%dT%H%M%SZ")
+        .ok()
+        .map(|d| d.and_utc().timestamp())
 }
 
 impl Service {
@@ -167,12 +200,28 @@ impl Service {
     pub fn new(config: EmulatorConfig) -> Self {
         let mut keys = HashMap::new();
         for k in &config.access_keys {
-            keys.insert(k.id.clone(), Key { secret: k.secret.clone(), token: None });
+            keys.insert(
+                k.id.clone(),
+                Key {
+                    secret: k.secret.clone(),
+                    token: None,
+                },
+            );
         }
         for k in &config.sts_keys {
-            keys.insert(k.id.clone(), Key { secret: k.secret.clone(), token: Some(k.token.clone()) });
+            keys.insert(
+                k.id.clone(),
+                Key {
+                    secret: k.secret.clone(),
+                    token: Some(k.token.clone()),
+                },
+            );
         }
-        let store = Store::new(config.auto_create, config.shard_count, config.retention_bytes);
+        let store = Store::new(
+            config.auto_create,
+            config.shard_count,
+            config.retention_bytes,
+        );
         Service {
             api_keys: config.api_keys.iter().cloned().collect(),
             keys,
@@ -211,7 +260,15 @@ impl Service {
         self.store.reset();
         self.faults.clear();
         let c = &self.counters;
-        for a in [&c.requests, &c.put_requests, &c.accepted_requests, &c.logs, &c.log_groups, &c.raw_bytes, &c.compressed_bytes] {
+        for a in [
+            &c.requests,
+            &c.put_requests,
+            &c.accepted_requests,
+            &c.logs,
+            &c.log_groups,
+            &c.raw_bytes,
+            &c.compressed_bytes,
+        ] {
             a.store(0, Ordering::Relaxed);
         }
         c.rejected.lock().clear();
@@ -219,12 +276,21 @@ impl Service {
 
     /// A fresh 24-hex-digit request id.
     pub fn next_request_id(&self) -> String {
-        format!("{:08X}{:016X}", self.id_prefix, self.id_next.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "{:08X}{:016X}",
+            self.id_prefix,
+            self.id_next.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     /// Counts a refusal by code (used for injected errors too).
     pub(crate) fn count_rejection(&self, code: &str) {
-        *self.counters.rejected.lock().entry(code.to_owned()).or_default() += 1;
+        *self
+            .counters
+            .rejected
+            .lock()
+            .entry(code.to_owned())
+            .or_default() += 1;
     }
 
     /// An error response, counted.
@@ -232,7 +298,8 @@ impl Service {
         self.count_rejection(error.code);
         let mut resp = Response::new(Bytes::from(error.body()));
         *resp.status_mut() = error.status;
-        resp.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
+        resp.headers_mut()
+            .insert("content-type", HeaderValue::from_static("application/json"));
         resp
     }
 
@@ -247,14 +314,18 @@ impl Service {
     /// for IP addresses, `localhost`, single-label names, or when host projects are off.
     pub fn project_of(&self, host: Option<&str>) -> String {
         let default = || self.config.default_project.clone();
-        let Some(host) = host.map(str::trim) else { return default() };
+        let Some(host) = host.map(str::trim) else {
+            return default();
+        };
         if !self.config.project_from_host {
             return default();
         }
         let name = if host.starts_with('[') {
             return default();
         } else {
-            host.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h)
+            host.rsplit_once(':')
+                .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(host, |(h, _)| h)
         };
         if name.parse::<IpAddr>().is_ok() || name.eq_ignore_ascii_case("localhost") {
             return default();
@@ -270,7 +341,12 @@ impl Service {
         if req.method() != Method::POST {
             return None;
         }
-        let segments: Vec<&str> = req.uri().path().trim_start_matches('/').split('/').collect();
+        let segments: Vec<&str> = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .collect();
         let logstore = match segments.as_slice() {
             ["logstores", ls] | ["logstores", ls, "shards", "lb" | "route"] => *ls,
             _ => return None,
@@ -295,8 +371,16 @@ impl Service {
         let head = Head {
             method: req.method(),
             path,
-            query: req.uri().query().map(|q| form_urlencoded::parse(q.as_bytes()).collect()).unwrap_or_default(),
-            headers: req.headers().iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))).collect(),
+            query: req
+                .uri()
+                .query()
+                .map(|q| form_urlencoded::parse(q.as_bytes()).collect())
+                .unwrap_or_default(),
+            headers: req
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)))
+                .collect(),
         };
         if let Some(rest) = path.strip_prefix("/_emulator/") {
             return self.admin(&head, rest, req.body());
@@ -308,13 +392,19 @@ impl Service {
             }
             (&Method::GET, ["logstores", ls, "shards"]) => self.list_shards(&head, ls),
             (&Method::GET, ["logstores", ls, "shards", shard]) => {
-                let shard: u32 = shard
-                    .parse()
-                    .map_err(|_| ApiError::bad_request("ParameterInvalid", format!("shard id {shard:?} is not a number")))?;
+                let shard: u32 = shard.parse().map_err(|_| {
+                    ApiError::bad_request(
+                        "ParameterInvalid",
+                        format!("shard id {shard:?} is not a number"),
+                    )
+                })?;
                 match head.param("type") {
                     Some("cursor") => self.get_cursor(&head, ls, shard),
                     Some("log" | "logs") => self.pull_logs(&head, ls, shard),
-                    other => Err(ApiError::bad_request("ParameterInvalid", format!("unsupported type {other:?}"))),
+                    other => Err(ApiError::bad_request(
+                        "ParameterInvalid",
+                        format!("unsupported type {other:?}"),
+                    )),
                 }
             }
             _ => Err(ApiError::new(
@@ -340,22 +430,31 @@ impl Service {
     }
 
     fn key_for(&self, head: &Head<'_>, access_key_id: &str) -> Result<&Key, ApiError> {
-        let key = self
-            .keys
-            .get(access_key_id)
-            .ok_or_else(|| ApiError::unauthorized(format!("AccessKeyId not found: {access_key_id}")))?;
+        let key = self.keys.get(access_key_id).ok_or_else(|| {
+            ApiError::unauthorized(format!("AccessKeyId not found: {access_key_id}"))
+        })?;
         let sent = head.header("x-acs-security-token");
         match (&key.token, sent) {
             (None, None) => Ok(key),
             (Some(expected), Some(sent)) if sign::constant_time_eq(expected, sent) => Ok(key),
-            (Some(_), None) => Err(ApiError::unauthorized("The security token you provided is missing for a temporary AccessKeyId.")),
-            _ => Err(ApiError::unauthorized("The security token you provided is invalid.")),
+            (Some(_), None) => Err(ApiError::unauthorized(
+                "The security token you provided is missing for a temporary AccessKeyId.",
+            )),
+            _ => Err(ApiError::unauthorized(
+                "The security token you provided is invalid.",
+            )),
         }
     }
 
     fn authenticate(&self, head: &Head<'_>, body: &[u8]) -> Result<(), ApiError> {
-        let value = head.header("authorization").ok_or_else(|| ApiError::unauthorized("missing Authorization header"))?;
-        let query: Vec<(&str, &str)> = head.query.iter().map(|(k, v)| (k.as_ref(), v.as_ref())).collect();
+        let value = head
+            .header("authorization")
+            .ok_or_else(|| ApiError::unauthorized("missing Authorization header"))?;
+        let query: Vec<(&str, &str)> = head
+            .query
+            .iter()
+            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+            .collect();
         match Authorization::parse(value) {
             None => Err(ApiError::unauthorized("unsupported Authorization header")),
             Some(Authorization::Bearer(key)) => {
@@ -365,21 +464,41 @@ impl Service {
                     Err(ApiError::unauthorized("The API key is invalid."))
                 }
             }
-            Some(Authorization::V1 { access_key_id, signature }) => {
+            Some(Authorization::V1 {
+                access_key_id,
+                signature,
+            }) => {
                 match head.header("x-log-signaturemethod") {
-                    None => return Err(ApiError::bad_request("MissingSignatureMethod", "x-log-signaturemethod is missing")),
+                    None => {
+                        return Err(ApiError::bad_request(
+                            "MissingSignatureMethod",
+                            "x-log-signaturemethod is missing",
+                        ))
+                    }
                     Some(m) if m != V1_SIGNATURE_METHOD => {
-                        return Err(ApiError::bad_request("InvalidSignatureMethod", format!("signature method {m} is not supported")))
+                        return Err(ApiError::bad_request(
+                            "InvalidSignatureMethod",
+                            format!("signature method {m} is not supported"),
+                        ))
                     }
                     Some(_) => {}
                 }
                 let (date, fallback) = match (head.header("date"), head.header("x-log-date")) {
                     (Some(d), _) => (d, false),
                     (None, Some(d)) => (d, true),
-                    (None, None) => return Err(ApiError::bad_request("MissingDate", "the Date header is missing")),
+                    (None, None) => {
+                        return Err(ApiError::bad_request(
+                            "MissingDate",
+                            "the Date header is missing",
+                        ))
+                    }
                 };
-                let at = parse_http_date(date)
-                    .ok_or_else(|| ApiError::bad_request("InvalidDateFormat", format!("Date {date:?} is not an RFC 1123 date")))?;
+                let at = parse_http_date(date).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "InvalidDateFormat",
+                        format!("Date {date:?} is not an RFC 1123 date"),
+                    )
+                })?;
                 self.check_skew(date, at)?;
                 let key = self.key_for(head, access_key_id)?;
                 let string_to_sign = if fallback {
@@ -393,24 +512,54 @@ impl Service {
                 if sign::constant_time_eq(&expected, signature) {
                     Ok(())
                 } else {
-                    Err(ApiError::new(StatusCode::UNAUTHORIZED, "SignatureNotMatch", format!("Signature {signature} not matched.")))
+                    Err(ApiError::new(
+                        StatusCode::UNAUTHORIZED,
+                        "SignatureNotMatch",
+                        format!("Signature {signature} not matched."),
+                    ))
                 }
             }
-            Some(Authorization::V4 { access_key_id, day, region, signature }) => {
-                let date = head.header("x-log-date").ok_or_else(|| ApiError::bad_request("MissingDate", "x-log-date is missing"))?;
-                let at = parse_v4_date(date)
-                    .ok_or_else(|| ApiError::bad_request("InvalidDateFormat", format!("x-log-date {date:?} is not yyyyMMddTHHmmssZ")))?;
+            Some(Authorization::V4 {
+                access_key_id,
+                day,
+                region,
+                signature,
+            }) => {
+                let date = head
+                    .header("x-log-date")
+                    .ok_or_else(|| ApiError::bad_request("MissingDate", "x-log-date is missing"))?;
+                let at = parse_v4_date(date).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "InvalidDateFormat",
+                        format!("x-log-date {date:?} is not yyyyMMddTHHmmssZ"),
+                    )
+                })?;
                 self.check_skew(date, at)?;
-                let content_hash = head
-                    .header("x-log-content-sha256")
-                    .ok_or_else(|| ApiError::bad_request("MissingContentSha256", "x-log-content-sha256 is missing"))?;
+                let content_hash = head.header("x-log-content-sha256").ok_or_else(|| {
+                    ApiError::bad_request("MissingContentSha256", "x-log-content-sha256 is missing")
+                })?;
                 if content_hash != EMPTY_BODY_SHA256 && content_hash != sign::sha256_hex(body) {
-                    return Err(ApiError::new(StatusCode::UNAUTHORIZED, "SignatureNotMatch", "x-log-content-sha256 does not match the body"));
+                    return Err(ApiError::new(
+                        StatusCode::UNAUTHORIZED,
+                        "SignatureNotMatch",
+                        "x-log-content-sha256 does not match the body",
+                    ));
                 }
                 let key = self.key_for(head, access_key_id)?;
-                let expected = sign::v4_signature(&key.secret, region, head.method.as_str(), head.path, &query, &head.headers);
+                let expected = sign::v4_signature(
+                    &key.secret,
+                    region,
+                    head.method.as_str(),
+                    head.path,
+                    &query,
+                    &head.headers,
+                );
                 if !date.starts_with(day) || !sign::constant_time_eq(&expected, signature) {
-                    return Err(ApiError::new(StatusCode::UNAUTHORIZED, "SignatureNotMatch", format!("Signature {signature} not matched.")));
+                    return Err(ApiError::new(
+                        StatusCode::UNAUTHORIZED,
+                        "SignatureNotMatch",
+                        format!("Signature {signature} not matched."),
+                    ));
                 }
                 Ok(())
             }
@@ -419,37 +568,69 @@ impl Service {
 
     fn check_api_version(head: &Head<'_>) -> Result<(), ApiError> {
         match head.header("x-log-apiversion") {
-            None => Err(ApiError::bad_request("MissingAPIVersion", "x-log-apiversion is missing")),
+            None => Err(ApiError::bad_request(
+                "MissingAPIVersion",
+                "x-log-apiversion is missing",
+            )),
             Some(API_VERSION) => Ok(()),
-            Some(v) => Err(ApiError::bad_request("InvalidAPIVersion", format!("API version {v} is not supported"))),
+            Some(v) => Err(ApiError::bad_request(
+                "InvalidAPIVersion",
+                format!("API version {v} is not supported"),
+            )),
         }
     }
 
     // === PutLogs ===
 
-    fn put_logs(&self, head: &Head<'_>, logstore: &str, body: Bytes) -> Result<Response<Bytes>, ApiError> {
+    fn put_logs(
+        &self,
+        head: &Head<'_>,
+        logstore: &str,
+        body: Bytes,
+    ) -> Result<Response<Bytes>, ApiError> {
         self.counters.put_requests.fetch_add(1, Ordering::Relaxed);
         Self::check_api_version(head)?;
         match head.header("content-type") {
-            None => return Err(ApiError::bad_request("MissingContentType", "Content-Type is missing")),
+            None => {
+                return Err(ApiError::bad_request(
+                    "MissingContentType",
+                    "Content-Type is missing",
+                ))
+            }
             Some(t) if !t.trim().eq_ignore_ascii_case("application/x-protobuf") => {
-                return Err(ApiError::bad_request("InvalidContentType", format!("Content-Type {t} is not application/x-protobuf")))
+                return Err(ApiError::bad_request(
+                    "InvalidContentType",
+                    format!("Content-Type {t} is not application/x-protobuf"),
+                ))
             }
             Some(_) => {}
         }
         if head.header("content-length").is_none() {
-            return Err(ApiError::new(StatusCode::LENGTH_REQUIRED, "MissingContentLength", "Content-Length is missing"));
+            return Err(ApiError::new(
+                StatusCode::LENGTH_REQUIRED,
+                "MissingContentLength",
+                "Content-Length is missing",
+            ));
         }
         self.authenticate(head, &body)?;
         let project = self.project_of(head.header("host"));
-        self.store.ensure(&project, logstore, unix_now()).map_err(|m| missing(m, &project, logstore))?;
+        self.store
+            .ensure(&project, logstore, unix_now())
+            .map_err(|m| missing(m, &project, logstore))?;
 
         let raw_size: usize = match head.header("x-log-bodyrawsize") {
-            None => return Err(ApiError::bad_request("MissingBodyRawSize", "x-log-bodyrawsize is missing")),
-            Some(v) => v
-                .trim()
-                .parse()
-                .map_err(|_| ApiError::bad_request("InvalidBodyRawSize", format!("x-log-bodyrawsize {v:?} is not a number")))?,
+            None => {
+                return Err(ApiError::bad_request(
+                    "MissingBodyRawSize",
+                    "x-log-bodyrawsize is missing",
+                ))
+            }
+            Some(v) => v.trim().parse().map_err(|_| {
+                ApiError::bad_request(
+                    "InvalidBodyRawSize",
+                    format!("x-log-bodyrawsize {v:?} is not a number"),
+                )
+            })?,
         };
         if raw_size > MAX_RAW_BODY_BYTES {
             return Err(ApiError::bad_request(
@@ -460,13 +641,21 @@ impl Service {
         if let Some(md5) = head.header("content-md5") {
             let actual = md5::Md5::digest(&body);
             if !hex::decode(md5.trim()).is_ok_and(|sent| sent.as_slice() == actual.as_slice()) {
-                return Err(ApiError::bad_request("InvalidContentMD5", format!("Content-MD5 {md5} does not match the body")));
+                return Err(ApiError::bad_request(
+                    "InvalidContentMD5",
+                    format!("Content-MD5 {md5} does not match the body"),
+                ));
             }
         }
-        let codec = Compression::from_header(head.header("x-log-compresstype")).map_err(codec_error)?;
+        let codec =
+            Compression::from_header(head.header("x-log-compresstype")).map_err(codec_error)?;
         let raw = if codec == Compression::None {
             if body.len() != raw_size {
-                return Err(codec_error(CodecError::SizeMismatch { codec: "none", declared: raw_size, actual: body.len() }));
+                return Err(codec_error(CodecError::SizeMismatch {
+                    codec: "none",
+                    declared: raw_size,
+                    actual: body.len(),
+                }));
             }
             body.clone()
         } else {
@@ -476,10 +665,12 @@ impl Service {
         let hash_key = head.param("key").or_else(|| head.header("x-log-hashkey"));
         let placement = match hash_key {
             None => Placement::LoadBalance,
-            Some(k) => Placement::HashKey(
-                hashkey::parse(k.trim())
-                    .ok_or_else(|| ApiError::bad_request("ParameterInvalid", format!("hash key {k:?} is not 1 to 32 hex digits")))?,
-            ),
+            Some(k) => Placement::HashKey(hashkey::parse(k.trim()).ok_or_else(|| {
+                ApiError::bad_request(
+                    "ParameterInvalid",
+                    format!("hash key {k:?} is not 1 to 32 hex digits"),
+                )
+            })?),
         };
         let received = unix_now();
         let policy = self.config.key_policy;
@@ -487,22 +678,33 @@ impl Service {
             scan::scan_log_group_list(&raw, policy)
                 .map_err(scan_error)?
                 .into_iter()
-                .map(|(range, summary)| StoredGroup { body: raw.slice(range), received, logs: summary.logs })
+                .map(|(range, summary)| StoredGroup {
+                    body: raw.slice(range),
+                    received,
+                    logs: summary.logs,
+                })
                 .collect()
         } else {
             let summary = scan::scan_log_group(&raw, policy).map_err(scan_error)?;
-            vec![StoredGroup { body: raw.clone(), received, logs: summary.logs }]
+            vec![StoredGroup {
+                body: raw.clone(),
+                received,
+                logs: summary.logs,
+            }]
         };
         let logs: u64 = groups.iter().map(|g| u64::from(g.logs)).sum();
         let group_count = groups.len() as u64;
-        self.store.append(&project, logstore, placement, groups).map_err(|m| missing(m, &project, logstore))?;
+        self.store
+            .append(&project, logstore, placement, groups)
+            .map_err(|m| missing(m, &project, logstore))?;
 
         let c = &self.counters;
         c.accepted_requests.fetch_add(1, Ordering::Relaxed);
         c.logs.fetch_add(logs, Ordering::Relaxed);
         c.log_groups.fetch_add(group_count, Ordering::Relaxed);
         c.raw_bytes.fetch_add(raw_size as u64, Ordering::Relaxed);
-        c.compressed_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        c.compressed_bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
         Ok(Response::new(Bytes::new()))
     }
 
@@ -512,7 +714,9 @@ impl Service {
         Self::check_api_version(head)?;
         self.authenticate(head, &[])?;
         let project = self.project_of(head.header("host"));
-        self.store.ensure(&project, logstore, unix_now()).map_err(|m| missing(m, &project, logstore))?;
+        self.store
+            .ensure(&project, logstore, unix_now())
+            .map_err(|m| missing(m, &project, logstore))?;
         Ok(project)
     }
 
@@ -539,25 +743,53 @@ impl Service {
         Ok(json_response(&shards))
     }
 
-    fn shard_bounds(&self, project: &str, logstore: &str, shard: u32, from_time: Option<u32>) -> Result<(u64, u64, Option<u64>), ApiError> {
+    fn shard_bounds(
+        &self,
+        project: &str,
+        logstore: &str,
+        shard: u32,
+        from_time: Option<u32>,
+    ) -> Result<(u64, u64, Option<u64>), ApiError> {
         self.store
             .with_logstore(project, logstore, |ls| {
                 ls.shards.get(shard as usize).map(|s| {
-                    let at_time = from_time
-                        .map(|t| s.groups.iter().position(|g| g.received >= t).map_or(s.end_seq(), |i| s.first_seq + i as u64));
+                    let at_time = from_time.map(|t| {
+                        s.groups
+                            .iter()
+                            .position(|g| g.received >= t)
+                            .map_or(s.end_seq(), |i| s.first_seq + i as u64)
+                    });
                     (s.first_seq, s.end_seq(), at_time)
                 })
             })
             .map_err(|m| missing(m, project, logstore))?
-            .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "ShardNotExist", format!("shard {shard} does not exist")))
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "ShardNotExist",
+                    format!("shard {shard} does not exist"),
+                )
+            })
     }
 
-    fn get_cursor(&self, head: &Head<'_>, logstore: &str, shard: u32) -> Result<Response<Bytes>, ApiError> {
+    fn get_cursor(
+        &self,
+        head: &Head<'_>,
+        logstore: &str,
+        shard: u32,
+    ) -> Result<Response<Bytes>, ApiError> {
         let project = self.read_target(head, logstore)?;
-        let from = head.param("from").ok_or_else(|| ApiError::bad_request("ParameterInvalid", "from is missing"))?;
+        let from = head
+            .param("from")
+            .ok_or_else(|| ApiError::bad_request("ParameterInvalid", "from is missing"))?;
         let from_time = match from {
             "begin" | "end" => None,
-            t => Some(t.parse::<u32>().map_err(|_| ApiError::bad_request("ParameterInvalid", format!("from {t:?} is not begin, end or a unix time")))?),
+            t => Some(t.parse::<u32>().map_err(|_| {
+                ApiError::bad_request(
+                    "ParameterInvalid",
+                    format!("from {t:?} is not begin, end or a unix time"),
+                )
+            })?),
         };
         let (first, end, at_time) = self.shard_bounds(&project, logstore, shard, from_time)?;
         let seq = match from {
@@ -565,19 +797,34 @@ impl Service {
             "end" => end,
             _ => at_time.unwrap_or(end),
         };
-        Ok(json_response(&serde_json::json!({ "cursor": encode_cursor(seq) })))
+        Ok(json_response(
+            &serde_json::json!({ "cursor": encode_cursor(seq) }),
+        ))
     }
 
-    fn pull_logs(&self, head: &Head<'_>, logstore: &str, shard: u32) -> Result<Response<Bytes>, ApiError> {
+    fn pull_logs(
+        &self,
+        head: &Head<'_>,
+        logstore: &str,
+        shard: u32,
+    ) -> Result<Response<Bytes>, ApiError> {
         let project = self.read_target(head, logstore)?;
-        let cursor = decode_cursor(head.param("cursor").ok_or_else(|| ApiError::bad_request("ParameterInvalid", "cursor is missing"))?)?;
+        let cursor = decode_cursor(
+            head.param("cursor")
+                .ok_or_else(|| ApiError::bad_request("ParameterInvalid", "cursor is missing"))?,
+        )?;
         let count: u64 = match head.param("count") {
             None => 1000,
             Some(c) => c
                 .parse()
                 .ok()
                 .filter(|c| (1..=1000).contains(c))
-                .ok_or_else(|| ApiError::bad_request("ParameterInvalid", format!("count {c:?} is not 1 to 1000")))?,
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "ParameterInvalid",
+                        format!("count {c:?} is not 1 to 1000"),
+                    )
+                })?,
         };
         let end_cursor = head.param("end_cursor").map(decode_cursor).transpose()?;
         let (raw, groups, next) = self
@@ -585,9 +832,15 @@ impl Service {
             .with_logstore(&project, logstore, |ls| {
                 let s = ls.shards.get(shard as usize)?;
                 let start = cursor.clamp(s.first_seq, s.end_seq());
-                let stop = (start + count).min(s.end_seq()).min(end_cursor.unwrap_or(u64::MAX)).max(start);
+                let stop = (start + count)
+                    .min(s.end_seq())
+                    .min(end_cursor.unwrap_or(u64::MAX))
+                    .max(start);
                 let mut raw = Vec::new();
-                for g in s.groups.range((start - s.first_seq) as usize..(stop - s.first_seq) as usize) {
+                for g in s
+                    .groups
+                    .range((start - s.first_seq) as usize..(stop - s.first_seq) as usize)
+                {
                     raw.push(0x0a);
                     put_varint(&mut raw, g.body.len() as u64);
                     raw.extend_from_slice(&g.body);
@@ -595,7 +848,13 @@ impl Service {
                 Some((raw, stop - start, stop))
             })
             .map_err(|m| missing(m, &project, logstore))?
-            .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "ShardNotExist", format!("shard {shard} does not exist")))?;
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "ShardNotExist",
+                    format!("shard {shard} does not exist"),
+                )
+            })?;
         let codec = match head.header("accept-encoding").map(str::trim) {
             Some(e) if e.eq_ignore_ascii_case("lz4") => Compression::Lz4,
             Some(e) if e.eq_ignore_ascii_case("zstd") => Compression::Zstd,
@@ -605,11 +864,20 @@ impl Service {
         let body = if raw.is_empty() {
             Vec::new()
         } else {
-            compress::compress(codec, &raw).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError", e.to_string()))?
+            compress::compress(codec, &raw).map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalServerError",
+                    e.to_string(),
+                )
+            })?
         };
         let mut resp = Response::new(Bytes::from(body));
         let h = resp.headers_mut();
-        h.insert("content-type", HeaderValue::from_static("application/x-protobuf"));
+        h.insert(
+            "content-type",
+            HeaderValue::from_static("application/x-protobuf"),
+        );
         let mut put = |name: &'static str, value: String| {
             if let Ok(v) = HeaderValue::from_str(&value) {
                 h.insert(name, v);
@@ -626,8 +894,15 @@ impl Service {
 
     // === /_emulator/ ===
 
-    fn admin(&self, head: &Head<'_>, rest: &str, body: &Bytes) -> Result<Response<Bytes>, ApiError> {
-        let bad_json = |e: serde_json::Error| ApiError::bad_request("ParameterInvalid", format!("bad JSON body: {e}"));
+    fn admin(
+        &self,
+        head: &Head<'_>,
+        rest: &str,
+        body: &Bytes,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let bad_json = |e: serde_json::Error| {
+            ApiError::bad_request("ParameterInvalid", format!("bad JSON body: {e}"))
+        };
         match (head.method, rest) {
             (&Method::GET, "health") => Ok(json_response(&serde_json::json!({ "ok": true }))),
             (&Method::GET, "counters") => Ok(json_response(&self.counters())),
@@ -652,17 +927,31 @@ impl Service {
                     shards: Option<u32>,
                 }
                 let c: Create = serde_json::from_slice(body).map_err(bad_json)?;
-                self.store.create(&c.project, &c.logstore, c.shards, unix_now());
+                self.store
+                    .create(&c.project, &c.logstore, c.shards, unix_now());
                 Ok(json_response(&serde_json::json!({ "ok": true })))
             }
             (&Method::GET, "logs") => {
-                let project = head.param("project").map_or_else(|| self.config.default_project.clone(), str::to_owned);
-                let logstore = head.param("logstore").ok_or_else(|| ApiError::bad_request("ParameterInvalid", "logstore is missing"))?;
-                let totals = self.store.totals(&project, logstore).ok_or_else(|| missing(Missing::Logstore, &project, logstore))?;
+                let project = head
+                    .param("project")
+                    .map_or_else(|| self.config.default_project.clone(), str::to_owned);
+                let logstore = head.param("logstore").ok_or_else(|| {
+                    ApiError::bad_request("ParameterInvalid", "logstore is missing")
+                })?;
+                let totals = self
+                    .store
+                    .totals(&project, logstore)
+                    .ok_or_else(|| missing(Missing::Logstore, &project, logstore))?;
                 let logs = self.store.logs(&project, logstore);
-                Ok(json_response(&serde_json::json!({ "project": project, "logstore": logstore, "totals": totals, "logs": logs })))
+                Ok(json_response(
+                    &serde_json::json!({ "project": project, "logstore": logstore, "totals": totals, "logs": logs }),
+                ))
             }
-            _ => Err(ApiError::new(StatusCode::NOT_FOUND, "NotFound", format!("no emulator API {} /_emulator/{rest}", head.method))),
+            _ => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                format!("no emulator API {} /_emulator/{rest}", head.method),
+            )),
         }
     }
 }

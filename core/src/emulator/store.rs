@@ -100,12 +100,18 @@ pub struct StoredLog {
 impl StoredLog {
     /// The value of the first field named `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.contents.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.contents
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The value of the first tag named `key`.
     pub fn tag(&self, key: &str) -> Option<&str> {
-        self.tags.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.tags
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -129,7 +135,12 @@ pub(crate) struct Store {
 
 impl Store {
     pub(crate) fn new(auto_create: bool, shard_count: u32, retention_bytes: usize) -> Self {
-        Store { inner: Mutex::new(BTreeMap::new()), auto_create, shard_count: shard_count.max(1), retention_bytes }
+        Store {
+            inner: Mutex::new(BTreeMap::new()),
+            auto_create,
+            shard_count: shard_count.max(1),
+            retention_bytes,
+        }
     }
 
     pub(crate) fn create(&self, project: &str, logstore: &str, shards: Option<u32>, now: u32) {
@@ -155,7 +166,11 @@ impl Store {
             }
         }
         if !self.auto_create {
-            return Err(if inner.contains_key(project) { Missing::Logstore } else { Missing::Project });
+            return Err(if inner.contains_key(project) {
+                Missing::Logstore
+            } else {
+                Missing::Project
+            });
         }
         inner
             .entry(project.to_owned())
@@ -173,8 +188,12 @@ impl Store {
         groups: impl IntoIterator<Item = StoredGroup>,
     ) -> Result<u32, Missing> {
         let mut inner = self.inner.lock();
-        let Some(p) = inner.get_mut(project) else { return Err(Missing::Project) };
-        let Some(ls) = p.get_mut(logstore) else { return Err(Missing::Logstore) };
+        let Some(p) = inner.get_mut(project) else {
+            return Err(Missing::Project);
+        };
+        let Some(ls) = p.get_mut(logstore) else {
+            return Err(Missing::Logstore);
+        };
         let count = ls.shards.len() as u32;
         let index = match placement {
             Placement::HashKey(key) => hashkey::shard_of(key, count),
@@ -201,10 +220,19 @@ impl Store {
     }
 
     /// Runs `f` on a logstore under the lock.
-    pub(crate) fn with_logstore<T>(&self, project: &str, logstore: &str, f: impl FnOnce(&Logstore) -> T) -> Result<T, Missing> {
+    pub(crate) fn with_logstore<T>(
+        &self,
+        project: &str,
+        logstore: &str,
+        f: impl FnOnce(&Logstore) -> T,
+    ) -> Result<T, Missing> {
         let inner = self.inner.lock();
-        let Some(p) = inner.get(project) else { return Err(Missing::Project) };
-        let Some(ls) = p.get(logstore) else { return Err(Missing::Logstore) };
+        let Some(p) = inner.get(project) else {
+            return Err(Missing::Project);
+        };
+        let Some(ls) = p.get(logstore) else {
+            return Err(Missing::Logstore);
+        };
         Ok(f(ls))
     }
 
@@ -232,8 +260,14 @@ impl Store {
         let mut out = Vec::new();
         for (shard, body) in groups {
             // Bodies were validated on the way in; a failure here would be an emulator bug.
-            let Ok(group) = LogGroup::decode(body) else { continue };
-            let tags: Vec<(String, String)> = group.log_tags.into_iter().map(|t| (t.key, t.value)).collect();
+            let Ok(group) = LogGroup::decode(body) else {
+                continue;
+            };
+            let tags: Vec<(String, String)> = group
+                .log_tags
+                .into_iter()
+                .map(|t| (t.key, t.value))
+                .collect();
             for log in group.logs {
                 out.push(StoredLog {
                     shard,
@@ -255,7 +289,11 @@ mod tests {
     use super::*;
 
     fn group(bytes: usize) -> StoredGroup {
-        StoredGroup { body: Bytes::from(vec![0u8; bytes]), received: 0, logs: 2 }
+        StoredGroup {
+            body: Bytes::from(vec![0u8; bytes]),
+            received: 0,
+            logs: 2,
+        }
     }
 
     #[test]
@@ -263,11 +301,20 @@ mod tests {
         let store = Store::new(true, 1, 1000);
         store.ensure("p", "l", 0).unwrap();
         for _ in 0..10 {
-            store.append("p", "l", Placement::LoadBalance, [group(300)]).unwrap();
+            store
+                .append("p", "l", Placement::LoadBalance, [group(300)])
+                .unwrap();
         }
         let totals = store.totals("p", "l").unwrap();
-        assert_eq!((totals.logs, totals.groups, totals.retained_groups), (20, 10, 3));
-        store.with_logstore("p", "l", |ls| assert_eq!((ls.shards[0].first_seq, ls.shards[0].end_seq()), (7, 10))).unwrap();
+        assert_eq!(
+            (totals.logs, totals.groups, totals.retained_groups),
+            (20, 10, 3)
+        );
+        store
+            .with_logstore("p", "l", |ls| {
+                assert_eq!((ls.shards[0].first_seq, ls.shards[0].end_seq()), (7, 10))
+            })
+            .unwrap();
     }
 
     #[test]
@@ -278,17 +325,33 @@ mod tests {
         assert_eq!(store.ensure("p", "l", 0), Err(Missing::Logstore));
         store.create("p", "l", Some(4), 0);
         assert_eq!(store.ensure("p", "l", 0), Ok(()));
-        store.with_logstore("p", "l", |ls| assert_eq!(ls.shards.len(), 4)).unwrap();
+        store
+            .with_logstore("p", "l", |ls| assert_eq!(ls.shards.len(), 4))
+            .unwrap();
     }
 
     #[test]
     fn load_balance_spreads_and_hash_keys_route() {
         let store = Store::new(true, 2, 1 << 20);
         store.ensure("p", "l", 0).unwrap();
-        let a = store.append("p", "l", Placement::LoadBalance, [group(1)]).unwrap();
-        let b = store.append("p", "l", Placement::LoadBalance, [group(1)]).unwrap();
+        let a = store
+            .append("p", "l", Placement::LoadBalance, [group(1)])
+            .unwrap();
+        let b = store
+            .append("p", "l", Placement::LoadBalance, [group(1)])
+            .unwrap();
         assert_ne!(a, b);
-        assert_eq!(store.append("p", "l", Placement::HashKey(0), [group(1)]).unwrap(), 0);
-        assert_eq!(store.append("p", "l", Placement::HashKey(u128::MAX), [group(1)]).unwrap(), 1);
+        assert_eq!(
+            store
+                .append("p", "l", Placement::HashKey(0), [group(1)])
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            store
+                .append("p", "l", Placement::HashKey(u128::MAX), [group(1)])
+                .unwrap(),
+            1
+        );
     }
 }

@@ -11,7 +11,9 @@ use std::io::Read;
 use crate::wire::limits::MAX_RAW_BODY_BYTES;
 
 /// How a request body is compressed; the wire value is the `x-log-compresstype` header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// No header; the body is the raw protobuf.
@@ -117,14 +119,22 @@ pub fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
     match codec {
         Compression::None => Ok(raw.to_vec()),
         Compression::Lz4 => Ok(lz4_flex::block::compress(raw)),
-        Compression::Zstd => zstd::bulk::compress(raw, ZSTD_LEVEL)
-            .map_err(|e| CodecError::Encode { codec: "zstd", reason: e.to_string() }),
+        Compression::Zstd => {
+            zstd::bulk::compress(raw, ZSTD_LEVEL).map_err(|e| CodecError::Encode {
+                codec: "zstd",
+                reason: e.to_string(),
+            })
+        }
         Compression::Deflate => {
-            let mut encoder = flate2::read::ZlibEncoder::new(raw, flate2::Compression::new(DEFLATE_LEVEL));
+            let mut encoder =
+                flate2::read::ZlibEncoder::new(raw, flate2::Compression::new(DEFLATE_LEVEL));
             let mut out = Vec::with_capacity(raw.len() / 2 + 64);
             encoder
                 .read_to_end(&mut out)
-                .map_err(|e| CodecError::Encode { codec: "deflate", reason: e.to_string() })?;
+                .map_err(|e| CodecError::Encode {
+                    codec: "deflate",
+                    reason: e.to_string(),
+                })?;
             Ok(out)
         }
     }
@@ -133,35 +143,51 @@ pub fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
 /// Decodes `body` into exactly `raw_size` bytes, or fails.
 pub fn decompress(codec: Compression, body: &[u8], raw_size: usize) -> Result<Vec<u8>, CodecError> {
     if raw_size > MAX_RAW_BODY_BYTES {
-        return Err(CodecError::RawSizeTooLarge { declared: raw_size, limit: MAX_RAW_BODY_BYTES });
+        return Err(CodecError::RawSizeTooLarge {
+            declared: raw_size,
+            limit: MAX_RAW_BODY_BYTES,
+        });
     }
     let codec_name = codec.name();
     let check = |out: Vec<u8>| {
         if out.len() == raw_size {
             Ok(out)
         } else {
-            Err(CodecError::SizeMismatch { codec: codec_name, declared: raw_size, actual: out.len() })
+            Err(CodecError::SizeMismatch {
+                codec: codec_name,
+                declared: raw_size,
+                actual: out.len(),
+            })
         }
     };
     match codec {
         Compression::None => check(body.to_vec()),
         Compression::Lz4 => {
             let mut out = vec![0u8; raw_size];
-            let written = lz4_flex::block::decompress_into(body, &mut out).map_err(|e| match e {
-                lz4_flex::block::DecompressError::OutputTooSmall { expected, .. } => {
-                    CodecError::SizeMismatch { codec: "lz4", declared: raw_size, actual: expected }
-                }
-                other => CodecError::Corrupt { codec: "lz4", reason: other.to_string() },
-            })?;
+            let written =
+                lz4_flex::block::decompress_into(body, &mut out).map_err(|e| match e {
+                    lz4_flex::block::DecompressError::OutputTooSmall { expected, .. } => {
+                        CodecError::SizeMismatch {
+                            codec: "lz4",
+                            declared: raw_size,
+                            actual: expected,
+                        }
+                    }
+                    other => CodecError::Corrupt {
+                        codec: "lz4",
+                        reason: other.to_string(),
+                    },
+                })?;
             out.truncate(written);
             check(out)
         }
         Compression::Zstd => {
             // One byte of headroom tells "exactly raw_size" apart from "more than raw_size".
-            let out = zstd::bulk::decompress(body, raw_size + 1).map_err(|e| CodecError::Corrupt {
-                codec: "zstd",
-                reason: e.to_string(),
-            })?;
+            let out =
+                zstd::bulk::decompress(body, raw_size + 1).map_err(|e| CodecError::Corrupt {
+                    codec: "zstd",
+                    reason: e.to_string(),
+                })?;
             check(out)
         }
         Compression::Deflate => {
@@ -169,7 +195,10 @@ pub fn decompress(codec: Compression, body: &[u8], raw_size: usize) -> Result<Ve
             flate2::read::ZlibDecoder::new(body)
                 .take(raw_size as u64 + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| CodecError::Corrupt { codec: "deflate", reason: e.to_string() })?;
+                .map_err(|e| CodecError::Corrupt {
+                    codec: "deflate",
+                    reason: e.to_string(),
+                })?;
             check(out)
         }
     }
@@ -181,7 +210,12 @@ mod tests {
     use crate::wire::proto::{Log, LogContent, LogGroup};
     use prost::Message;
 
-    const ALL: [Compression; 4] = [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Deflate];
+    const ALL: [Compression; 4] = [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Deflate,
+    ];
 
     fn round_trip(codec: Compression, raw: &[u8]) {
         let body = compress(codec, raw).expect("encode");
@@ -210,12 +244,23 @@ mod tests {
     #[test]
     fn a_maximum_size_group_round_trips_in_every_codec() {
         // Logs of 100 KiB values until the group is within 200 bytes of the 10 MiB raw limit.
-        let value: String = "abcdefghijklmnopqrstuvwxyz0123456789".chars().cycle().take(100 * 1024).collect();
-        let mut group = LogGroup { topic: Some("t".into()), source: Some("s".into()), ..Default::default() };
+        let value: String = "abcdefghijklmnopqrstuvwxyz0123456789"
+            .chars()
+            .cycle()
+            .take(100 * 1024)
+            .collect();
+        let mut group = LogGroup {
+            topic: Some("t".into()),
+            source: Some("s".into()),
+            ..Default::default()
+        };
         while group.encoded_len() + 102_600 < MAX_RAW_BODY_BYTES {
             group.logs.push(Log {
                 time: 1_704_067_200,
-                contents: vec![LogContent { key: "v".into(), value: value.clone() }],
+                contents: vec![LogContent {
+                    key: "v".into(),
+                    value: value.clone(),
+                }],
                 time_ns: None,
             });
         }
@@ -234,7 +279,10 @@ mod tests {
             for declared in [raw.len() - 1, raw.len() + 1] {
                 let err = decompress(codec, &body, declared).unwrap_err();
                 assert!(
-                    matches!(err, CodecError::SizeMismatch { .. } | CodecError::Corrupt { .. }),
+                    matches!(
+                        err,
+                        CodecError::SizeMismatch { .. } | CodecError::Corrupt { .. }
+                    ),
                     "{codec:?} declared {declared}: {err}"
                 );
             }
@@ -244,7 +292,13 @@ mod tests {
     #[test]
     fn a_raw_size_above_the_limit_is_refused_before_allocating() {
         let err = decompress(Compression::Lz4, &[0], MAX_RAW_BODY_BYTES + 1).unwrap_err();
-        assert_eq!(err, CodecError::RawSizeTooLarge { declared: MAX_RAW_BODY_BYTES + 1, limit: MAX_RAW_BODY_BYTES });
+        assert_eq!(
+            err,
+            CodecError::RawSizeTooLarge {
+                declared: MAX_RAW_BODY_BYTES + 1,
+                limit: MAX_RAW_BODY_BYTES
+            }
+        );
     }
 
     #[test]
@@ -253,7 +307,10 @@ mod tests {
         for codec in [Compression::Lz4, Compression::Zstd, Compression::Deflate] {
             let mut body = compress(codec, &raw).unwrap();
             body.truncate(body.len() / 2);
-            assert!(decompress(codec, &body, raw.len()).is_err(), "{codec:?} truncated");
+            assert!(
+                decompress(codec, &body, raw.len()).is_err(),
+                "{codec:?} truncated"
+            );
         }
         // An LZ4 *frame* (magic 04 22 4D 18) is not a raw block.
         let frame = [0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7, 0, 0, 0, 0];
@@ -263,10 +320,16 @@ mod tests {
     #[test]
     fn header_values_parse_both_ways() {
         for codec in ALL {
-            assert_eq!(Compression::from_header(codec.header_value()).unwrap(), codec);
+            assert_eq!(
+                Compression::from_header(codec.header_value()).unwrap(),
+                codec
+            );
             assert_eq!(Compression::from_name(codec.name()).unwrap(), codec);
         }
-        assert_eq!(Compression::from_header(Some("gzip")), Err(CodecError::UnknownType("gzip".into())));
+        assert_eq!(
+            Compression::from_header(Some("gzip")),
+            Err(CodecError::UnknownType("gzip".into()))
+        );
         assert!(Compression::from_name("").is_err());
     }
 

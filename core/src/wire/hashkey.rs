@@ -35,7 +35,11 @@ pub fn shard_range(index: u32, shard_count: u32) -> (u128, u128) {
         None => (0, u128::MAX),
         Some(w) => {
             let begin = w * u128::from(index);
-            let end = if index + 1 >= shard_count { u128::MAX } else { w * u128::from(index + 1) };
+            let end = if index + 1 >= shard_count {
+                u128::MAX
+            } else {
+                w * u128::from(index + 1)
+            };
             (begin, end)
         }
     }
@@ -48,7 +52,10 @@ mod tests {
     #[test]
     fn keys_parse_as_leading_digits() {
         assert_eq!(parse("8"), Some(1u128 << 127));
-        assert_eq!(parse("5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49"), Some(0x5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49));
+        assert_eq!(
+            parse("5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49"),
+            Some(0x5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49)
+        );
         assert_eq!(parse("FF"), Some(0xffu128 << 120));
         for bad in ["", "g", "0x12", "123456789012345678901234567890123", " 1"] {
             assert_eq!(parse(bad), None, "{bad:?}");
@@ -64,12 +71,19 @@ mod tests {
                 let key = rng.u128(..);
                 let shard = shard_of(key, n);
                 let (begin, end) = shard_range(shard, n);
-                assert!(key >= begin && (key < end || end == u128::MAX), "n={n} key={key:x} shard={shard}");
+                assert!(
+                    key >= begin && (key < end || end == u128::MAX),
+                    "n={n} key={key:x} shard={shard}"
+                );
             }
             assert_eq!(shard_of(0, n), 0);
             assert_eq!(shard_of(u128::MAX, n), n - 1);
             for i in 1..n {
-                assert_eq!(shard_range(i - 1, n).1, shard_range(i, n).0, "ranges of {n} shards are contiguous");
+                assert_eq!(
+                    shard_range(i - 1, n).1,
+                    shard_range(i, n).0,
+                    "ranges of {n} shards are contiguous"
+                );
             }
         }
         assert_eq!(shard_range(1, 2), (1u128 << 127, u128::MAX));

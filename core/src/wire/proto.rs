@@ -104,7 +104,10 @@ mod tests {
             log_groups: vec![LogGroup {
                 logs: vec![Log {
                     time: 1_405_409_656,
-                    contents: vec![LogContent { key: "TestKey".into(), value: "TestContent".into() }],
+                    contents: vec![LogContent {
+                        key: "TestKey".into(),
+                        value: "TestContent".into(),
+                    }],
                     time_ns: None,
                 }],
                 topic: Some(String::new()),
@@ -120,13 +123,27 @@ mod tests {
 
     #[test]
     fn time_ns_is_a_fixed32_with_tag_0x25() {
-        let log = Log { time: 1, contents: vec![], time_ns: Some(7) };
+        let log = Log {
+            time: 1,
+            contents: vec![],
+            time_ns: Some(7),
+        };
         assert_eq!(log.encode_to_vec(), vec![0x08, 0x01, 0x25, 7, 0, 0, 0]);
     }
 
     #[test]
     fn varints_match_prost() {
-        for v in [0u64, 1, 127, 128, 300, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
             let mut ours = Vec::new();
             put_varint(&mut ours, v);
             let mut theirs = Vec::new();

@@ -63,30 +63,52 @@ impl SignedRequest {
         if self.query.is_empty() {
             return self.path.clone();
         }
-        let query = form_urlencoded::Serializer::new(String::new()).extend_pairs(&self.query).finish();
+        let query = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(&self.query)
+            .finish();
         format!("{}?{query}", self.path)
     }
 
     /// A header's value by case-insensitive name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
 /// `Date` header format: RFC 1123 with a two-digit day, always GMT.
 pub fn http_date(now: SystemTime) -> String {
-    DateTime::<Utc>::from(now).format("%a, %d %b %Y %H:%M:%S GMT").to_string()
+    DateTime::<Utc>::from(now)
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
 }
 
 /// `x-log-date` format of signature v4: `yyyyMMddTHHmmssZ`.
 pub fn v4_date(now: SystemTime) -> String {
-    DateTime::<Utc>::from(now).format("%Y%m%dT%H%M%SZ").to_string()
+    DateTime::<Utc>::from(now)
+        .format("%Y%m%dT%H%M%SZ")
+        .to_string()
 }
 
 /// Compresses `raw` (an encoded `LogGroup`) and builds the signed PutLogs request.
-pub fn put_logs(target: PutLogsTarget<'_>, raw: &[u8], compression: Compression, auth: &Auth, now: SystemTime) -> Result<SignedRequest, CodecError> {
+pub fn put_logs(
+    target: PutLogsTarget<'_>,
+    raw: &[u8],
+    compression: Compression,
+    auth: &Auth,
+    now: SystemTime,
+) -> Result<SignedRequest, CodecError> {
     let body = compress::compress(compression, raw)?;
-    Ok(put_logs_compressed(target, body, raw.len(), compression, auth, now))
+    Ok(put_logs_compressed(
+        target,
+        body,
+        raw.len(),
+        compression,
+        auth,
+        now,
+    ))
 }
 
 /// Builds the signed PutLogs request for a body already compressed with `compression`.
@@ -99,8 +121,14 @@ pub fn put_logs_compressed(
     now: SystemTime,
 ) -> SignedRequest {
     let (path, query) = match target.hash_key {
-        Some(key) => (format!("/logstores/{}/shards/route", target.logstore), vec![("key".to_owned(), key.to_owned())]),
-        None => (format!("/logstores/{}/shards/lb", target.logstore), Vec::new()),
+        Some(key) => (
+            format!("/logstores/{}/shards/route", target.logstore),
+            vec![("key".to_owned(), key.to_owned())],
+        ),
+        None => (
+            format!("/logstores/{}/shards/lb", target.logstore),
+            Vec::new(),
+        ),
     };
     let mut headers: Vec<(String, String)> = Vec::with_capacity(12);
     if let Some(value) = compression.header_value() {
@@ -111,23 +139,43 @@ pub fn put_logs_compressed(
     headers.push(("x-log-bodyrawsize".into(), raw_len.to_string()));
     headers.push(("Content-Length".into(), body.len().to_string()));
     headers.push(("Host".into(), target.host.to_owned()));
-    let mut request = SignedRequest { method: "POST", path, query, headers, body };
+    let mut request = SignedRequest {
+        method: "POST",
+        path,
+        query,
+        headers,
+        body,
+    };
     authorize(&mut request, auth, now);
     request
 }
 
 /// Builds a signed GET for the read APIs (ListShards, GetCursor, PullLogs).
-pub fn get(host: &str, path: &str, query: &[(&str, &str)], extra_headers: &[(&str, &str)], auth: &Auth, now: SystemTime) -> SignedRequest {
+pub fn get(
+    host: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    extra_headers: &[(&str, &str)],
+    auth: &Auth,
+    now: SystemTime,
+) -> SignedRequest {
     let mut headers: Vec<(String, String)> = vec![
         ("x-log-apiversion".into(), API_VERSION.into()),
         ("x-log-bodyrawsize".into(), "0".into()),
         ("Host".into(), host.to_owned()),
     ];
-    headers.extend(extra_headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    headers.extend(
+        extra_headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     let mut request = SignedRequest {
         method: "GET",
         path: path.to_owned(),
-        query: query.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        query: query
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
         headers,
         body: Vec::new(),
     };
@@ -139,31 +187,58 @@ pub fn get(host: &str, path: &str, query: &[(&str, &str)], extra_headers: &[(&st
 pub fn authorize(request: &mut SignedRequest, auth: &Auth, now: SystemTime) {
     let credentials = match auth {
         Auth::Bearer(key) => {
-            request.headers.push(("Authorization".into(), format!("Bearer {key}")));
+            request
+                .headers
+                .push(("Authorization".into(), format!("Bearer {key}")));
             return;
         }
         Auth::V1(credentials) | Auth::V4 { credentials, .. } => credentials,
     };
     if let Some(token) = &credentials.security_token {
-        request.headers.push(("x-acs-security-token".into(), token.clone()));
+        request
+            .headers
+            .push(("x-acs-security-token".into(), token.clone()));
     }
     match auth {
         Auth::V4 { .. } => {
             request.headers.push(("x-log-date".into(), v4_date(now)));
-            request.headers.push(("x-log-content-sha256".into(), sign::sha256_hex(&request.body)));
+            request.headers.push((
+                "x-log-content-sha256".into(),
+                sign::sha256_hex(&request.body),
+            ));
         }
         _ => {
-            request.headers.push(("x-log-signaturemethod".into(), V1_SIGNATURE_METHOD.into()));
+            request
+                .headers
+                .push(("x-log-signaturemethod".into(), V1_SIGNATURE_METHOD.into()));
             request.headers.push(("Date".into(), http_date(now)));
             if !request.body.is_empty() {
-                request.headers.push(("Content-MD5".into(), format!("{:X}", md5::Md5::digest(&request.body))));
+                request.headers.push((
+                    "Content-MD5".into(),
+                    format!("{:X}", md5::Md5::digest(&request.body)),
+                ));
             }
         }
     }
-    let headers: Vec<(&str, &str)> = request.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let query: Vec<(&str, &str)> = request.query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let headers: Vec<(&str, &str)> = request
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let query: Vec<(&str, &str)> = request
+        .query
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let value = match auth {
-        Auth::V4 { region, .. } => sign::v4_authorization(credentials, region, request.method, &request.path, &query, &headers),
+        Auth::V4 { region, .. } => sign::v4_authorization(
+            credentials,
+            region,
+            request.method,
+            &request.path,
+            &query,
+            &headers,
+        ),
         _ => sign::v1_authorization(credentials, request.method, &request.path, &query, &headers),
     };
     request.headers.push(("Authorization".into(), value));
@@ -182,41 +257,83 @@ mod tests {
 
     #[test]
     fn put_logs_reproduces_the_derived_vector() {
-        let target = PutLogsTarget { host: "test-project.cn-hangzhou.log.aliyuncs.com", logstore: "test-logstore", hash_key: None };
+        let target = PutLogsTarget {
+            host: "test-project.cn-hangzhou.log.aliyuncs.com",
+            logstore: "test-logstore",
+            hash_key: None,
+        };
         let auth = Auth::V1(Credentials::new("id", "testAccessKeySecret"));
         let now = UNIX_EPOCH + Duration::from_secs(JAN_2024);
         let req = put_logs(target, &raw(), Compression::None, &auth, now).unwrap();
         assert_eq!(req.path_and_query(), "/logstores/test-logstore/shards/lb");
         assert_eq!(req.header("Date"), Some("Mon, 01 Jan 2024 00:00:00 GMT"));
-        assert_eq!(req.header("Content-MD5"), Some("BB50B808A8165BB5CF47BE0ACE603E38"));
+        assert_eq!(
+            req.header("Content-MD5"),
+            Some("BB50B808A8165BB5CF47BE0ACE603E38")
+        );
         assert_eq!(req.header("x-log-bodyrawsize"), Some("86"));
         assert_eq!(req.header("x-log-compresstype"), None);
-        assert_eq!(req.header("Authorization"), Some("LOG id:oLIioeo0lFw79sy/Z6r1OGDcTp8="));
+        assert_eq!(
+            req.header("Authorization"),
+            Some("LOG id:oLIioeo0lFw79sy/Z6r1OGDcTp8=")
+        );
 
         let sts = Auth::V1(Credentials::sts("id", "testAccessKeySecret", "testToken"));
-        let routed = PutLogsTarget { hash_key: Some("5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49"), ..target };
+        let routed = PutLogsTarget {
+            hash_key: Some("5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49"),
+            ..target
+        };
         let req = put_logs(routed, &raw(), Compression::None, &sts, now).unwrap();
-        assert_eq!(req.path_and_query(), "/logstores/test-logstore/shards/route?key=5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49");
-        assert_eq!(req.header("Authorization"), Some("LOG id:G32zXPNPHVdx4o++b9EqWg/cYHY="));
+        assert_eq!(
+            req.path_and_query(),
+            "/logstores/test-logstore/shards/route?key=5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49"
+        );
+        assert_eq!(
+            req.header("Authorization"),
+            Some("LOG id:G32zXPNPHVdx4o++b9EqWg/cYHY=")
+        );
     }
 
     #[test]
     fn v4_requests_carry_date_and_body_hash_but_no_md5() {
-        let target = PutLogsTarget { host: "p.example.com", logstore: "ls", hash_key: None };
-        let auth = Auth::V4 { credentials: Credentials::new("ak", "sk"), region: "cn-hangzhou".into() };
+        let target = PutLogsTarget {
+            host: "p.example.com",
+            logstore: "ls",
+            hash_key: None,
+        };
+        let auth = Auth::V4 {
+            credentials: Credentials::new("ak", "sk"),
+            region: "cn-hangzhou".into(),
+        };
         let now = UNIX_EPOCH + Duration::from_secs(JAN_2024);
         let req = put_logs(target, &raw(), Compression::Lz4, &auth, now).unwrap();
         assert_eq!(req.header("x-log-date"), Some("20240101T000000Z"));
-        assert_eq!(req.header("x-log-content-sha256").map(str::to_owned), Some(sign::sha256_hex(&req.body)));
+        assert_eq!(
+            req.header("x-log-content-sha256").map(str::to_owned),
+            Some(sign::sha256_hex(&req.body))
+        );
         assert_eq!(req.header("Content-MD5"), None);
         assert_eq!(req.header("Date"), None);
-        assert!(req.header("Authorization").unwrap().starts_with("SLS4-HMAC-SHA256 Credential=ak/20240101/cn-hangzhou/sls/aliyun_v4_request,Signature="));
+        assert!(req.header("Authorization").unwrap().starts_with(
+            "SLS4-HMAC-SHA256 Credential=ak/20240101/cn-hangzhou/sls/aliyun_v4_request,Signature="
+        ));
     }
 
     #[test]
     fn bearer_requests_are_not_signed() {
-        let target = PutLogsTarget { host: "p.example.com", logstore: "ls", hash_key: None };
-        let req = put_logs(target, &raw(), Compression::Zstd, &Auth::Bearer("key-1".into()), SystemTime::now()).unwrap();
+        let target = PutLogsTarget {
+            host: "p.example.com",
+            logstore: "ls",
+            hash_key: None,
+        };
+        let req = put_logs(
+            target,
+            &raw(),
+            Compression::Zstd,
+            &Auth::Bearer("key-1".into()),
+            SystemTime::now(),
+        )
+        .unwrap();
         assert_eq!(req.header("Authorization"), Some("Bearer key-1"));
         assert_eq!(req.header("x-log-compresstype"), Some("zstd"));
         assert_eq!(req.header("Date"), None);
@@ -224,6 +341,9 @@ mod tests {
 
     #[test]
     fn http_dates_pad_the_day() {
-        assert_eq!(http_date(UNIX_EPOCH + Duration::from_secs(1_262_507_627)), "Sun, 03 Jan 2010 08:33:47 GMT");
+        assert_eq!(
+            http_date(UNIX_EPOCH + Duration::from_secs(1_262_507_627)),
+            "Sun, 03 Jan 2010 08:33:47 GMT"
+        );
     }
 }

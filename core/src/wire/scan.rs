@@ -7,7 +7,9 @@
 //! second per core. The producer uses the same key rules to refuse bad input at `add`.
 //! Pure functions, any thread; the input is never modified.
 
-use crate::wire::limits::{MAX_KEY_BYTES, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES, MAX_VALUE_BYTES, RESERVED_KEYS};
+use crate::wire::limits::{
+    MAX_KEY_BYTES, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES, MAX_VALUE_BYTES, RESERVED_KEYS,
+};
 
 /// Which key names are accepted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -170,7 +172,10 @@ impl<'a> Reader<'a> {
     }
 
     fn malformed(&self, what: &'static str) -> ScanError {
-        ScanError::Malformed { offset: self.base + self.pos, what }
+        ScanError::Malformed {
+            offset: self.base + self.pos,
+            what,
+        }
     }
 
     fn done(&self) -> bool {
@@ -181,7 +186,9 @@ impl<'a> Reader<'a> {
     fn varint(&mut self) -> Result<u64, ScanError> {
         let mut value = 0u64;
         for shift in (0..70).step_by(7) {
-            let Some(&byte) = self.buf.get(self.pos) else { return Err(self.malformed("truncated varint")) };
+            let Some(&byte) = self.buf.get(self.pos) else {
+                return Err(self.malformed("truncated varint"));
+            };
             self.pos += 1;
             if shift == 63 && byte > 1 {
                 return Err(self.malformed("varint overflows 64 bits"));
@@ -198,14 +205,21 @@ impl<'a> Reader<'a> {
     fn bytes(&mut self) -> Result<(&'a [u8], usize), ScanError> {
         let len = self.varint()?;
         let start = self.pos;
-        let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l)).filter(|e| *e <= self.buf.len());
-        let Some(end) = end else { return Err(self.malformed("length runs past the end")) };
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| start.checked_add(l))
+            .filter(|e| *e <= self.buf.len());
+        let Some(end) = end else {
+            return Err(self.malformed("length runs past the end"));
+        };
         self.pos = end;
         Ok((&self.buf[start..end], self.base + start))
     }
 
     fn fixed32(&mut self) -> Result<u32, ScanError> {
-        let Some(b) = self.buf.get(self.pos..self.pos + 4) else { return Err(self.malformed("truncated fixed32")) };
+        let Some(b) = self.buf.get(self.pos..self.pos + 4) else {
+            return Err(self.malformed("truncated fixed32"));
+        };
         self.pos += 4;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
@@ -253,7 +267,11 @@ fn lossy_key(key: &[u8]) -> String {
 
 /// Reads a `{1: key, 2: value}` pair message; both are required.
 #[inline]
-fn pair<'a>(buf: &'a [u8], base: usize, what: &'static str) -> Result<(&'a [u8], &'a [u8]), ScanError> {
+fn pair<'a>(
+    buf: &'a [u8],
+    base: usize,
+    what: &'static str,
+) -> Result<(&'a [u8], &'a [u8]), ScanError> {
     let mut r = Reader::new(buf, base);
     let (mut key, mut value) = (None, None);
     while !r.done() {
@@ -285,7 +303,11 @@ fn scan_log(buf: &[u8], base: usize, index: usize, policy: KeyPolicy) -> Result<
                 let (content, at) = r.bytes()?;
                 let (key, value) = pair(content, at, "log content without key or value")?;
                 if let Err(problem) = check_key(key, policy) {
-                    return Err(ScanError::InvalidKey { log: index, key: lossy_key(key), problem });
+                    return Err(ScanError::InvalidKey {
+                        log: index,
+                        key: lossy_key(key),
+                        problem,
+                    });
                 }
                 if value.len() > MAX_VALUE_BYTES {
                     return Err(ScanError::ValueTooLarge {
@@ -300,7 +322,10 @@ fn scan_log(buf: &[u8], base: usize, index: usize, policy: KeyPolicy) -> Result<
             (4, 5) => {
                 let ns = r.fixed32()?;
                 if ns >= 1_000_000_000 {
-                    return Err(ScanError::InvalidTimeNs { log: index, value: ns });
+                    return Err(ScanError::InvalidTimeNs {
+                        log: index,
+                        value: ns,
+                    });
                 }
             }
             (1 | 2 | 4, _) => return Err(r.malformed("Log field with the wrong wire type")),
@@ -316,7 +341,11 @@ fn scan_log(buf: &[u8], base: usize, index: usize, policy: KeyPolicy) -> Result<
 
 fn short_field(bytes: &[u8], field: &'static str, limit: usize) -> Result<(), ScanError> {
     if bytes.len() > limit {
-        return Err(ScanError::FieldTooLong { field, len: bytes.len(), limit });
+        return Err(ScanError::FieldTooLong {
+            field,
+            len: bytes.len(),
+            limit,
+        });
     }
     utf8(bytes, field, None)
 }
@@ -341,7 +370,10 @@ fn scan_group_at(buf: &[u8], base: usize, policy: KeyPolicy) -> Result<GroupSumm
                 let (tag, at) = r.bytes()?;
                 let (key, value) = pair(tag, at, "log tag without key or value")?;
                 if key.is_empty() || key.len() > MAX_KEY_BYTES {
-                    return Err(ScanError::Malformed { offset: at, what: "tag key must be 1 to 128 bytes" });
+                    return Err(ScanError::Malformed {
+                        offset: at,
+                        what: "tag key must be 1 to 128 bytes",
+                    });
                 }
                 utf8(key, "tag key", None)?;
                 utf8(value, "tag value", None)?;
@@ -360,7 +392,10 @@ pub fn scan_log_group(body: &[u8], policy: KeyPolicy) -> Result<GroupSummary, Sc
 
 /// Validates a `LogGroupList` body (PutLogs in `batch_group` mode) and returns each group's
 /// byte range within `body` with its summary.
-pub fn scan_log_group_list(body: &[u8], policy: KeyPolicy) -> Result<Vec<(std::ops::Range<usize>, GroupSummary)>, ScanError> {
+pub fn scan_log_group_list(
+    body: &[u8],
+    policy: KeyPolicy,
+) -> Result<Vec<(std::ops::Range<usize>, GroupSummary)>, ScanError> {
     let mut r = Reader::new(body, 0);
     let mut groups = Vec::new();
     while !r.done() {
@@ -386,7 +421,13 @@ mod tests {
     fn log(pairs: &[(&str, &str)]) -> Log {
         Log {
             time: 1_704_067_200,
-            contents: pairs.iter().map(|(k, v)| LogContent { key: (*k).into(), value: (*v).into() }).collect(),
+            contents: pairs
+                .iter()
+                .map(|(k, v)| LogContent {
+                    key: (*k).into(),
+                    value: (*v).into(),
+                })
+                .collect(),
             time_ns: Some(5),
         }
     }
@@ -396,16 +437,29 @@ mod tests {
             logs,
             topic: Some("t".into()),
             source: Some("127.0.0.1".into()),
-            log_tags: vec![LogTag { key: "__pack_id__".into(), value: "ABC-0".into() }],
+            log_tags: vec![LogTag {
+                key: "__pack_id__".into(),
+                value: "ABC-0".into(),
+            }],
             ..Default::default()
         }
     }
 
     #[test]
     fn a_valid_group_is_counted() {
-        let body = group(vec![log(&[("a", "1"), ("Search/Analytics", "q")]), log(&[("b", "")])]).encode_to_vec();
-        assert_eq!(scan_log_group(&body, KeyPolicy::Service), Ok(GroupSummary { logs: 2 }));
-        assert_eq!(scan_log_group(&[], KeyPolicy::Service), Ok(GroupSummary { logs: 0 }));
+        let body = group(vec![
+            log(&[("a", "1"), ("Search/Analytics", "q")]),
+            log(&[("b", "")]),
+        ])
+        .encode_to_vec();
+        assert_eq!(
+            scan_log_group(&body, KeyPolicy::Service),
+            Ok(GroupSummary { logs: 2 })
+        );
+        assert_eq!(
+            scan_log_group(&[], KeyPolicy::Service),
+            Ok(GroupSummary { logs: 0 })
+        );
     }
 
     #[test]
@@ -418,33 +472,59 @@ mod tests {
         ] {
             let body = group(vec![log(&[("ok", "1")]), log(&[(key, "v")])]).encode_to_vec();
             match scan_log_group(&body, KeyPolicy::Service) {
-                Err(ScanError::InvalidKey { log: 1, problem: p, .. }) => assert_eq!(p, problem, "{key:?}"),
+                Err(ScanError::InvalidKey {
+                    log: 1, problem: p, ..
+                }) => assert_eq!(p, problem, "{key:?}"),
                 other => panic!("{key:?}: {other:?}"),
             }
         }
         let body = group(vec![log(&[("Search/Analytics", "v")])]).encode_to_vec();
         assert!(matches!(
             scan_log_group(&body, KeyPolicy::Strict),
-            Err(ScanError::InvalidKey { problem: KeyProblem::NotAnIdentifier, .. })
+            Err(ScanError::InvalidKey {
+                problem: KeyProblem::NotAnIdentifier,
+                ..
+            })
         ));
         assert_eq!(check_key(b"_ok_9", KeyPolicy::Strict), Ok(()));
-        assert_eq!(check_key(b"9a", KeyPolicy::Strict), Err(KeyProblem::NotAnIdentifier));
-        assert_eq!(check_key(b"\xff\xfe", KeyPolicy::Service), Err(KeyProblem::NotUtf8));
+        assert_eq!(
+            check_key(b"9a", KeyPolicy::Strict),
+            Err(KeyProblem::NotAnIdentifier)
+        );
+        assert_eq!(
+            check_key(b"\xff\xfe", KeyPolicy::Service),
+            Err(KeyProblem::NotUtf8)
+        );
     }
 
     #[test]
     fn oversized_values_topics_and_sources_are_refused() {
         let big = "x".repeat(MAX_VALUE_BYTES + 1);
         let body = group(vec![log(&[("k", &big)])]).encode_to_vec();
-        assert!(matches!(scan_log_group(&body, KeyPolicy::Service), Err(ScanError::ValueTooLarge { len, .. }) if len == MAX_VALUE_BYTES + 1));
+        assert!(
+            matches!(scan_log_group(&body, KeyPolicy::Service), Err(ScanError::ValueTooLarge { len, .. }) if len == MAX_VALUE_BYTES + 1)
+        );
         let exact = "x".repeat(MAX_VALUE_BYTES);
-        assert!(scan_log_group(&group(vec![log(&[("k", &exact)])]).encode_to_vec(), KeyPolicy::Service).is_ok());
+        assert!(scan_log_group(
+            &group(vec![log(&[("k", &exact)])]).encode_to_vec(),
+            KeyPolicy::Service
+        )
+        .is_ok());
         let mut g = group(vec![]);
         g.topic = Some("t".repeat(129));
-        assert!(matches!(scan_log_group(&g.encode_to_vec(), KeyPolicy::Service), Err(ScanError::FieldTooLong { field: "topic", .. })));
+        assert!(matches!(
+            scan_log_group(&g.encode_to_vec(), KeyPolicy::Service),
+            Err(ScanError::FieldTooLong { field: "topic", .. })
+        ));
         let mut g = group(vec![]);
         g.source = Some("s".repeat(129));
-        assert!(matches!(scan_log_group(&g.encode_to_vec(), KeyPolicy::Service), Err(ScanError::FieldTooLong { field: "source", .. })));
+        assert!(matches!(
+            scan_log_group(&g.encode_to_vec(), KeyPolicy::Service),
+            Err(ScanError::FieldTooLong {
+                field: "source",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -457,18 +537,28 @@ mod tests {
         crate::wire::proto::put_len_field(&mut l, 0x12, &content);
         let mut body = Vec::new();
         crate::wire::proto::put_len_field(&mut body, 0x0a, &l);
-        assert_eq!(scan_log_group(&body, KeyPolicy::Service), Err(ScanError::NotUtf8 { field: "value", log: Some(0) }));
+        assert_eq!(
+            scan_log_group(&body, KeyPolicy::Service),
+            Err(ScanError::NotUtf8 {
+                field: "value",
+                log: Some(0)
+            })
+        );
 
         let mut no_time = Vec::new();
         crate::wire::proto::put_len_field(&mut no_time, 0x12, &content[..0]);
         let mut body = Vec::new();
         crate::wire::proto::put_len_field(&mut body, 0x0a, &[]);
-        assert_eq!(scan_log_group(&body, KeyPolicy::Service), Err(ScanError::MissingTime { log: 0 }));
+        assert_eq!(
+            scan_log_group(&body, KeyPolicy::Service),
+            Err(ScanError::MissingTime { log: 0 })
+        );
     }
 
     #[test]
     fn every_truncation_of_a_valid_body_is_refused_or_shorter() {
-        let body = group(vec![log(&[("a", "1"), ("b", "22")]), log(&[("c", "333")])]).encode_to_vec();
+        let body =
+            group(vec![log(&[("a", "1"), ("b", "22")]), log(&[("c", "333")])]).encode_to_vec();
         for cut in 1..body.len() {
             // A prefix is either malformed or a valid shorter message; it never panics.
             if let Ok(summary) = scan_log_group(&body[..cut], KeyPolicy::Service) {
@@ -489,14 +579,20 @@ mod tests {
         let g = group(vec![log(&[("a", "1")]), log(&[("b", "2"), ("c", "3")])]);
         let body = g.encode_to_vec();
         let summary = scan_log_group(&body, KeyPolicy::Service).unwrap();
-        assert_eq!(summary.logs as usize, LogGroup::decode(body.as_slice()).unwrap().logs.len());
+        assert_eq!(
+            summary.logs as usize,
+            LogGroup::decode(body.as_slice()).unwrap().logs.len()
+        );
     }
 
     #[test]
     fn group_lists_report_each_groups_range() {
         let a = group(vec![log(&[("a", "1")])]);
         let b = group(vec![log(&[("b", "1")]), log(&[("c", "1")])]);
-        let body = LogGroupList { log_groups: vec![a.clone(), b.clone()] }.encode_to_vec();
+        let body = LogGroupList {
+            log_groups: vec![a.clone(), b.clone()],
+        }
+        .encode_to_vec();
         let groups = scan_log_group_list(&body, KeyPolicy::Service).unwrap();
         assert_eq!(groups.len(), 2);
         assert_eq!(LogGroup::decode(&body[groups[0].0.clone()]).unwrap(), a);

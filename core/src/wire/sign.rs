@@ -26,7 +26,8 @@ pub const V1_SIGNATURE_METHOD: &str = "hmac-sha1";
 /// The v4 algorithm name, first word of its `Authorization` header and string to sign.
 pub const V4_ALGORITHM: &str = "SLS4-HMAC-SHA256";
 /// SHA-256 of the empty body, hex: what v4 signs for requests without a body.
-pub const EMPTY_BODY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+pub const EMPTY_BODY_SHA256: &str =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// An access key, optionally temporary (STS) with its security token.
 #[derive(Clone, PartialEq, Eq)]
@@ -44,7 +45,10 @@ impl std::fmt::Debug for Credentials {
         f.debug_struct("Credentials")
             .field("access_key_id", &self.access_key_id)
             .field("access_key_secret", &"<redacted>")
-            .field("security_token", &self.security_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "security_token",
+                &self.security_token.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -52,12 +56,20 @@ impl std::fmt::Debug for Credentials {
 impl Credentials {
     /// A permanent access key.
     pub fn new(access_key_id: impl Into<String>, access_key_secret: impl Into<String>) -> Self {
-        Credentials { access_key_id: access_key_id.into(), access_key_secret: access_key_secret.into(), security_token: None }
+        Credentials {
+            access_key_id: access_key_id.into(),
+            access_key_secret: access_key_secret.into(),
+            security_token: None,
+        }
     }
 
     /// A temporary (STS) key with its token.
     pub fn sts(id: impl Into<String>, secret: impl Into<String>, token: impl Into<String>) -> Self {
-        Credentials { access_key_id: id.into(), access_key_secret: secret.into(), security_token: Some(token.into()) }
+        Credentials {
+            access_key_id: id.into(),
+            access_key_secret: secret.into(),
+            security_token: Some(token.into()),
+        }
     }
 }
 
@@ -95,7 +107,10 @@ impl<'a> Authorization<'a> {
             if id.is_empty() || signature.is_empty() {
                 return None;
             }
-            return Some(Authorization::V1 { access_key_id: id, signature });
+            return Some(Authorization::V1 {
+                access_key_id: id,
+                signature,
+            });
         }
         if let Some(rest) = value.strip_prefix(V4_ALGORITHM) {
             let mut credential = None;
@@ -110,10 +125,19 @@ impl<'a> Authorization<'a> {
             }
             let mut scope = credential?.split('/');
             let (id, day, region) = (scope.next()?, scope.next()?, scope.next()?);
-            if scope.next()? != "sls" || scope.next()? != "aliyun_v4_request" || scope.next().is_some() || id.is_empty() {
+            if scope.next()? != "sls"
+                || scope.next()? != "aliyun_v4_request"
+                || scope.next().is_some()
+                || id.is_empty()
+            {
                 return None;
             }
-            return Some(Authorization::V4 { access_key_id: id, day, region, signature: signature? });
+            return Some(Authorization::V4 {
+                access_key_id: id,
+                day,
+                region,
+                signature: signature?,
+            });
         }
         let key = value.strip_prefix("Bearer ")?.trim();
         (!key.is_empty()).then_some(Authorization::Bearer(key))
@@ -122,11 +146,15 @@ impl<'a> Authorization<'a> {
 
 /// Looks a header up by case-insensitive name.
 pub fn header<'a>(headers: &[(&str, &'a str)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
 }
 
 fn is_signed_v1(lower_name: &str) -> bool {
-    (lower_name.starts_with("x-log-") || lower_name.starts_with("x-acs-")) && lower_name != "x-log-date"
+    (lower_name.starts_with("x-log-") || lower_name.starts_with("x-acs-"))
+        && lower_name != "x-log-date"
 }
 
 fn is_signed_v4(lower_name: &str) -> bool {
@@ -136,15 +164,26 @@ fn is_signed_v4(lower_name: &str) -> bool {
         || (lower_name.starts_with("x-log-") && !lower_name.starts_with("x-log-meta-"))
 }
 
-fn sorted_lowercase<'a>(headers: &[(&str, &'a str)], keep: fn(&str) -> bool) -> Vec<(String, &'a str)> {
-    let mut out: Vec<(String, &str)> =
-        headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), *v)).filter(|(k, _)| keep(k)).collect();
+fn sorted_lowercase<'a>(
+    headers: &[(&str, &'a str)],
+    keep: fn(&str) -> bool,
+) -> Vec<(String, &'a str)> {
+    let mut out: Vec<(String, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), *v))
+        .filter(|(k, _)| keep(k))
+        .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
 
 /// The v1 string to sign. `query` holds decoded key/value pairs, in any order.
-pub fn v1_string_to_sign(method: &str, path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]) -> String {
+pub fn v1_string_to_sign(
+    method: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> String {
     let mut s = String::with_capacity(256);
     s.push_str(method);
     s.push('\n');
@@ -179,21 +218,34 @@ pub fn v1_string_to_sign(method: &str, path: &str, query: &[(&str, &str)], heade
 
 /// base64(HMAC-SHA1(secret, string_to_sign)).
 pub fn v1_signature(secret: &str, string_to_sign: &str) -> String {
-    let mut mac = HmacSha1::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
+    let mut mac =
+        HmacSha1::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
     mac.update(string_to_sign.as_bytes());
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
 /// The complete v1 `Authorization` value for a request.
-pub fn v1_authorization(credentials: &Credentials, method: &str, path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]) -> String {
-    let signature = v1_signature(&credentials.access_key_secret, &v1_string_to_sign(method, path, query, headers));
+pub fn v1_authorization(
+    credentials: &Credentials,
+    method: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> String {
+    let signature = v1_signature(
+        &credentials.access_key_secret,
+        &v1_string_to_sign(method, path, query, headers),
+    );
     format!("LOG {}:{}", credentials.access_key_id, signature)
 }
 
 /// RFC 3986 percent-encoding with only `A-Za-z0-9-_.~` left as is (space → `%20`, `*` → `%2A`).
 pub fn v4_percent_encode(value: &str) -> String {
-    const KEEP: &percent_encoding::AsciiSet =
-        &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
     percent_encoding::utf8_percent_encode(value, KEEP).to_string()
 }
 
@@ -231,7 +283,11 @@ pub fn v4_canonical_request(
         s.push('\n');
     }
     s.push('\n');
-    let signed_names = signed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(";");
+    let signed_names = signed
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(";");
     s.push_str(&signed_names);
     s.push('\n');
     s.push_str(hashed_payload);
@@ -251,13 +307,23 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The v4 signature (hex) for a request whose headers already carry `x-log-date`
 /// (`yyyyMMddTHHmmssZ`) and `x-log-content-sha256`.
-pub fn v4_signature(secret: &str, region: &str, method: &str, path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]) -> String {
+pub fn v4_signature(
+    secret: &str,
+    region: &str,
+    method: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> String {
     let date_time = header(headers, "x-log-date").unwrap_or("");
     let day = date_time.get(..8).unwrap_or(date_time);
     let hashed_payload = header(headers, "x-log-content-sha256").unwrap_or(EMPTY_BODY_SHA256);
     let (canonical, _) = v4_canonical_request(method, path, query, headers, hashed_payload);
     let scope = format!("{day}/{region}/sls/aliyun_v4_request");
-    let string_to_sign = format!("{V4_ALGORITHM}\n{date_time}\n{scope}\n{}", sha256_hex(canonical.as_bytes()));
+    let string_to_sign = format!(
+        "{V4_ALGORITHM}\n{date_time}\n{scope}\n{}",
+        sha256_hex(canonical.as_bytes())
+    );
     let mut key = hmac256(format!("aliyun_v4{secret}").as_bytes(), day.as_bytes());
     key = hmac256(&key, region.as_bytes());
     key = hmac256(&key, b"sls");
@@ -276,7 +342,14 @@ pub fn v4_authorization(
 ) -> String {
     let date_time = header(headers, "x-log-date").unwrap_or("");
     let day = date_time.get(..8).unwrap_or(date_time);
-    let signature = v4_signature(&credentials.access_key_secret, region, method, path, query, headers);
+    let signature = v4_signature(
+        &credentials.access_key_secret,
+        region,
+        method,
+        path,
+        query,
+        headers,
+    );
     format!(
         "{V4_ALGORITHM} Credential={}/{day}/{region}/sls/aliyun_v4_request,Signature={signature}",
         credentials.access_key_id
@@ -296,7 +369,13 @@ mod tests {
     const APIV: (&str, &str) = ("x-log-apiversion", "0.6.0");
     const METHOD: (&str, &str) = ("x-log-signaturemethod", "hmac-sha1");
 
-    fn v1(secret: &str, method: &str, path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]) -> String {
+    fn v1(
+        secret: &str,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> String {
         v1_signature(secret, &v1_string_to_sign(method, path, query, headers))
     }
 
@@ -304,7 +383,12 @@ mod tests {
 
     #[test]
     fn v1_a_go_get() {
-        let headers = [("Date", "Mon, 3 Jan 2010 08:33:47 GMT"), APIV, ("x-log-bodyrawsize", "0"), METHOD];
+        let headers = [
+            ("Date", "Mon, 3 Jan 2010 08:33:47 GMT"),
+            APIV,
+            ("x-log-bodyrawsize", "0"),
+            METHOD,
+        ];
         let sts = v1_string_to_sign("GET", "/logstores", &[], &headers);
         assert_eq!(sts, "GET\n\n\nMon, 3 Jan 2010 08:33:47 GMT\nx-log-apiversion:0.6.0\nx-log-bodyrawsize:0\nx-log-signaturemethod:hmac-sha1\n/logstores");
         let creds = Credentials::new("mockAccessKeyID", "mockAccessKeySecret");
@@ -327,7 +411,16 @@ mod tests {
             ("x-log-bodyrawsize", "50"),
             METHOD,
         ];
-        assert_eq!(v1("mockAccessKeySecret", "GET", "/logstores/app_log", &[], &headers), "87xQWqFaOSewqRIma8kPjGYlXHc=");
+        assert_eq!(
+            v1(
+                "mockAccessKeySecret",
+                "GET",
+                "/logstores/app_log",
+                &[],
+                &headers
+            ),
+            "87xQWqFaOSewqRIma8kPjGYlXHc="
+        );
     }
 
     #[test]
@@ -338,7 +431,16 @@ mod tests {
             v1_string_to_sign("GET", "/logstores", &query, &headers),
             "GET\n\n\nMon, 09 Nov 2015 06:11:16 GMT\nx-log-apiversion:0.6.0\nx-log-signaturemethod:hmac-sha1\n/logstores?logstoreName=&offset=0&size=1000"
         );
-        assert_eq!(v1("4fdO2fTDDnZPU/L7CHNdemB2Nsk=", "GET", "/logstores", &query, &headers), "jEYOTCJs2e88o+y5F4/S5IsnBJQ=");
+        assert_eq!(
+            v1(
+                "4fdO2fTDDnZPU/L7CHNdemB2Nsk=",
+                "GET",
+                "/logstores",
+                &query,
+                &headers
+            ),
+            "jEYOTCJs2e88o+y5F4/S5IsnBJQ="
+        );
     }
 
     const NODE_POST: [(&str, &str); 8] = [
@@ -354,7 +456,16 @@ mod tests {
 
     #[test]
     fn v1_d_node_post() {
-        assert_eq!(v1("4fdO2fTDDnZPU/L7CHNdemB2Nsk=", "POST", "/logstores/test-logstore", &[], &NODE_POST), "XWLGYHGg2F2hcfxWxMLiNkGki6g=");
+        assert_eq!(
+            v1(
+                "4fdO2fTDDnZPU/L7CHNdemB2Nsk=",
+                "POST",
+                "/logstores/test-logstore",
+                &[],
+                &NODE_POST
+            ),
+            "XWLGYHGg2F2hcfxWxMLiNkGki6g="
+        );
     }
 
     #[test]
@@ -362,7 +473,11 @@ mod tests {
         let token = "CAISiwJ1q6Ft5B2yfSjIr5D7Et3+35R02JuKR1P1lk40dt1giPfK1Dz2IHhLdXNrAuEXs/w0mmBQ7v8TlqZdVplOWU3Da+B364xK7Q75jHw5B0zwv9I+k5SANTW5KXyShb3/AYjQSNfaZY3eCTTtnTNyxr3XbCirW0ffX7SClZ9gaKZ8PGD6F00kYu1bPQx/ssQXGGLMPPK2SH7Qj3HXEVBjt3gX6wo9y9zmnZHNukGH3QOqkbVM9t6rGPX+MZkwZqUYesyuwel7epDG1CNt8BVQ/M909vccpmad5YrMUgQJuEvWa7KNo8caKgJmI7M3AbBFp/WlyKMn5raOydSrkE8cePtSVynP+g0hR0dZ+YgagAEFdb+5rO1e+OZ3kcmPKF5Zh2Sni+vF1qzKA/SElND5koQQV6uvVCweKnfzCPMKjY0OXWmfgtcwOTyJ4ABGsTGnILzBNRD/+Gdqe7wclZrj0aDUkTdFf8k7SudZuO9KOPBe8mS3pJoMs1p67mWA/J4Wn0dottbprb5EQOBRxUC6bw==";
         let mut headers = NODE_POST.to_vec();
         headers.push(("x-acs-security-token", token));
-        let creds = Credentials::sts("STS.NSNYgJ2KUoYaEuDrNazRLg2a6", "56Xqw2THF5vTHTNkGWR6uGRKXToKWMi2eLFjppPNV8RR", token);
+        let creds = Credentials::sts(
+            "STS.NSNYgJ2KUoYaEuDrNazRLg2a6",
+            "56Xqw2THF5vTHTNkGWR6uGRKXToKWMi2eLFjppPNV8RR",
+            token,
+        );
         assert_eq!(
             v1_authorization(&creds, "POST", "/logstores/test-logstore", &[], &headers),
             "LOG STS.NSNYgJ2KUoYaEuDrNazRLg2a6:G3R03b6PwVI+zUaLtqezsBDL/j8="
@@ -373,7 +488,10 @@ mod tests {
 
     #[test]
     fn v1_f_rust_empty_credentials() {
-        assert_eq!(v1("", "GET", "/", &[], &[EPOCH, APIV, METHOD]), "SApFTtfTFKHmzdEdaMe5TjNn+RQ=");
+        assert_eq!(
+            v1("", "GET", "/", &[], &[EPOCH, APIV, METHOD]),
+            "SApFTtfTFKHmzdEdaMe5TjNn+RQ="
+        );
     }
 
     fn rust_json_headers(token: Option<&'static str>) -> Vec<(&'static str, &'static str)> {
@@ -393,22 +511,53 @@ mod tests {
     #[test]
     fn v1_g_h_rust_post_with_query_and_token() {
         let body = "\n            {\"key\": \"value\"}\n        ";
-        assert_eq!(format!("{:X}", md5::Md5::digest(body.as_bytes())), "CE688F8D1AC3ED309BA9BE0A5ABAFCE5");
+        assert_eq!(
+            format!("{:X}", md5::Md5::digest(body.as_bytes())),
+            "CE688F8D1AC3ED309BA9BE0A5ABAFCE5"
+        );
         let query = [("type", "log"), ("offset", "0"), ("line", "100")];
         let path = "/logstores/test-logstore";
-        assert!(v1_string_to_sign("POST", path, &query, &rust_json_headers(None)).ends_with("/logstores/test-logstore?line=100&offset=0&type=log"));
-        assert_eq!(v1("test-access-key", "POST", path, &query, &rust_json_headers(None)), "4pL2xZJERC3tPKtRiHh9+nMG3tI=");
+        assert!(
+            v1_string_to_sign("POST", path, &query, &rust_json_headers(None))
+                .ends_with("/logstores/test-logstore?line=100&offset=0&type=log")
+        );
         assert_eq!(
-            v1("test-access-key", "POST", path, &query, &rust_json_headers(Some("test-security-token"))),
+            v1(
+                "test-access-key",
+                "POST",
+                path,
+                &query,
+                &rust_json_headers(None)
+            ),
+            "4pL2xZJERC3tPKtRiHh9+nMG3tI="
+        );
+        assert_eq!(
+            v1(
+                "test-access-key",
+                "POST",
+                path,
+                &query,
+                &rust_json_headers(Some("test-security-token"))
+            ),
             "ZQt+0wIvpd+O9yIJKeKxZTJ2hv0="
         );
     }
 
     #[test]
     fn v1_i_rust_cursor_query() {
-        let query = [("type", "log"), ("count", "1000"), ("cursor", "MTczNzY2OTAzNjAxNzIxODQ1NA==")];
+        let query = [
+            ("type", "log"),
+            ("count", "1000"),
+            ("cursor", "MTczNzY2OTAzNjAxNzIxODQ1NA=="),
+        ];
         assert_eq!(
-            v1("test-access-key", "POST", "/logstores/test/shards/2", &query, &rust_json_headers(Some("test-security-token"))),
+            v1(
+                "test-access-key",
+                "POST",
+                "/logstores/test/shards/2",
+                &query,
+                &rust_json_headers(Some("test-security-token"))
+            ),
             "K3rw5WXRe77aZ/meSyEa8NNUYFc="
         );
     }
@@ -420,12 +569,20 @@ mod tests {
         more.push(("x-log-date", "whatever"));
         more.push(("User-Agent", "x"));
         more.push(("Host", "p.example.com"));
-        assert_eq!(v1("k", "GET", "/", &[], &base), v1("k", "GET", "/", &[], &more));
+        assert_eq!(
+            v1("k", "GET", "/", &[], &base),
+            v1("k", "GET", "/", &[], &more)
+        );
     }
 
     // ---- protocol.md §3.2 (derived PutLogs vectors) ----
 
-    fn putlogs_headers<'a>(md5: &'a str, raw: &'a str, lz4: bool, token: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    fn putlogs_headers<'a>(
+        md5: &'a str,
+        raw: &'a str,
+        lz4: bool,
+        token: Option<&'a str>,
+    ) -> Vec<(&'a str, &'a str)> {
         let mut h = vec![
             ("Content-Type", "application/x-protobuf"),
             APIV,
@@ -454,24 +611,73 @@ mod tests {
         assert_eq!(md5_lz4, "6CEFDA9B6DED75B6723739CFA93BF218");
         let secret = "testAccessKeySecret";
         let lb = "/logstores/test-logstore/shards/lb";
-        assert_eq!(v1(secret, "POST", lb, &[], &putlogs_headers(&md5_raw, "86", false, None)), "oLIioeo0lFw79sy/Z6r1OGDcTp8=");
-        assert_eq!(v1(secret, "POST", lb, &[], &putlogs_headers(&md5_lz4, "86", true, None)), "KPhGYZ9Jka7opTJm9zcH6BOpzBU=");
+        assert_eq!(
+            v1(
+                secret,
+                "POST",
+                lb,
+                &[],
+                &putlogs_headers(&md5_raw, "86", false, None)
+            ),
+            "oLIioeo0lFw79sy/Z6r1OGDcTp8="
+        );
+        assert_eq!(
+            v1(
+                secret,
+                "POST",
+                lb,
+                &[],
+                &putlogs_headers(&md5_lz4, "86", true, None)
+            ),
+            "KPhGYZ9Jka7opTJm9zcH6BOpzBU="
+        );
         let route = "/logstores/test-logstore/shards/route";
         let q = [("key", "5f3c0b8a4e1d2c6b7a8f9e0d1c2b3a49")];
         let tok = Some("testToken");
-        assert_eq!(v1(secret, "POST", route, &q, &putlogs_headers(&md5_raw, "86", false, tok)), "G32zXPNPHVdx4o++b9EqWg/cYHY=");
-        assert_eq!(v1(secret, "POST", route, &q, &putlogs_headers(&md5_lz4, "86", true, tok)), "ld4GmrQb2PwP02eUtGX0KV5rNEs=");
+        assert_eq!(
+            v1(
+                secret,
+                "POST",
+                route,
+                &q,
+                &putlogs_headers(&md5_raw, "86", false, tok)
+            ),
+            "G32zXPNPHVdx4o++b9EqWg/cYHY="
+        );
+        assert_eq!(
+            v1(
+                secret,
+                "POST",
+                route,
+                &q,
+                &putlogs_headers(&md5_lz4, "86", true, tok)
+            ),
+            "ld4GmrQb2PwP02eUtGX0KV5rNEs="
+        );
     }
 
     // ---- protocol.md §4 (v4) ----
 
     const V4_SECRET: &str = "zxasdasdasw2";
     const V4_BODY: &[u8] = b"adasd= -asd zcas";
-    const V4_HEADERS: [(&str, &str); 5] =
-        [("hello", "world"), ("hello-Text", "a12X- "), (" Ko ", ""), ("x-log-test", "het123"), ("x-acs-ppp", "dds")];
-    const V4_PARAMS: [(&str, &str); 4] = [(" abc", "efg"), (" agc ", ""), ("", "efg"), ("A-bc", "eFg")];
+    const V4_HEADERS: [(&str, &str); 5] = [
+        ("hello", "world"),
+        ("hello-Text", "a12X- "),
+        (" Ko ", ""),
+        ("x-log-test", "het123"),
+        ("x-acs-ppp", "dds"),
+    ];
+    const V4_PARAMS: [(&str, &str); 4] =
+        [(" abc", "efg"), (" agc ", ""), ("", "efg"), ("A-bc", "eFg")];
 
-    fn v4(method: &str, path: &str, params: &[(&str, &str)], headers: &[(&str, &str)], body: &[u8], region: &str) -> String {
+    fn v4(
+        method: &str,
+        path: &str,
+        params: &[(&str, &str)],
+        headers: &[(&str, &str)],
+        body: &[u8],
+        region: &str,
+    ) -> String {
         let hash = sha256_hex(body);
         let mut h = headers.to_vec();
         h.push(("x-log-date", "20220808T032330Z"));
@@ -487,51 +693,123 @@ mod tests {
         h.push(("x-log-content-sha256", &hash));
         let (canonical, signed) = v4_canonical_request("POST", "/logstores", &V4_PARAMS, &h, &hash);
         assert_eq!(canonical, "POST\n/logstores\n=efg& abc=efg& agc &A-bc=eFg\nx-acs-ppp:dds\nx-log-content-sha256:c7a4fd95f1d70933caf91641e8000768cea86100dc5649fd4f16fead718a62e4\nx-log-date:20220808T032330Z\nx-log-test:het123\n\nx-acs-ppp;x-log-content-sha256;x-log-date;x-log-test\nc7a4fd95f1d70933caf91641e8000768cea86100dc5649fd4f16fead718a62e4");
-        assert_eq!(signed, "x-acs-ppp;x-log-content-sha256;x-log-date;x-log-test");
+        assert_eq!(
+            signed,
+            "x-acs-ppp;x-log-content-sha256;x-log-date;x-log-test"
+        );
     }
 
     #[test]
     fn v4_vectors_1_to_5() {
-        assert_eq!(v4("POST", "/logstores", &V4_PARAMS, &V4_HEADERS, V4_BODY, "cn-hangzhou"), "a98f5632e93836e63839cd836a54055f480020a9364ca944e2d34f2eb9bf1bed");
-        assert_eq!(v4("POST", "/logstores", &[], &[], V4_BODY, "cn-shanghai"), "8a10a5e723cb2e75964816de660b2c16a58af8bc0261f7f0722d832468c76ce8");
-        assert_eq!(v4("POST", "/logstores", &V4_PARAMS, &V4_HEADERS, b"", "cn-hangzhou"), "5a66d8f8051983e0e9d08e0f960ef9252ef971eead5bb5c7acec8617a2eb2701");
-        assert_eq!(v4("GET", "/logstores", &V4_PARAMS, &V4_HEADERS, b"", "cn-hangzhou"), "d92741852500791d662a8d469ff61627c0559ecd86c3f59b7bf6772b6c62666a");
+        assert_eq!(
+            v4(
+                "POST",
+                "/logstores",
+                &V4_PARAMS,
+                &V4_HEADERS,
+                V4_BODY,
+                "cn-hangzhou"
+            ),
+            "a98f5632e93836e63839cd836a54055f480020a9364ca944e2d34f2eb9bf1bed"
+        );
+        assert_eq!(
+            v4("POST", "/logstores", &[], &[], V4_BODY, "cn-shanghai"),
+            "8a10a5e723cb2e75964816de660b2c16a58af8bc0261f7f0722d832468c76ce8"
+        );
+        assert_eq!(
+            v4(
+                "POST",
+                "/logstores",
+                &V4_PARAMS,
+                &V4_HEADERS,
+                b"",
+                "cn-hangzhou"
+            ),
+            "5a66d8f8051983e0e9d08e0f960ef9252ef971eead5bb5c7acec8617a2eb2701"
+        );
+        assert_eq!(
+            v4(
+                "GET",
+                "/logstores",
+                &V4_PARAMS,
+                &V4_HEADERS,
+                b"",
+                "cn-hangzhou"
+            ),
+            "d92741852500791d662a8d469ff61627c0559ecd86c3f59b7bf6772b6c62666a"
+        );
         let mut params = V4_PARAMS.to_vec();
         params.push(("abs-ij*asd/vc", "a~js+d ada"));
         params.push(("a abAas123/vc", "a~jdad a2ADFs+d ada"));
         assert_eq!(
-            v4("POST", "/logstores/hello/a+*~bb/cc", &params, &V4_HEADERS, V4_BODY, "cn-hangzhou"),
+            v4(
+                "POST",
+                "/logstores/hello/a+*~bb/cc",
+                &params,
+                &V4_HEADERS,
+                V4_BODY,
+                "cn-hangzhou"
+            ),
             "2c204068e961a8813a6bcf7ac422f7fa6e9bf9a5da493e0165dfe100854d18ff"
         );
     }
 
     #[test]
     fn v4_percent_encoding_vector() {
-        assert_eq!(v4_percent_encode("123abc!@#$%^&*()-=_+ ~|\\/"), "123abc%21%40%23%24%25%5E%26%2A%28%29-%3D_%2B%20~%7C%5C%2F");
+        assert_eq!(
+            v4_percent_encode("123abc!@#$%^&*()-=_+ ~|\\/"),
+            "123abc%21%40%23%24%25%5E%26%2A%28%29-%3D_%2B%20~%7C%5C%2F"
+        );
     }
 
     #[test]
     fn authorization_headers_parse() {
-        assert_eq!(Authorization::parse("LOG id:sig="), Some(Authorization::V1 { access_key_id: "id", signature: "sig=" }));
+        assert_eq!(
+            Authorization::parse("LOG id:sig="),
+            Some(Authorization::V1 {
+                access_key_id: "id",
+                signature: "sig="
+            })
+        );
         assert_eq!(
             Authorization::parse("SLS4-HMAC-SHA256 Credential=ak/20220808/cn-hangzhou/sls/aliyun_v4_request,Signature=ab12"),
             Some(Authorization::V4 { access_key_id: "ak", day: "20220808", region: "cn-hangzhou", signature: "ab12" })
         );
-        assert_eq!(Authorization::parse("Bearer k-1"), Some(Authorization::Bearer("k-1")));
-        for bad in ["", "LOG nocolon", "LOG :x", "Basic abc", "SLS4-HMAC-SHA256 Credential=a/b,Signature=x", "Bearer  "] {
+        assert_eq!(
+            Authorization::parse("Bearer k-1"),
+            Some(Authorization::Bearer("k-1"))
+        );
+        for bad in [
+            "",
+            "LOG nocolon",
+            "LOG :x",
+            "Basic abc",
+            "SLS4-HMAC-SHA256 Credential=a/b,Signature=x",
+            "Bearer  ",
+        ] {
             assert_eq!(Authorization::parse(bad), None, "{bad:?}");
         }
         let creds = Credentials::new("ak", "sk");
-        let h = [("x-log-date", "20220808T032330Z"), ("x-log-content-sha256", EMPTY_BODY_SHA256)];
+        let h = [
+            ("x-log-date", "20220808T032330Z"),
+            ("x-log-content-sha256", EMPTY_BODY_SHA256),
+        ];
         let value = v4_authorization(&creds, "cn-hangzhou", "GET", "/", &[], &h);
-        let Some(Authorization::V4 { signature, .. }) = Authorization::parse(&value) else { panic!("{value}") };
-        assert_eq!(signature, v4_signature("sk", "cn-hangzhou", "GET", "/", &[], &h));
+        let Some(Authorization::V4 { signature, .. }) = Authorization::parse(&value) else {
+            panic!("{value}")
+        };
+        assert_eq!(
+            signature,
+            v4_signature("sk", "cn-hangzhou", "GET", "/", &[], &h)
+        );
     }
 
     #[test]
     fn debug_output_redacts_secrets() {
         let text = format!("{:?}", Credentials::sts("id", "very-secret", "tok-secret"));
-        assert!(text.contains("id") && !text.contains("very-secret") && !text.contains("tok-secret"));
+        assert!(
+            text.contains("id") && !text.contains("very-secret") && !text.contains("tok-secret")
+        );
     }
 
     #[test]
