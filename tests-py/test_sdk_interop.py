@@ -14,7 +14,6 @@ import lz4.block
 import pytest
 from aliyun.log import LogClient, LogException, LogItem, PutLogsRequest
 from aliyun.log.log_logs_pb2 import LogGroup
-
 from conftest import ACCESS_KEY_ID, ACCESS_KEY_SECRET, STS_ID, STS_SECRET, STS_TOKEN
 
 PROJECT = "interop"
@@ -71,7 +70,8 @@ def test_put_logs_and_read_back_every_field(sls_client, via_emulator_proxy):
         items = make_items(batch, count=5 + batch, now=now)
         tags = [("tag_1", "val_1"), ("__pack_id__", f"ABCDEF0123456789-{batch:X}")]
         request = PutLogsRequest(
-            PROJECT, LOGSTORE, topic=f"topic-{batch}", source=None, logitems=items, hashKey=hash_key, logtags=tags, **options
+            PROJECT, LOGSTORE, topic=f"topic-{batch}", source=None, logitems=items, hashKey=hash_key, logtags=tags,
+            **options,
         )
         client.put_logs(request)
         sent[str(batch)] = (items, tags, hash_key, client)

@@ -11,8 +11,11 @@
 //!    signatures, dates, digests, compression and contents), stores what it accepts, serves it
 //!    back through its own JSON API and the SLS read APIs, and injects faults on demand.
 //!
+//! 3. [`scenarios`] — the seed benchmark workloads, defined once for every harness.
+//!
 //! The producer engine (batching, bounded memory, retries, delivery reports) builds on these.
 #![warn(missing_docs)]
 
 pub mod emulator;
+pub mod scenarios;
 pub mod wire;

@@ -1,0 +1,81 @@
+//! The seed benchmark workloads (`scenarios.md`), defined once so the Rust benches, the
+//! harnesses and the language fronts all measure the same records.
+//!
+//! S1 (the C producer's published server benchmark): each iteration adds two logs, one of ten
+//! fields (~700 bytes) and one of four (~200 bytes); topic `test_topic`, tags `tag_1=val_1` …
+//! `tag_5=val_5`. Pure data, any thread.
+
+/// The 48-byte alphabet run the S1 values are built from.
+pub const S1_ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+";
+/// S1 topic.
+pub const S1_TOPIC: &str = "test_topic";
+/// S1 tags, in order.
+pub const S1_TAGS: [(&str, &str); 5] = [
+    ("tag_1", "val_1"),
+    ("tag_2", "val_2"),
+    ("tag_3", "val_3"),
+    ("tag_4", "val_4"),
+    ("tag_5", "val_5"),
+];
+
+/// The ten-field S1 log of iteration `index` (`content_key_1` … `content_key_9`, `index`).
+pub fn s1_log_a(index: u64) -> Vec<(String, String)> {
+    let mut fields = Vec::with_capacity(10);
+    fields.push((
+        "content_key_1".to_owned(),
+        format!("1{S1_ALPHABET}{S1_ALPHABET}{S1_ALPHABET}"),
+    ));
+    for digit in 2..=9 {
+        fields.push((
+            format!("content_key_{digit}"),
+            format!("{digit}{S1_ALPHABET}"),
+        ));
+    }
+    fields.push(("index".to_owned(), index.to_string()));
+    fields
+}
+
+/// The four-field S1 log.
+pub fn s1_log_b() -> Vec<(String, String)> {
+    [
+        ("LogHub", "Real-time log collection and consumption"),
+        ("Search/Analytics", "Query and real-time analysis"),
+        ("Visualized", "dashboard and report functions"),
+        ("Interconnection", "Grafana and JDBC/SQL92"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect()
+}
+
+/// The S1 log number `n` of a run: even numbers are the ten-field log of iteration `n / 2`,
+/// odd numbers the four-field log.
+pub fn s1_log(n: u64) -> Vec<(String, String)> {
+    if n.is_multiple_of(2) {
+        s1_log_a(n / 2)
+    } else {
+        s1_log_b()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(fields: &[(String, String)]) -> usize {
+        fields.iter().map(|(k, v)| k.len() + v.len()).sum()
+    }
+
+    #[test]
+    fn s1_logs_have_the_documented_shape_and_size() {
+        let a = s1_log(0);
+        assert_eq!(a.len(), 10);
+        assert_eq!(a[0].1.len(), 1 + 3 * 48);
+        assert_eq!(a[9], ("index".to_owned(), "0".to_owned()));
+        assert!((600..=720).contains(&size(&a)), "{}", size(&a));
+        let b = s1_log(1);
+        assert_eq!(b.len(), 4);
+        assert!((150..=220).contains(&size(&b)), "{}", size(&b));
+        assert_eq!(s1_log(6)[9].1, "3");
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Every test, from a fresh clone: formatting and lints, the Rust unit and integration tests
+# (engine and emulator), the binding crates' builds, and the Python tests (official-SDK
+# interop) in a project-local virtualenv. Installs what it needs; nothing by hand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s ==\n' "$*"; }
+
+if ! command -v cargo >/dev/null; then
+  echo "cargo is required (the machine's Rust toolchain)" >&2
+  exit 1
+fi
+if ! command -v python3 >/dev/null; then
+  step "installing python3"
+  apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings (workspace)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test (core: wire layer, emulator, integration)"
+cargo test -p loghose
+
+step "Python test environment (.venv)"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests-py/requirements.txt
+
+step "ruff"
+.venv/bin/ruff check tests-py python
+
+step "pytest (official aliyun-log-python-sdk against the emulator)"
+cargo build --quiet -p loghose --bin loghose-emulator
+LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" .venv/bin/python -m pytest tests-py -q
