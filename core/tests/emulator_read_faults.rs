@@ -560,3 +560,78 @@ fn the_command_line_server_prints_its_endpoint_and_stops_on_sigterm() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("ID:SECRET:TOKEN"));
 }
+
+#[tokio::test]
+async fn response_headers_are_lowercase_on_the_wire() {
+    // The C producer matches "x-log-" case-sensitively; a capitalised header would make it
+    // treat every refusal as a server error and retry forever.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let emu = Emulator::start_default().unwrap();
+    for request in [
+        "GET /_emulator/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_owned(),
+        "POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: p.x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+    ] {
+        let mut s = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).await.unwrap();
+        assert!(text.contains("\r\nx-log-requestid: "), "{text}");
+        assert!(!text.contains("X-Log-"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn pull_logs_answers_with_fewer_groups_rather_than_an_oversized_body() {
+    let emu = Emulator::start(EmulatorConfig {
+        shard_count: 1,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let client = client();
+    let big = "v".repeat(1_000_000);
+    let t = now_secs();
+    for _ in 0..7 {
+        let g = group(vec![log(t, &[("a", &big)]), log(t, &[("b", &big)])]);
+        assert_eq!(
+            put(&client, &emu, HOST, "big", &g, Compression::Lz4)
+                .await
+                .status,
+            200
+        );
+    }
+    let path = "/logstores/big/shards/0";
+    let cursor = signed_get(&emu, path, &[("type", "cursor"), ("from", "begin")], &[]).await;
+    let mut cursor = serde_json::from_slice::<serde_json::Value>(&cursor.body).unwrap()["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut pages = Vec::new();
+    loop {
+        let reply = signed_get(
+            &emu,
+            path,
+            &[("type", "log"), ("cursor", &cursor), ("count", "1000")],
+            &[],
+        )
+        .await;
+        let h = |n: &str| reply.headers.get(n).unwrap().to_str().unwrap().to_owned();
+        let count: usize = h("x-log-count").parse().unwrap();
+        if count == 0 {
+            break;
+        }
+        let raw_size: usize = h("x-log-bodyrawsize").parse().unwrap();
+        assert!(
+            raw_size <= loghose::wire::limits::MAX_RAW_BODY_BYTES,
+            "{raw_size}"
+        );
+        assert_eq!(
+            reply.body.len(),
+            raw_size,
+            "uncompressed without Accept-Encoding"
+        );
+        pages.push(count);
+        cursor = h("x-log-cursor");
+    }
+    assert!(pages.len() >= 2, "{pages:?}");
+    assert_eq!(pages.iter().sum::<usize>(), 7);
+}

@@ -832,20 +832,25 @@ impl Service {
             .with_logstore(&project, logstore, |ls| {
                 let s = ls.shards.get(shard as usize)?;
                 let start = cursor.clamp(s.first_seq, s.end_seq());
-                let stop = (start + count)
+                let limit = (start + count)
                     .min(s.end_seq())
                     .min(end_cursor.unwrap_or(u64::MAX))
                     .max(start);
+                // Like the service, answer with fewer groups rather than an oversized body:
+                // at most 10 MiB raw, but always at least one group.
                 let mut raw = Vec::new();
-                for g in s
-                    .groups
-                    .range((start - s.first_seq) as usize..(stop - s.first_seq) as usize)
-                {
+                let mut taken = 0u64;
+                let range = (start - s.first_seq) as usize..(limit - s.first_seq) as usize;
+                for g in s.groups.range(range) {
+                    if taken > 0 && raw.len() + g.body.len() + 10 > MAX_RAW_BODY_BYTES {
+                        break;
+                    }
                     raw.push(0x0a);
                     put_varint(&mut raw, g.body.len() as u64);
                     raw.extend_from_slice(&g.body);
+                    taken += 1;
                 }
-                Some((raw, stop - start, stop))
+                Some((raw, taken, start + taken))
             })
             .map_err(|m| missing(m, &project, logstore))?
             .ok_or_else(|| {
