@@ -13,9 +13,11 @@
 //!
 //! 3. [`scenarios`] — the seed benchmark workloads, defined once for every harness.
 //!
-//! The producer engine (batching, bounded memory, retries, delivery reports) builds on these.
+//! 4. [`producer`] — the engine: batching per destination, bounded memory, sending on a shared
+//!    runtime, retries by error class, delivery reports and per-record completions.
 #![warn(missing_docs)]
 
 pub mod emulator;
+pub mod producer;
 pub mod scenarios;
 pub mod wire;

@@ -92,6 +92,9 @@ pub struct EmulatorConfig {
     pub max_clock_skew_secs: i64,
     /// Which field keys are accepted. Default [`KeyPolicy::Service`].
     pub key_policy: KeyPolicy,
+    /// Seconds added to the emulator's clock, to play a server whose clock differs from the
+    /// client's (`RequestTimeExpired` tests). Default 0.
+    pub clock_offset_secs: i64,
     /// Threads of the emulator's runtime. Default 2.
     pub worker_threads: usize,
 }
@@ -114,6 +117,7 @@ impl Default for EmulatorConfig {
             retention_bytes: 256 * 1024 * 1024,
             max_clock_skew_secs: crate::wire::limits::MAX_CLOCK_SKEW_SECS,
             key_policy: KeyPolicy::Service,
+            clock_offset_secs: 0,
             worker_threads: 2,
         }
     }

@@ -44,7 +44,14 @@ async fn serve_request(
     let (parts, body) = req.into_parts();
     let probe = Request::from_parts(parts, ());
     if let Some((project, logstore)) = service.put_logs_target(&probe) {
-        match service.faults.take(&project, &logstore) {
+        let fault = service.faults.take(&project, &logstore);
+        if matches!(
+            fault,
+            Some(FaultAction::Reset | FaultAction::Hang { .. } | FaultAction::Error { .. })
+        ) {
+            service.count_faulted_put();
+        }
+        match fault {
             None => {}
             Some(FaultAction::Latency { ms }) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await

@@ -283,6 +283,12 @@ impl Service {
         )
     }
 
+    /// Counts a PutLogs request answered by an injected fault (the handler never sees it).
+    pub(crate) fn count_faulted_put(&self) {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.put_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts a refusal by code (used for injected errors too).
     pub(crate) fn count_rejection(&self, code: &str) {
         *self
@@ -418,9 +424,9 @@ impl Service {
     // === checks ===
 
     fn check_skew(&self, date: &str, at: i64) -> Result<(), ApiError> {
-        let now = Utc::now().timestamp();
-        if (now - at).abs() > self.config.max_clock_skew_secs {
-            let server = Utc::now().format("%a, %d %b %Y %H:%M:%S GMT");
+        let server_now = Utc::now() + chrono::Duration::seconds(self.config.clock_offset_secs);
+        if (server_now.timestamp() - at).abs() > self.config.max_clock_skew_secs {
+            let server = server_now.format("%a, %d %b %Y %H:%M:%S GMT");
             return Err(ApiError::bad_request(
                 "RequestTimeExpired",
                 format!("request time {date} has been expired while server time is {server}"),

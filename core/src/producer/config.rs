@@ -1,0 +1,638 @@
+//! The producer's configuration: one struct, the single source of truth for every option of
+//! the engine and of the Python and Node fronts (which take the same names).
+//!
+//! Every field has a documented default and unit; [`ProducerConfig::validate`] checks each
+//! against the service's limits and returns a [`ConfigError`] naming the key, the value and the
+//! allowed range. Validation does no I/O; resolving the endpoint, credentials and HTTP client
+//! happens once when the producer is built.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::wire::compress::Compression;
+use crate::wire::limits::{
+    MAX_LOGS_PER_GROUP, MAX_RAW_BODY_BYTES, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES,
+};
+use crate::wire::scan::KeyPolicy;
+
+/// Largest batch the producer builds: 8 MiB raw keeps every request under the service's 10 MB.
+pub const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
+
+/// Which signature the producer sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignatureVersion {
+    /// HMAC-SHA1 (every SDK's default).
+    #[default]
+    V1,
+    /// SLS4-HMAC-SHA256; needs `region`.
+    V4,
+}
+
+/// Every option of a producer. Build one with `ProducerConfig::new(endpoint, project,
+/// logstore)` or a preset, adjust fields, and hand it to `Producer::new`.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProducerConfig {
+    /// Service endpoint, `http://` or `https://` (scheme optional, `http` by default), e.g.
+    /// `https://cn-hangzhou.log.aliyuncs.com` or the emulator's `http://127.0.0.1:PORT`.
+    /// A host name is addressed as `{project}.{host}`; an IP address is connected to directly
+    /// with `Host: {project}.{ip}`.
+    pub endpoint: String,
+    /// Default project of records.
+    pub project: String,
+    /// Default logstore of records.
+    pub logstore: String,
+    /// AccessKeyId (with `access_key_secret`), unless `api_key` or a credentials provider is used.
+    pub access_key_id: String,
+    /// AccessKeySecret.
+    pub access_key_secret: String,
+    /// STS security token, for temporary keys.
+    pub security_token: Option<String>,
+    /// API key sent as `Authorization: Bearer`; exclusive with access keys.
+    pub api_key: Option<String>,
+    /// Signature version. Default v1.
+    pub signature_version: SignatureVersion,
+    /// Region for signature v4, e.g. `cn-hangzhou`.
+    pub region: Option<String>,
+    /// Default topic (`__topic__`). Default empty.
+    pub topic: String,
+    /// Default source (`__source__`). Default: this host's outbound IP address.
+    pub source: Option<String>,
+    /// Tags added to every group, in order, before `__pack_id__`.
+    pub tags: Vec<(String, String)>,
+    /// A batch seals when its raw (uncompressed) size reaches this many bytes. Default 3 MiB;
+    /// 1 to 8 MiB.
+    pub batch_max_bytes: usize,
+    /// A batch seals when it holds this many logs. Default 4096; 1 to 40 960.
+    pub batch_max_count: usize,
+    /// A batch seals this many milliseconds after its first log. Default 2000; 0 sends every
+    /// add at once.
+    pub linger_ms: u64,
+    /// Raw bytes held in open, sealed, in-flight and retrying batches at most. Default 64 MiB.
+    pub buffer_max_bytes: usize,
+    /// When the buffer is full, an add waits up to this many milliseconds for room, then fails
+    /// with `BufferFull`. Default 0: fail at once, never block the caller.
+    pub max_block_ms: u64,
+    /// Batches being sent at once. Default 8; 1 to 1024.
+    pub send_concurrency: usize,
+    /// Body compression. Default lz4.
+    pub compression: Compression,
+    /// TCP connect timeout, ms. Default 10 000.
+    pub connect_timeout_ms: u64,
+    /// Whole-request timeout, ms. Default 15 000.
+    pub request_timeout_ms: u64,
+    /// Attempts per batch, the first included. Default 10; 1 means no retry.
+    pub max_attempts: u32,
+    /// First retry delay, ms (full jitter: each delay is random in `[0, min(cap, base·2^n)]`).
+    /// Default 200.
+    pub backoff_base_ms: u64,
+    /// Longest retry delay, ms. Default 10 000.
+    pub backoff_max_ms: u64,
+    /// A batch not delivered this many ms after its first log fails. Default 600 000.
+    pub delivery_timeout_ms: u64,
+    /// Extra attempts for a 401 (credentials may rotate meanwhile). Default 3.
+    pub unauthorized_attempts: u32,
+    /// PEM file of an extra CA to trust for HTTPS (certificate checks stay on).
+    pub ca_file: Option<String>,
+    /// Connect to this address whatever the endpoint resolves to (the request keeps its Host).
+    pub remote_address: Option<SocketAddr>,
+    /// Map shard keys onto `shard_buckets` evenly spread hash keys (md5), as the Go and Java
+    /// producers do. Default off: shard keys are sent as given (hex).
+    pub adjust_shard_hash: bool,
+    /// Buckets for `adjust_shard_hash`, a power of two from 1 to 256. Default 64.
+    pub shard_buckets: u32,
+    /// Add the `__pack_id__` tag (`PREFIX-SEQ`), stable across retries. Default on.
+    pub pack_id: bool,
+    /// Which field keys `add` accepts. Default: what the service accepts.
+    pub key_policy: KeyPolicy,
+    /// How long dropping a producer waits for delivery, ms. Default 2000.
+    pub drop_timeout_ms: u64,
+}
+
+impl std::fmt::Debug for ProducerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut redacted = self.clone();
+        if !redacted.access_key_secret.is_empty() {
+            redacted.access_key_secret = "<redacted>".into();
+        }
+        redacted.security_token = redacted.security_token.map(|_| "<redacted>".into());
+        redacted.api_key = redacted.api_key.map(|_| "<redacted>".into());
+        f.write_str(&serde_json::to_string(&redacted).unwrap_or_default())
+    }
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            endpoint: String::new(),
+            project: String::new(),
+            logstore: String::new(),
+            access_key_id: String::new(),
+            access_key_secret: String::new(),
+            security_token: None,
+            api_key: None,
+            signature_version: SignatureVersion::V1,
+            region: None,
+            topic: String::new(),
+            source: None,
+            tags: Vec::new(),
+            batch_max_bytes: 3 * 1024 * 1024,
+            batch_max_count: 4096,
+            linger_ms: 2000,
+            buffer_max_bytes: 64 * 1024 * 1024,
+            max_block_ms: 0,
+            send_concurrency: 8,
+            compression: Compression::Lz4,
+            connect_timeout_ms: 10_000,
+            request_timeout_ms: 15_000,
+            max_attempts: 10,
+            backoff_base_ms: 200,
+            backoff_max_ms: 10_000,
+            delivery_timeout_ms: 600_000,
+            unauthorized_attempts: 3,
+            ca_file: None,
+            remote_address: None,
+            adjust_shard_hash: false,
+            shard_buckets: 64,
+            pack_id: true,
+            key_policy: KeyPolicy::Service,
+            drop_timeout_ms: 2000,
+        }
+    }
+}
+
+/// A configuration value that cannot work, naming the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A required key is empty.
+    #[error("`{key}` is required")]
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// A number outside its range.
+    #[error("`{key}` is {value}, but must be from {min} to {max}")]
+    OutOfRange {
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: u64,
+        /// Smallest allowed.
+        min: u64,
+        /// Largest allowed.
+        max: u64,
+    },
+    /// A value of the wrong form.
+    #[error("`{key}` = {value:?} is invalid: {reason}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// A preset name that does not exist.
+    #[error("unknown preset {0:?} (expected \"server\" or \"pi\")")]
+    UnknownPreset(String),
+}
+
+fn range(key: &'static str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            key,
+            value,
+            min,
+            max,
+        })
+    }
+}
+
+fn name(key: &'static str, value: &str) -> Result<(), ConfigError> {
+    if value.is_empty() {
+        return Err(ConfigError::Missing { key });
+    }
+    let ok = value.len() <= 128
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid {
+            key,
+            value: value.into(),
+            reason: "must be 1 to 128 of [A-Za-z0-9_-]".into(),
+        })
+    }
+}
+
+impl ProducerConfig {
+    /// A configuration with the defaults and the three required keys.
+    pub fn new(
+        endpoint: impl Into<String>,
+        project: impl Into<String>,
+        logstore: impl Into<String>,
+    ) -> Self {
+        ProducerConfig {
+            endpoint: endpoint.into(),
+            project: project.into(),
+            logstore: logstore.into(),
+            ..Default::default()
+        }
+    }
+
+    /// The vendor's benchmark configurations (`scenarios.md`): `server` (64 MiB buffer,
+    /// batches of 4 MiB / 4096 logs / 3 s, 16 sends at once) and `pi` (10 MiB buffer, batches
+    /// of 1 MiB / 1000 logs / 3 s, 4 sends at once).
+    pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        let base = ProducerConfig::default();
+        match name {
+            "server" => Ok(ProducerConfig {
+                buffer_max_bytes: 64 << 20,
+                batch_max_bytes: 4 << 20,
+                batch_max_count: 4096,
+                linger_ms: 3000,
+                send_concurrency: 16,
+                ..base
+            }),
+            "pi" => Ok(ProducerConfig {
+                buffer_max_bytes: 10 << 20,
+                batch_max_bytes: 1 << 20,
+                batch_max_count: 1000,
+                linger_ms: 3000,
+                send_concurrency: 4,
+                ..base
+            }),
+            other => Err(ConfigError::UnknownPreset(other.into())),
+        }
+    }
+
+    /// Checks every key; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.endpoint.trim().is_empty() {
+            return Err(ConfigError::Missing { key: "endpoint" });
+        }
+        let (_, host) = split_endpoint(&self.endpoint)?;
+        if host.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "endpoint",
+                value: self.endpoint.clone(),
+                reason: "has no host".into(),
+            });
+        }
+        name("project", &self.project)?;
+        name("logstore", &self.logstore)?;
+        match (
+            &self.api_key,
+            self.access_key_id.is_empty(),
+            self.access_key_secret.is_empty(),
+        ) {
+            (Some(k), true, true) if !k.is_empty() => {}
+            (Some(_), _, _) => {
+                return Err(ConfigError::Invalid {
+                    key: "api_key",
+                    value: "<redacted>".into(),
+                    reason:
+                        "is exclusive with access_key_id/access_key_secret and must not be empty"
+                            .into(),
+                })
+            }
+            (None, true, _) => {
+                return Err(ConfigError::Missing {
+                    key: "access_key_id",
+                })
+            }
+            (None, false, true) => {
+                return Err(ConfigError::Missing {
+                    key: "access_key_secret",
+                })
+            }
+            (None, false, false) => {}
+        }
+        if self.signature_version == SignatureVersion::V4
+            && self.region.as_deref().unwrap_or("").is_empty()
+        {
+            return Err(ConfigError::Missing { key: "region" });
+        }
+        if self.topic.len() > MAX_TOPIC_BYTES {
+            return Err(ConfigError::OutOfRange {
+                key: "topic",
+                value: self.topic.len() as u64,
+                min: 0,
+                max: MAX_TOPIC_BYTES as u64,
+            });
+        }
+        if let Some(s) = &self.source {
+            range("source", s.len() as u64, 0, MAX_SOURCE_BYTES as u64)?;
+        }
+        for (k, _) in &self.tags {
+            if k.is_empty() || k.len() > 128 || k == "__pack_id__" {
+                return Err(ConfigError::Invalid {
+                    key: "tags",
+                    value: k.clone(),
+                    reason: "tag keys are 1 to 128 bytes and not __pack_id__".into(),
+                });
+            }
+        }
+        range(
+            "batch_max_bytes",
+            self.batch_max_bytes as u64,
+            1,
+            MAX_BATCH_BYTES as u64,
+        )?;
+        range(
+            "batch_max_count",
+            self.batch_max_count as u64,
+            1,
+            MAX_LOGS_PER_GROUP as u64,
+        )?;
+        range("linger_ms", self.linger_ms, 0, 3_600_000)?;
+        range(
+            "buffer_max_bytes",
+            self.buffer_max_bytes as u64,
+            self.batch_max_bytes.min(MAX_RAW_BODY_BYTES) as u64,
+            1 << 40,
+        )?;
+        range("max_block_ms", self.max_block_ms, 0, 3_600_000)?;
+        range("send_concurrency", self.send_concurrency as u64, 1, 1024)?;
+        range("connect_timeout_ms", self.connect_timeout_ms, 1, 600_000)?;
+        range("request_timeout_ms", self.request_timeout_ms, 1, 3_600_000)?;
+        range("max_attempts", u64::from(self.max_attempts), 1, 1_000_000)?;
+        range("backoff_base_ms", self.backoff_base_ms, 1, 3_600_000)?;
+        range(
+            "backoff_max_ms",
+            self.backoff_max_ms,
+            self.backoff_base_ms,
+            3_600_000,
+        )?;
+        range(
+            "delivery_timeout_ms",
+            self.delivery_timeout_ms,
+            1,
+            30 * 86_400_000,
+        )?;
+        range(
+            "unauthorized_attempts",
+            u64::from(self.unauthorized_attempts),
+            0,
+            1000,
+        )?;
+        if !self.shard_buckets.is_power_of_two() || self.shard_buckets > 256 {
+            return Err(ConfigError::Invalid {
+                key: "shard_buckets",
+                value: self.shard_buckets.to_string(),
+                reason: "must be a power of two from 1 to 256".into(),
+            });
+        }
+        range("drop_timeout_ms", self.drop_timeout_ms, 0, 600_000)?;
+        Ok(())
+    }
+
+    /// `linger_ms` as a duration.
+    pub fn linger(&self) -> Duration {
+        Duration::from_millis(self.linger_ms)
+    }
+}
+
+/// Splits an endpoint into (https?, host[:port]) without scheme, path or trailing slash.
+pub(crate) fn split_endpoint(endpoint: &str) -> Result<(bool, String), ConfigError> {
+    let e = endpoint.trim();
+    let (https, rest) = if let Some(r) = e.strip_prefix("https://") {
+        (true, r)
+    } else if let Some(r) = e.strip_prefix("http://") {
+        (false, r)
+    } else if e.contains("://") {
+        return Err(ConfigError::Invalid {
+            key: "endpoint",
+            value: e.into(),
+            reason: "scheme must be http or https".into(),
+        });
+    } else {
+        (false, e)
+    };
+    let host = rest.split('/').next().unwrap_or("").to_owned();
+    Ok((https, host))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> ProducerConfig {
+        ProducerConfig {
+            access_key_id: "id".into(),
+            access_key_secret: "s".into(),
+            ..ProducerConfig::new("http://127.0.0.1:1", "p", "l")
+        }
+    }
+
+    #[test]
+    fn defaults_validate_and_presets_match_the_vendor_runs() {
+        ok().validate().unwrap();
+        let server = ProducerConfig::preset("server").unwrap();
+        assert_eq!(
+            (
+                server.buffer_max_bytes,
+                server.batch_max_bytes,
+                server.batch_max_count,
+                server.linger_ms,
+                server.send_concurrency
+            ),
+            (64 << 20, 4 << 20, 4096, 3000, 16)
+        );
+        let pi = ProducerConfig::preset("pi").unwrap();
+        assert_eq!(
+            (
+                pi.buffer_max_bytes,
+                pi.batch_max_bytes,
+                pi.batch_max_count,
+                pi.linger_ms,
+                pi.send_concurrency
+            ),
+            (10 << 20, 1 << 20, 1000, 3000, 4)
+        );
+        assert_eq!(
+            ProducerConfig::preset("desktop"),
+            Err(ConfigError::UnknownPreset("desktop".into()))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases: Vec<(ProducerConfig, &str)> = vec![
+            (
+                ProducerConfig {
+                    endpoint: "".into(),
+                    ..ok()
+                },
+                "endpoint",
+            ),
+            (
+                ProducerConfig {
+                    endpoint: "ftp://x".into(),
+                    ..ok()
+                },
+                "endpoint",
+            ),
+            (
+                ProducerConfig {
+                    project: "".into(),
+                    ..ok()
+                },
+                "project",
+            ),
+            (
+                ProducerConfig {
+                    logstore: "a b".into(),
+                    ..ok()
+                },
+                "logstore",
+            ),
+            (
+                ProducerConfig {
+                    access_key_id: "".into(),
+                    ..ok()
+                },
+                "access_key_id",
+            ),
+            (
+                ProducerConfig {
+                    access_key_secret: "".into(),
+                    ..ok()
+                },
+                "access_key_secret",
+            ),
+            (
+                ProducerConfig {
+                    api_key: Some("k".into()),
+                    ..ok()
+                },
+                "api_key",
+            ),
+            (
+                ProducerConfig {
+                    signature_version: SignatureVersion::V4,
+                    ..ok()
+                },
+                "region",
+            ),
+            (
+                ProducerConfig {
+                    batch_max_bytes: 9 << 20,
+                    ..ok()
+                },
+                "batch_max_bytes",
+            ),
+            (
+                ProducerConfig {
+                    batch_max_count: 40_961,
+                    ..ok()
+                },
+                "batch_max_count",
+            ),
+            (
+                ProducerConfig {
+                    batch_max_count: 0,
+                    ..ok()
+                },
+                "batch_max_count",
+            ),
+            (
+                ProducerConfig {
+                    send_concurrency: 0,
+                    ..ok()
+                },
+                "send_concurrency",
+            ),
+            (
+                ProducerConfig {
+                    buffer_max_bytes: 10,
+                    ..ok()
+                },
+                "buffer_max_bytes",
+            ),
+            (
+                ProducerConfig {
+                    max_attempts: 0,
+                    ..ok()
+                },
+                "max_attempts",
+            ),
+            (
+                ProducerConfig {
+                    backoff_max_ms: 1,
+                    ..ok()
+                },
+                "backoff_max_ms",
+            ),
+            (
+                ProducerConfig {
+                    shard_buckets: 3,
+                    ..ok()
+                },
+                "shard_buckets",
+            ),
+            (
+                ProducerConfig {
+                    topic: "t".repeat(129),
+                    ..ok()
+                },
+                "topic",
+            ),
+            (
+                ProducerConfig {
+                    tags: vec![("__pack_id__".into(), "x".into())],
+                    ..ok()
+                },
+                "tags",
+            ),
+        ];
+        for (config, key) in cases {
+            let err = config.validate().expect_err(key);
+            assert!(
+                err.to_string().contains(&format!("`{key}`")),
+                "{key}: {err}"
+            );
+        }
+        let api = ProducerConfig {
+            api_key: Some("k".into()),
+            access_key_id: "".into(),
+            access_key_secret: "".into(),
+            ..ok()
+        };
+        api.validate().unwrap();
+    }
+
+    #[test]
+    fn config_round_trips_through_json_and_rejects_unknown_keys() {
+        let c = ok();
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<ProducerConfig>(&json).unwrap(), c);
+        assert!(serde_json::from_str::<ProducerConfig>(r#"{"lingerMs":1}"#).is_err());
+        assert!(!format!(
+            "{:?}",
+            ProducerConfig {
+                access_key_secret: "hunter2".into(),
+                ..ok()
+            }
+        )
+        .contains("hunter2"));
+    }
+
+    #[test]
+    fn endpoints_split() {
+        assert_eq!(
+            split_endpoint("https://a.b.com/").unwrap(),
+            (true, "a.b.com".into())
+        );
+        assert_eq!(
+            split_endpoint("127.0.0.1:80").unwrap(),
+            (false, "127.0.0.1:80".into())
+        );
+    }
+}

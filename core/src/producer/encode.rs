@@ -1,0 +1,315 @@
+//! Encoding one log straight into protobuf bytes, validating as it goes.
+//!
+//! A log is written exactly as the service stores it — `0A len (08 time) (12 len 0A klen key
+//! 12 vlen value)* (25 time_ns)` — so a batch is just these bytes back to back plus the group's
+//! topic, source and tags appended at seal time; nothing is decoded or copied into maps. Each
+//! field is checked here (key rules, UTF-8, value size), and a failure leaves the buffer as it
+//! was, so one bad record never damages the others. Runs on the caller's thread, lock-free.
+
+use crate::wire::limits::MAX_VALUE_BYTES;
+use crate::wire::proto::put_varint;
+use crate::wire::scan::{check_key, KeyPolicy, KeyProblem};
+
+/// A record the producer refuses, naming what is wrong; nothing else is affected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// A field key the service would refuse.
+    #[error("key {key:?} {problem}")]
+    InvalidKey {
+        /// The key (lossily decoded, cut to 160 characters).
+        key: String,
+        /// Why.
+        problem: KeyProblem,
+    },
+    /// A value that is not UTF-8.
+    #[error("value of key {key:?} is not valid UTF-8")]
+    ValueNotUtf8 {
+        /// The key.
+        key: String,
+    },
+    /// A value above the service's 1 MiB limit.
+    #[error("value of key {key:?} is {len} bytes, above the limit of {limit}")]
+    ValueTooLarge {
+        /// The key.
+        key: String,
+        /// The value's size.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The whole record does not fit in one batch.
+    #[error("record is {size} bytes encoded, above batch_max_bytes = {limit}")]
+    RecordTooLarge {
+        /// Encoded size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A record with no fields.
+    #[error("record has no fields")]
+    Empty,
+    /// A per-record topic, source, shard key, project or logstore that cannot be used.
+    #[error("{what} {value:?} is invalid: {reason}")]
+    InvalidOption {
+        /// Which option.
+        what: &'static str,
+        /// The value.
+        value: String,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+fn lossy(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).chars().take(160).collect()
+}
+
+/// Bytes reserved for a log's length prefix; a varint of three bytes covers logs up to 2 MiB,
+/// longer ones are shifted once.
+const LEN_RESERVE: usize = 3;
+
+/// Writes one log into a buffer. Create with [`LogEncoder::begin`], add fields, then
+/// [`finish`](LogEncoder::finish); dropping it without finishing rolls the buffer back.
+pub struct LogEncoder<'b> {
+    buf: &'b mut Vec<u8>,
+    start: usize,
+    policy: KeyPolicy,
+    fields: u32,
+    time_ns: Option<u32>,
+    finished: bool,
+}
+
+impl<'b> LogEncoder<'b> {
+    /// Starts a log at `time` (unix seconds) at the end of `buf`.
+    pub fn begin(buf: &'b mut Vec<u8>, time: u32, time_ns: Option<u32>, policy: KeyPolicy) -> Self {
+        let start = buf.len();
+        buf.push(0x0a);
+        buf.extend_from_slice(&[0; LEN_RESERVE]);
+        buf.push(0x08);
+        put_varint(buf, u64::from(time));
+        LogEncoder {
+            buf,
+            start,
+            policy,
+            fields: 0,
+            time_ns,
+            finished: false,
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, key: &[u8], value: &[u8]) {
+        let inner =
+            1 + varint_len(key.len()) + key.len() + 1 + varint_len(value.len()) + value.len();
+        self.buf.push(0x12);
+        put_varint(self.buf, inner as u64);
+        self.buf.push(0x0a);
+        put_varint(self.buf, key.len() as u64);
+        self.buf.extend_from_slice(key);
+        self.buf.push(0x12);
+        put_varint(self.buf, value.len() as u64);
+        self.buf.extend_from_slice(value);
+        self.fields += 1;
+    }
+
+    /// Adds a field given as text (UTF-8 guaranteed by the type).
+    #[inline]
+    pub fn field_str(&mut self, key: &str, value: &str) -> Result<(), RecordError> {
+        check_key(key.as_bytes(), self.policy).map_err(|problem| RecordError::InvalidKey {
+            key: lossy(key.as_bytes()),
+            problem,
+        })?;
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(RecordError::ValueTooLarge {
+                key: lossy(key.as_bytes()),
+                len: value.len(),
+                limit: MAX_VALUE_BYTES,
+            });
+        }
+        self.put(key.as_bytes(), value.as_bytes());
+        Ok(())
+    }
+
+    /// Adds a field given as bytes; both sides must be UTF-8.
+    #[inline]
+    pub fn field_bytes(&mut self, key: &[u8], value: &[u8]) -> Result<(), RecordError> {
+        check_key(key, self.policy).map_err(|problem| RecordError::InvalidKey {
+            key: lossy(key),
+            problem,
+        })?;
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(RecordError::ValueTooLarge {
+                key: lossy(key),
+                len: value.len(),
+                limit: MAX_VALUE_BYTES,
+            });
+        }
+        if !value.is_ascii() && std::str::from_utf8(value).is_err() {
+            return Err(RecordError::ValueNotUtf8 { key: lossy(key) });
+        }
+        self.put(key, value);
+        Ok(())
+    }
+
+    /// Closes the log: writes its length; returns its encoded size. Refuses a log without
+    /// fields or larger than `max_bytes`, rolling the buffer back.
+    pub fn finish(mut self, max_bytes: usize) -> Result<usize, RecordError> {
+        if self.fields == 0 {
+            return Err(RecordError::Empty);
+        }
+        if let Some(ns) = self.time_ns {
+            self.buf.push(0x25);
+            self.buf.extend_from_slice(&ns.to_le_bytes());
+        }
+        let body_start = self.start + 1 + LEN_RESERVE;
+        let body_len = self.buf.len() - body_start;
+        let n = varint_len(body_len);
+        let mut prefix = Vec::with_capacity(10);
+        put_varint(&mut prefix, body_len as u64);
+        if n <= LEN_RESERVE {
+            // Shift the body left over the unused reserve, then write the prefix.
+            let gap = LEN_RESERVE - n;
+            if gap > 0 {
+                self.buf.copy_within(body_start.., body_start - gap);
+                self.buf.truncate(self.buf.len() - gap);
+            }
+            self.buf[self.start + 1..self.start + 1 + n].copy_from_slice(&prefix);
+        } else {
+            let extra = n - LEN_RESERVE;
+            let old_len = self.buf.len();
+            self.buf.resize(old_len + extra, 0);
+            self.buf
+                .copy_within(body_start..old_len, body_start + extra);
+            self.buf[self.start + 1..self.start + 1 + n].copy_from_slice(&prefix);
+        }
+        let size = self.buf.len() - self.start;
+        if size > max_bytes {
+            return Err(RecordError::RecordTooLarge {
+                size,
+                limit: max_bytes,
+            });
+        }
+        self.finished = true;
+        Ok(size)
+    }
+}
+
+impl Drop for LogEncoder<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.buf.truncate(self.start);
+        }
+    }
+}
+
+/// Bytes of a varint for `v`.
+#[inline]
+pub fn varint_len(v: usize) -> usize {
+    let bits = usize::BITS - (v | 1).leading_zeros();
+    bits.div_ceil(7) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::proto::{Log, LogContent, LogGroup};
+    use prost::Message;
+
+    fn encode(fields: &[(&str, &str)], ns: Option<u32>) -> Vec<u8> {
+        let mut buf = b"prefix".to_vec();
+        let mut enc = LogEncoder::begin(&mut buf, 1_700_000_000, ns, KeyPolicy::Service);
+        for (k, v) in fields {
+            enc.field_str(k, v).unwrap();
+        }
+        let n = enc.finish(usize::MAX).unwrap();
+        assert_eq!(n, buf.len() - 6);
+        buf[6..].to_vec()
+    }
+
+    #[test]
+    fn logs_encode_exactly_as_prost_does() {
+        for (fields, ns) in [
+            (vec![("a", "1")], None),
+            (vec![("k", "v"), ("Search/Analytics", "x")], Some(5)),
+            (vec![("big", &*"x".repeat(300_000))], Some(999_999_999)),
+            (
+                vec![
+                    ("huge", &*"y".repeat(1_048_576)),
+                    ("huge2", &*"z".repeat(1_048_576)),
+                    ("h3", &*"w".repeat(100)),
+                ],
+                None,
+            ),
+        ] {
+            let ours = encode(&fields, ns);
+            let expected = LogGroup {
+                logs: vec![Log {
+                    time: 1_700_000_000,
+                    contents: fields
+                        .iter()
+                        .map(|(k, v)| LogContent {
+                            key: (*k).into(),
+                            value: (*v).into(),
+                        })
+                        .collect(),
+                    time_ns: ns,
+                }],
+                ..Default::default()
+            }
+            .encode_to_vec();
+            assert_eq!(ours, expected, "{} fields", fields.len());
+        }
+    }
+
+    #[test]
+    fn a_bad_field_rolls_the_buffer_back() {
+        let mut buf = b"keep".to_vec();
+        {
+            let mut enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
+            enc.field_str("ok", "1").unwrap();
+            assert!(matches!(
+                enc.field_str("", "v"),
+                Err(RecordError::InvalidKey {
+                    problem: KeyProblem::Empty,
+                    ..
+                })
+            ));
+            assert!(matches!(
+                enc.field_bytes(b"k", b"\xff"),
+                Err(RecordError::ValueNotUtf8 { .. })
+            ));
+            let big = "v".repeat(MAX_VALUE_BYTES + 1);
+            assert!(matches!(
+                enc.field_str("k", &big),
+                Err(RecordError::ValueTooLarge { .. })
+            ));
+        }
+        assert_eq!(buf, b"keep");
+        let enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
+        assert_eq!(enc.finish(100).unwrap_err(), RecordError::Empty);
+        assert_eq!(buf, b"keep");
+        let mut enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
+        enc.field_str("k", &"v".repeat(200)).unwrap();
+        assert!(matches!(
+            enc.finish(100),
+            Err(RecordError::RecordTooLarge { limit: 100, .. })
+        ));
+        assert_eq!(buf, b"keep");
+    }
+
+    #[test]
+    fn varint_lengths() {
+        for (v, n) in [
+            (0, 1),
+            (127, 1),
+            (128, 2),
+            (16_383, 2),
+            (16_384, 3),
+            (2_097_151, 3),
+            (2_097_152, 4),
+        ] {
+            assert_eq!(varint_len(v), n, "{v}");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The engine shared by every producer of the process: one tokio runtime ("loghose-io", two
+//! worker threads) that runs all sends, retries and linger timers, and HTTP clients shared
+//! between producers with the same transport settings, so a process with ten thousand
+//! producers still has two I/O threads and one connection pool per setting.
+//!
+//! The runtime starts on first use and lives for the process. Its threads never run user code
+//! (report callbacks run on each producer's reporter thread).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::ProducerError;
+
+struct Engine {
+    runtime: tokio::runtime::Runtime,
+    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ClientKey {
+    pub connect_timeout_ms: u64,
+    pub request_timeout_ms: u64,
+    pub ca_pem: Option<Vec<u8>>,
+    pub remote_address: Option<SocketAddr>,
+    pub pool_size: usize,
+}
+
+static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+
+fn engine() -> Result<&'static Engine, ProducerError> {
+    ENGINE
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("loghose-io")
+                .enable_all()
+                .build()
+                .map(|runtime| Engine {
+                    runtime,
+                    clients: Mutex::new(HashMap::new()),
+                })
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| ProducerError::Engine(e.clone()))
+}
+
+/// The shared runtime's handle.
+pub(crate) fn handle() -> Result<tokio::runtime::Handle, ProducerError> {
+    engine().map(|e| e.runtime.handle().clone())
+}
+
+/// The shared runtime's handle; panics only if the runtime could not start at all, which a
+/// producer would already have reported when it was built.
+pub(crate) fn runtime_handle() -> tokio::runtime::Handle {
+    match handle() {
+        Ok(h) => h,
+        Err(e) => panic!("loghose runtime unavailable: {e}"),
+    }
+}
+
+/// Resolves every name to one fixed address (the `remote_address` option), so TLS and `Host`
+/// still use the real name.
+struct FixedResolver(SocketAddr);
+
+impl reqwest::dns::Resolve for FixedResolver {
+    fn resolve(&self, _name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let addr = self.0;
+        Box::pin(async move { Ok(Box::new(std::iter::once(addr)) as reqwest::dns::Addrs) })
+    }
+}
+
+/// A client for these transport settings, shared with every producer that has the same.
+pub(crate) fn client(key: &ClientKey) -> Result<reqwest::Client, ProducerError> {
+    let engine = engine()?;
+    if let Some(c) = engine.clients.lock().get(key) {
+        return Ok(c.clone());
+    }
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_millis(key.connect_timeout_ms))
+        .timeout(Duration::from_millis(key.request_timeout_ms))
+        .pool_max_idle_per_host(key.pool_size)
+        .pool_idle_timeout(Duration::from_secs(50))
+        .tcp_nodelay(true)
+        .user_agent(concat!("loghose/", env!("CARGO_PKG_VERSION")));
+    if let Some(pem) = &key.ca_pem {
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| ProducerError::Tls(e.to_string()))?;
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    if let Some(addr) = key.remote_address {
+        builder = builder.dns_resolver(Arc::new(FixedResolver(addr)));
+    }
+    let client = builder
+        .build()
+        .map_err(|e| ProducerError::Tls(e.to_string()))?;
+    engine.clients.lock().insert(key.clone(), client.clone());
+    Ok(client)
+}

@@ -1,0 +1,143 @@
+//! What the producer tells its caller: one [`DeliveryReport`] per batch at its final outcome,
+//! per-record [`Completion`]s built on them, and running [`Stats`].
+//!
+//! Reports are created on the I/O runtime when a batch is delivered or finally fails, handed
+//! to the optional report callback (on the producer's reporter thread, in batches) and to the
+//! completions of the records that asked for one. Nothing here blocks the I/O runtime.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a batch ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The service accepted it.
+    Delivered,
+    /// It will not be delivered.
+    Failed {
+        /// errorCode from the service, or a client code (`RequestError`, `RequestTimeout`,
+        /// `DeliveryTimeout`, `ProducerClosed`, …).
+        code: String,
+        /// errorMessage, or what the client saw.
+        message: String,
+        /// HTTP status of the last answer, if there was one.
+        http_status: Option<u16>,
+    },
+}
+
+/// The final report of one batch.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeliveryReport {
+    /// Producer-local batch number.
+    pub batch_id: u64,
+    /// Project it went to.
+    pub project: Arc<str>,
+    /// Logstore it went to.
+    pub logstore: Arc<str>,
+    /// Delivered or failed, with the error.
+    pub outcome: Outcome,
+    /// Requests made (1 when delivered at the first try).
+    pub attempts: u32,
+    /// `x-log-requestid` of the last answer.
+    pub request_id: Option<String>,
+    /// Records in the batch.
+    pub records: u32,
+    /// Uncompressed size of the request body.
+    pub raw_bytes: usize,
+    /// Size as sent.
+    pub compressed_bytes: usize,
+    /// From the batch's first record to the final outcome.
+    pub latency: Duration,
+    /// The `__pack_id__` tag it carried.
+    pub pack_id: String,
+}
+
+impl DeliveryReport {
+    /// Whether the service accepted the batch.
+    pub fn is_delivered(&self) -> bool {
+        self.outcome == Outcome::Delivered
+    }
+
+    /// The error code when it failed.
+    pub fn error_code(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Delivered => None,
+            Outcome::Failed { code, .. } => Some(code),
+        }
+    }
+}
+
+/// Resolves with the report of the batch a record went in.
+#[derive(Debug)]
+pub struct Completion {
+    pub(crate) rx: tokio::sync::oneshot::Receiver<Arc<DeliveryReport>>,
+}
+
+/// A completion that did not resolve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CompletionError {
+    /// The wait timed out; the record may still be delivered.
+    #[error("timed out waiting for the delivery report")]
+    Timeout,
+    /// The producer was torn down without a report (should not happen; reported for safety).
+    #[error("the producer dropped the record's report")]
+    Lost,
+}
+
+impl Completion {
+    /// Waits up to `timeout` for the report (blocking; do not call on an async runtime).
+    pub fn wait(self, timeout: Duration) -> Result<Arc<DeliveryReport>, CompletionError> {
+        let handle = super::engine::runtime_handle();
+        handle.block_on(async {
+            match tokio::time::timeout(timeout, self.rx).await {
+                Err(_) => Err(CompletionError::Timeout),
+                Ok(Err(_)) => Err(CompletionError::Lost),
+                Ok(Ok(report)) => Ok(report),
+            }
+        })
+    }
+}
+
+impl std::future::Future for Completion {
+    type Output = Result<Arc<DeliveryReport>, CompletionError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.map_err(|_| CompletionError::Lost))
+    }
+}
+
+/// A snapshot of a producer's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Records accepted by `send`.
+    pub accepted: u64,
+    /// Records delivered.
+    pub delivered: u64,
+    /// Records in batches that finally failed.
+    pub failed: u64,
+    /// Retry attempts made (attempts beyond each batch's first).
+    pub retried: u64,
+    /// Records refused because the buffer was full (never accepted; the caller was told).
+    pub dropped: u64,
+    /// Records refused as invalid (never accepted; the caller was told).
+    pub invalid: u64,
+    /// Raw bytes held now (open, sealed, in flight, retrying).
+    pub queued_bytes: u64,
+    /// Records accepted and not yet at a final outcome.
+    pub queued_records: u64,
+    /// Batches being sent or waiting to retry now.
+    pub in_flight_batches: u64,
+    /// Batches delivered.
+    pub batches_delivered: u64,
+    /// Records failed, by error code.
+    pub failures_by_code: BTreeMap<String, u64>,
+    /// Report callbacks that panicked (the producer lives on).
+    pub callback_errors: u64,
+}

@@ -1,0 +1,912 @@
+//! The producer engine against the in-process emulator: exactly-once delivery, seal triggers,
+//! flush and close, every fault class, bounded memory under both full-buffer policies, and bad
+//! input. Every test is bounded in time and count.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
+use loghose::producer::{
+    CredentialsProvider, DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError,
+    RecordError, SendOptions, SignatureVersion,
+};
+use loghose::wire::scan::KeyProblem;
+use loghose::wire::sign::Credentials;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn config(emu: &Emulator) -> ProducerConfig {
+    let creds = emu.credentials().unwrap();
+    ProducerConfig {
+        access_key_id: creds.access_key_id,
+        access_key_secret: creds.access_key_secret,
+        topic: "t1".into(),
+        source: Some("10.0.0.9".into()),
+        tags: vec![("tag_1".into(), "val_1".into())],
+        linger_ms: 50,
+        backoff_base_ms: 10,
+        backoff_max_ms: 100,
+        ..ProducerConfig::new(emu.endpoint(), "proj", "store")
+    }
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn ids(emu: &Emulator, logstore: &str) -> Vec<u64> {
+    emu.logs("proj", logstore)
+        .iter()
+        .map(|l| l.get("id").unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn four_threads_every_record_arrives_exactly_once_with_its_metadata() {
+    let emu = Emulator::start_default().unwrap();
+    let producer = Producer::new(ProducerConfig {
+        batch_max_count: 500,
+        ..config(&emu)
+    })
+    .unwrap();
+    let per_thread = 5_000u64;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let producer = &producer;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    let id = (t * per_thread + i).to_string();
+                    producer
+                        .send(
+                            &[
+                                ("id", id.as_str()),
+                                ("msg", "hello"),
+                                ("Search/Analytics", "q"),
+                            ],
+                            &SendOptions::default(),
+                        )
+                        .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(producer.flush(WAIT), 0);
+    let logs = emu.logs("proj", "store");
+    assert_eq!(logs.len(), 20_000);
+    let unique: HashSet<u64> = ids(&emu, "store").into_iter().collect();
+    assert_eq!(unique.len(), 20_000, "no duplicates, no gaps");
+    let mut pack_ids = HashSet::new();
+    for log in &logs {
+        assert_eq!(log.topic.as_deref(), Some("t1"));
+        assert_eq!(log.source.as_deref(), Some("10.0.0.9"));
+        assert_eq!(log.tag("tag_1"), Some("val_1"));
+        assert_eq!(log.get("msg"), Some("hello"));
+        assert!(log.time_ns.is_some() && log.time > 1_700_000_000);
+        pack_ids.insert(log.tag("__pack_id__").unwrap().to_owned());
+    }
+    let counters = emu.counters();
+    assert_eq!(
+        pack_ids.len() as u64,
+        counters.log_groups,
+        "one pack id per batch"
+    );
+    let stats = producer.stats();
+    assert_eq!(
+        (
+            stats.accepted,
+            stats.delivered,
+            stats.failed,
+            stats.queued_records,
+            stats.queued_bytes
+        ),
+        (20_000, 20_000, 0, 0, 0)
+    );
+}
+
+#[test]
+fn batches_seal_on_count_bytes_and_linger() {
+    let emu = Emulator::start_default().unwrap();
+    // Count: 25 records with batch_max_count 10 and a long linger → two full batches go at once.
+    let p = Producer::new(ProducerConfig {
+        batch_max_count: 10,
+        linger_ms: 60_000,
+        logstore: "count".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..25 {
+        p.send(&[("id", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    wait_until("two count-sealed batches", || {
+        emu.totals("proj", "count").is_some_and(|t| t.groups == 2)
+    });
+    assert_eq!(emu.totals("proj", "count").unwrap().logs, 20);
+    assert_eq!(p.stats().queued_records, 5);
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(emu.totals("proj", "count").unwrap().logs, 25);
+
+    // Bytes: ~1 KiB records with batch_max_bytes 4 KiB → batches of at most 4 KiB.
+    let p = Producer::new(ProducerConfig {
+        batch_max_bytes: 4096,
+        linger_ms: 60_000,
+        logstore: "bytes".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    let value = "x".repeat(1000);
+    for i in 0..12 {
+        p.send(
+            &[("id", i.to_string()), ("v", value.clone())],
+            &SendOptions::default(),
+        )
+        .unwrap();
+    }
+    wait_until("byte-sealed batches", || {
+        emu.totals("proj", "bytes").is_some_and(|t| t.groups >= 2)
+    });
+    assert_eq!(p.flush(WAIT), 0);
+    let totals = emu.totals("proj", "bytes").unwrap();
+    assert_eq!(totals.logs, 12);
+    assert!(totals.groups >= 3, "{totals:?}");
+
+    // Linger: one record is sent about linger_ms after it was added, without a flush.
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 300,
+        logstore: "linger".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    let started = Instant::now();
+    p.send(&[("id", "1")], &SendOptions::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(
+        emu.totals("proj", "linger").is_none(),
+        "sealed before its linger"
+    );
+    wait_until("linger seal", || {
+        emu.totals("proj", "linger").is_some_and(|t| t.logs == 1)
+    });
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+
+    // Linger 0: every add is its own request.
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 0,
+        logstore: "now".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..3 {
+        p.send(&[("id", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    wait_until("three immediate batches", || {
+        emu.totals("proj", "now").is_some_and(|t| t.groups == 3)
+    });
+}
+
+#[test]
+fn many_open_batches_share_one_timer() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 200,
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..2_000 {
+        let source = format!("device-{i}");
+        p.send(
+            &[("id", i.to_string())],
+            &SendOptions {
+                source: Some(&source),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    wait_until("2000 linger-sealed batches", || {
+        emu.totals("proj", "store").is_some_and(|t| t.logs == 2_000)
+    });
+    let logs = emu.logs("proj", "store");
+    assert!(logs
+        .iter()
+        .all(|l| l.source.as_deref() == Some(&*format!("device-{}", l.get("id").unwrap()))));
+    assert_eq!(emu.counters().log_groups, 2_000);
+}
+
+#[test]
+fn destinations_topics_sources_and_shard_keys_are_kept_apart() {
+    let emu = Emulator::start(EmulatorConfig {
+        shard_count: 4,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let p = Producer::new(config(&emu)).unwrap();
+    let opts = [
+        SendOptions {
+            logstore: Some("other"),
+            ..Default::default()
+        },
+        SendOptions {
+            project: Some("proj2"),
+            topic: Some("t2"),
+            ..Default::default()
+        },
+        SendOptions {
+            shard_key: Some("ff"),
+            ..Default::default()
+        },
+        SendOptions {
+            shard_key: Some("00"),
+            source: Some("s9"),
+            ..Default::default()
+        },
+    ];
+    for (i, o) in opts.iter().enumerate() {
+        p.send(&[("id", i.to_string())], o).unwrap();
+    }
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(emu.logs("proj", "other")[0].get("id"), Some("0"));
+    let l = &emu.logs("proj2", "store")[0];
+    assert_eq!((l.get("id"), l.topic.as_deref()), (Some("1"), Some("t2")));
+    let store = emu.logs("proj", "store");
+    let by_id = |id: &str| {
+        store
+            .iter()
+            .find(|l| l.get("id") == Some(id))
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_id("2").shard, 3);
+    assert_eq!(
+        (by_id("3").shard, by_id("3").source.as_deref()),
+        (0, Some("s9"))
+    );
+
+    let adjusted = Producer::new(ProducerConfig {
+        adjust_shard_hash: true,
+        shard_buckets: 4,
+        logstore: "adj".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    for user in ["alice", "bob", "carol", "dave", "erin", "frank"] {
+        adjusted
+            .send(
+                &[("user", user)],
+                &SendOptions {
+                    shard_key: Some(user),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+    }
+    assert_eq!(adjusted.flush(WAIT), 0);
+    let first: Vec<u32> = emu.logs("proj", "adj").iter().map(|l| l.shard).collect();
+    assert_eq!(first.len(), 6);
+    adjusted
+        .send(
+            &[("user", "alice")],
+            &SendOptions {
+                shard_key: Some("alice"),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(adjusted.flush(WAIT), 0);
+    let alice: HashSet<u32> = emu
+        .logs("proj", "adj")
+        .iter()
+        .filter(|l| l.get("user") == Some("alice"))
+        .map(|l| l.shard)
+        .collect();
+    assert_eq!(alice.len(), 1, "one key always lands on one shard");
+}
+
+#[test]
+fn completions_and_report_callbacks_carry_the_report() {
+    let emu = Emulator::start_default().unwrap();
+    let seen: Arc<Mutex<Vec<Arc<DeliveryReport>>>> = Arc::default();
+    let sink = seen.clone();
+    let calls = Arc::new(AtomicU32::new(0));
+    let calls2 = calls.clone();
+    let callback = Box::new(move |reports: &[Arc<DeliveryReport>]| {
+        if calls2.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("a user callback that throws must not take the producer down");
+        }
+        sink.lock().unwrap().extend(reports.iter().cloned());
+    });
+    let p = Producer::build(
+        ProducerConfig {
+            linger_ms: 0,
+            ..config(&emu)
+        },
+        None,
+        Some(callback),
+    )
+    .unwrap();
+    let completion = p
+        .send_with_completion(&[("id", "1")], &SendOptions::default())
+        .unwrap();
+    let report = completion.wait(WAIT).unwrap();
+    assert!(report.is_delivered());
+    assert_eq!((report.attempts, report.records), (1, 1));
+    assert_eq!(report.request_id.as_ref().map(String::len), Some(24));
+    assert!(report.compressed_bytes > 0 && report.raw_bytes > 0);
+    for i in 0..5 {
+        p.send(&[("id", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    assert_eq!(p.flush(WAIT), 0);
+    p.close(WAIT);
+    let calls = calls.load(Ordering::SeqCst);
+    assert!(calls >= 2);
+    assert_eq!(p.stats().callback_errors, 1);
+    assert!(!seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn flush_and_close_are_bounded_idempotent_and_refuse_new_records() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 60_000,
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..10 {
+        p.send(&[("id", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(p.flush(WAIT), 0);
+    p.send(&[("id", "10")], &SendOptions::default()).unwrap();
+    let report = p.close(WAIT);
+    assert_eq!(report.undelivered, 0);
+    assert_eq!(p.close(WAIT).undelivered, 0);
+    assert!(matches!(
+        p.send(&[("id", "11")], &SendOptions::default()),
+        Err(ProducerError::Closed)
+    ));
+    assert_eq!(emu.totals("proj", "store").unwrap().logs, 11);
+}
+
+#[test]
+fn close_waits_for_in_flight_requests() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::times(FaultAction::Latency { ms: 400 }, 1));
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 0,
+        ..config(&emu)
+    })
+    .unwrap();
+    p.send(&[("id", "1")], &SendOptions::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(p.stats().in_flight_batches, 1);
+    let started = Instant::now();
+    assert_eq!(p.close(WAIT).undelivered, 0);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(emu.totals("proj", "store").unwrap().logs, 1);
+}
+
+#[test]
+fn close_with_a_timeout_returns_what_was_left_while_retrying() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::during(
+        FaultAction::Error {
+            status: 503,
+            code: "ServerBusy".into(),
+            message: None,
+        },
+        Duration::from_secs(30),
+    ));
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 0,
+        max_attempts: 1000,
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..7 {
+        p.send(&[("id", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    let started = Instant::now();
+    let report = p.close(Duration::from_millis(300));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "close is bounded"
+    );
+    assert_eq!(report.undelivered, 7);
+    assert_eq!(report.failed.iter().map(|r| r.records).sum::<u32>(), 7);
+    assert!(report
+        .failed
+        .iter()
+        .all(|r| r.error_code() == Some("ProducerClosed")));
+    let stats = p.stats();
+    assert_eq!(
+        (stats.failed, stats.queued_records, stats.queued_bytes),
+        (7, 0, 0)
+    );
+    assert!(stats.retried > 0);
+}
+
+fn deliver_one(emu: &Emulator, cfg: ProducerConfig) -> Arc<DeliveryReport> {
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 0,
+        ..cfg
+    })
+    .unwrap();
+    p.send_with_completion(&[("id", "x")], &SendOptions::default())
+        .unwrap()
+        .wait(WAIT)
+        .unwrap_or_else(|e| panic!("{e}; stats {:?} counters {:?}", p.stats(), emu.counters()))
+}
+
+#[test]
+fn server_errors_and_quota_are_retried_until_delivered() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::error(503, "ServerBusy", 2));
+    emu.inject(Fault::error(500, "InternalServerError", 1));
+    emu.inject(Fault::error(403, "WriteQuotaExceed", 2));
+    let report = deliver_one(&emu, config(&emu));
+    assert!(report.is_delivered(), "{report:?}");
+    assert_eq!(report.attempts, 6);
+    assert_eq!(emu.totals("proj", "store").unwrap().logs, 1);
+}
+
+#[test]
+fn resets_and_hangs_past_the_request_timeout_are_retried() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::times(FaultAction::Reset, 2));
+    emu.inject(Fault::times(FaultAction::Hang { ms: Some(10_000) }, 1));
+    let started = Instant::now();
+    let report = deliver_one(
+        &emu,
+        ProducerConfig {
+            request_timeout_ms: 300,
+            ..config(&emu)
+        },
+    );
+    assert!(report.is_delivered(), "{report:?}");
+    assert_eq!(report.attempts, 4);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn final_errors_are_reported_once_and_not_retried() {
+    let emu = Emulator::start(EmulatorConfig {
+        auto_create: false,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let report = deliver_one(&emu, config(&emu));
+    assert_eq!(
+        (report.error_code(), report.attempts),
+        (Some("ProjectNotExist"), 1)
+    );
+    assert!(matches!(
+        report.outcome,
+        Outcome::Failed {
+            http_status: Some(404),
+            ..
+        }
+    ));
+    emu.create_logstore("proj", "store", None);
+    emu.inject(Fault::error(400, "ParameterInvalid", 1));
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 0,
+        ..config(&emu)
+    })
+    .unwrap();
+    let report = p
+        .send_with_completion(&[("id", "x")], &SendOptions::default())
+        .unwrap()
+        .wait(WAIT)
+        .unwrap();
+    assert_eq!(
+        (report.error_code(), report.attempts),
+        (Some("ParameterInvalid"), 1)
+    );
+    let stats = p.stats();
+    assert_eq!((stats.failed, stats.retried), (1, 0));
+    assert_eq!(stats.failures_by_code.get("ParameterInvalid"), Some(&1));
+    assert_eq!(
+        emu.counters().put_requests,
+        2,
+        "each final error was one request"
+    );
+}
+
+#[test]
+fn attempts_and_the_delivery_deadline_bound_retries() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::during(
+        FaultAction::Error {
+            status: 503,
+            code: "ServerBusy".into(),
+            message: None,
+        },
+        Duration::from_secs(30),
+    ));
+    let report = deliver_one(
+        &emu,
+        ProducerConfig {
+            max_attempts: 3,
+            ..config(&emu)
+        },
+    );
+    assert_eq!(
+        (report.error_code(), report.attempts),
+        (Some("ServerBusy"), 3)
+    );
+    let started = Instant::now();
+    let report = deliver_one(
+        &emu,
+        ProducerConfig {
+            delivery_timeout_ms: 300,
+            max_attempts: 1000,
+            ..config(&emu)
+        },
+    );
+    assert_eq!(report.error_code(), Some("DeliveryTimeout"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+struct Rotating {
+    calls: AtomicU32,
+    good_after: u32,
+    good: Credentials,
+}
+
+impl CredentialsProvider for Rotating {
+    fn credentials(&self) -> Result<Credentials, String> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if n < self.good_after {
+            Ok(Credentials::sts("STS.old", "expired-secret", "old-token"))
+        } else {
+            Ok(self.good.clone())
+        }
+    }
+}
+
+#[test]
+fn unauthorized_is_retried_briefly_with_rotated_credentials() {
+    let emu = Emulator::start(EmulatorConfig {
+        sts_keys: vec![StsKey {
+            id: "STS.new".into(),
+            secret: "new-secret".into(),
+            token: "new-token".into(),
+        }],
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let provider = Arc::new(Rotating {
+        calls: AtomicU32::new(0),
+        good_after: 2,
+        good: Credentials::sts("STS.new", "new-secret", "new-token"),
+    });
+    let cfg = ProducerConfig {
+        access_key_id: String::new(),
+        access_key_secret: String::new(),
+        linger_ms: 0,
+        ..config(&emu)
+    };
+    let p = Producer::with_credentials_provider(cfg.clone(), provider.clone()).unwrap();
+    let report = p
+        .send_with_completion(&[("id", "1")], &SendOptions::default())
+        .unwrap()
+        .wait(WAIT)
+        .unwrap();
+    assert!(report.is_delivered(), "{report:?}");
+    assert_eq!(report.attempts, 3);
+    assert_eq!(
+        provider.calls.load(Ordering::SeqCst),
+        3,
+        "credentials are read before every attempt"
+    );
+
+    // Never rotating: gives up after unauthorized_attempts extra tries.
+    let stuck = Arc::new(Rotating {
+        calls: AtomicU32::new(0),
+        good_after: u32::MAX,
+        good: Credentials::new("x", "y"),
+    });
+    let p = Producer::with_credentials_provider(
+        ProducerConfig {
+            unauthorized_attempts: 2,
+            ..cfg
+        },
+        stuck,
+    )
+    .unwrap();
+    let report = p
+        .send_with_completion(&[("id", "2")], &SendOptions::default())
+        .unwrap()
+        .wait(WAIT)
+        .unwrap();
+    assert_eq!(
+        (report.error_code(), report.attempts),
+        (Some("Unauthorized"), 3)
+    );
+}
+
+#[test]
+fn request_time_expired_is_resigned_with_the_servers_clock() {
+    // The server's clock runs an hour ahead of ours.
+    let emu = Emulator::start(EmulatorConfig {
+        clock_offset_secs: 3600,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 0,
+        ..config(&emu)
+    })
+    .unwrap();
+    let report = p
+        .send_with_completion(&[("id", "1")], &SendOptions::default())
+        .unwrap()
+        .wait(WAIT)
+        .unwrap();
+    assert!(report.is_delivered(), "{report:?}");
+    assert_eq!(report.attempts, 2);
+    let report = p
+        .send_with_completion(&[("id", "2")], &SendOptions::default())
+        .unwrap()
+        .wait(WAIT)
+        .unwrap();
+    assert_eq!(report.attempts, 1, "the corrected offset is kept");
+    assert_eq!(emu.counters().rejected.get("RequestTimeExpired"), Some(&1));
+}
+
+#[test]
+fn the_server_gone_for_seconds_and_back_loses_nothing() {
+    let first = Emulator::start_default().unwrap();
+    let port = first.addr().port();
+    let cfg = ProducerConfig {
+        linger_ms: 20,
+        backoff_max_ms: 500,
+        connect_timeout_ms: 500,
+        max_attempts: 1000,
+        ..config(&first)
+    };
+    first.shutdown();
+    let p = Producer::new(cfg).unwrap();
+    for i in 0..500 {
+        p.send(&[("id", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(p.stats().delivered, 0);
+    assert!(p.stats().retried > 0);
+    let back = Emulator::start(EmulatorConfig {
+        port,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(p.stats().failed, 0);
+    let mut got = ids(&back, "store");
+    got.sort_unstable();
+    assert_eq!(got, (0..500).collect::<Vec<u64>>());
+}
+
+#[test]
+fn a_full_buffer_fails_at_once_or_blocks_up_to_the_timeout() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::times(FaultAction::Hang { ms: Some(1_500) }, 100));
+    let small = ProducerConfig {
+        batch_max_bytes: 1024,
+        buffer_max_bytes: 4096,
+        linger_ms: 0,
+        request_timeout_ms: 2_000,
+        ..config(&emu)
+    };
+    let value = "v".repeat(900);
+    let p = Producer::new(small.clone()).unwrap();
+    let mut accepted = 0;
+    let err = loop {
+        match p.send(&[("v", value.as_str())], &SendOptions::default()) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted < 100, "the buffer never filled");
+    };
+    match err {
+        ProducerError::BufferFull {
+            used,
+            limit,
+            needed,
+            waited_ms,
+        } => {
+            assert_eq!(limit, 4096);
+            assert!(used + needed > limit);
+            assert_eq!(waited_ms, 0);
+        }
+        other => panic!("{other}"),
+    }
+    assert!(err_text_names_limits(&p, &value));
+    assert_eq!(p.stats().dropped, 2);
+    assert!(p.stats().queued_bytes <= 4096);
+
+    let blocking = Producer::new(ProducerConfig {
+        max_block_ms: 200,
+        ..small.clone()
+    })
+    .unwrap();
+    while blocking
+        .send(&[("v", value.as_str())], &SendOptions::default())
+        .is_ok()
+    {}
+    let started = Instant::now();
+    assert!(
+        matches!(blocking.send(&[("v", value.as_str())], &SendOptions::default()), Err(ProducerError::BufferFull { waited_ms, .. }) if waited_ms >= 190)
+    );
+    assert!(started.elapsed() >= Duration::from_millis(190));
+
+    // With a long enough block, the add waits for room and then succeeds.
+    emu.clear_faults();
+    let patient = Producer::new(ProducerConfig {
+        max_block_ms: 10_000,
+        ..small
+    })
+    .unwrap();
+    for _ in 0..20 {
+        patient
+            .send(&[("v", value.as_str())], &SendOptions::default())
+            .unwrap();
+    }
+    assert_eq!(patient.flush(WAIT), 0);
+    assert_eq!(patient.stats().dropped, 0);
+}
+
+fn err_text_names_limits(p: &Producer, value: &str) -> bool {
+    let text = p
+        .send(&[("v", value)], &SendOptions::default())
+        .unwrap_err()
+        .to_string();
+    text.contains("4096") && text.contains("buffer full")
+}
+
+#[test]
+fn bad_input_gets_a_typed_error_and_nothing_else_is_lost() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(config(&emu)).unwrap();
+    let big = "v".repeat(1024 * 1024 + 1);
+    let o = SendOptions::default();
+    p.send(&[("id", "0")], &o).unwrap();
+    let cases: Vec<(Result<(), ProducerError>, &str)> = vec![
+        (p.send(&[("", "v")], &o), "empty key"),
+        (p.send(&[("__time__", "v")], &o), "reserved key"),
+        (p.send(&[("a\tb", "v")], &o), "control character"),
+        (p.send(&[("k", big.as_str())], &o), "oversized value"),
+        (p.send::<&str, &str>(&[], &o), "no fields"),
+        (
+            p.send(
+                &[("k", "v")],
+                &SendOptions {
+                    shard_key: Some("zz"),
+                    ..Default::default()
+                },
+            ),
+            "bad shard key",
+        ),
+        (
+            p.send(
+                &[("k", "v")],
+                &SendOptions {
+                    logstore: Some("bad name"),
+                    ..Default::default()
+                },
+            ),
+            "bad logstore",
+        ),
+        (
+            p.send_with(&o, false, |enc| enc.field_bytes(b"k", b"\xc3\x28"))
+                .map(drop),
+            "invalid utf-8",
+        ),
+    ];
+    for (result, what) in &cases {
+        assert!(
+            matches!(result, Err(ProducerError::Record(_))),
+            "{what}: {result:?}"
+        );
+    }
+    assert!(
+        matches!(&cases[1].0, Err(ProducerError::Record(RecordError::InvalidKey { problem: KeyProblem::Reserved, key })) if key == "__time__")
+    );
+    let tiny = Producer::new(ProducerConfig {
+        batch_max_bytes: 100,
+        buffer_max_bytes: 1000,
+        logstore: "tiny".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    assert!(matches!(
+        tiny.send(&[("k", "v".repeat(200))], &o),
+        Err(ProducerError::Record(RecordError::RecordTooLarge {
+            limit: 100,
+            ..
+        }))
+    ));
+    p.send(&[("id", "1")], &o).unwrap();
+    assert_eq!(p.flush(WAIT), 0);
+    let mut got = ids(&emu, "store");
+    got.sort_unstable();
+    assert_eq!(got, vec![0, 1]);
+    let stats = p.stats();
+    assert_eq!(
+        (stats.invalid, stats.accepted, stats.delivered),
+        (cases.len() as u64, 2, 2)
+    );
+}
+
+#[test]
+fn v4_and_bearer_producers_deliver() {
+    let emu = Emulator::start(EmulatorConfig {
+        api_keys: vec!["key-1".into()],
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let v4 = deliver_one(
+        &emu,
+        ProducerConfig {
+            signature_version: SignatureVersion::V4,
+            region: Some("cn-hangzhou".into()),
+            ..config(&emu)
+        },
+    );
+    assert!(v4.is_delivered(), "{v4:?}");
+    let bearer = deliver_one(
+        &emu,
+        ProducerConfig {
+            api_key: Some("key-1".into()),
+            access_key_id: String::new(),
+            access_key_secret: String::new(),
+            ..config(&emu)
+        },
+    );
+    assert!(bearer.is_delivered(), "{bearer:?}");
+    for codec in ["zstd", "deflate", "none"] {
+        let c = loghose::wire::compress::Compression::from_name(codec).unwrap();
+        assert!(
+            deliver_one(
+                &emu,
+                ProducerConfig {
+                    compression: c,
+                    ..config(&emu)
+                }
+            )
+            .is_delivered(),
+            "{codec}"
+        );
+    }
+    assert_eq!(emu.totals("proj", "store").unwrap().logs, 5);
+}
+
+#[test]
+fn dropping_a_producer_delivers_what_it_holds() {
+    let emu = Emulator::start_default().unwrap();
+    {
+        let p = Producer::new(ProducerConfig {
+            linger_ms: 60_000,
+            ..config(&emu)
+        })
+        .unwrap();
+        for i in 0..100 {
+            p.send(&[("id", i.to_string())], &SendOptions::default())
+                .unwrap();
+        }
+    }
+    assert_eq!(emu.totals("proj", "store").unwrap().logs, 100);
+}
