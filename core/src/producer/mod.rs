@@ -172,6 +172,11 @@ pub(crate) struct SealedBatch {
 struct Shard {
     default_batch: Option<OpenBatch>,
     batches: HashMap<Arc<Destination>, OpenBatch>,
+    /// Records accepted through this shard (summed for stats and flush).
+    accepted: u64,
+    /// Bytes reserved from the buffer budget ahead of need, so most adds touch no shared
+    /// atomic (at most `credit_chunk` per shard).
+    credit: usize,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -225,11 +230,11 @@ pub(crate) struct Inner {
     pack_prefix: String,
     next_batch: AtomicU64,
     used_bytes: AtomicUsize,
-    pending: AtomicU64,
+    completed: AtomicU64,
+    credit_chunk: usize,
     blocked_waiters: AtomicUsize,
     space: (Mutex<()>, Condvar),
     idle: (Mutex<()>, Condvar),
-    accepted: AtomicU64,
     delivered: AtomicU64,
     failed: AtomicU64,
     pub(crate) retried: AtomicU64,
@@ -241,6 +246,9 @@ pub(crate) struct Inner {
     failures_by_code: Mutex<std::collections::BTreeMap<String, u64>>,
     failed_reports: Mutex<VecDeque<Arc<DeliveryReport>>>,
     reports: Mutex<Option<std::sync::mpsc::Sender<Arc<DeliveryReport>>>>,
+    /// Batch buffers whose contents were sent, kept for the next batches so steady
+    /// operation neither reallocates nor page-faults (at most two).
+    buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 thread_local! {
@@ -335,6 +343,24 @@ impl Inner {
             (format!("{}://{}", self.scheme, self.endpoint_host), host)
         } else {
             (format!("{}://{host}", self.scheme), host)
+        }
+    }
+
+    fn take_buffer(&self) -> Vec<u8> {
+        self.buffers
+            .lock()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.config.batch_max_bytes.min(64 * 1024)))
+    }
+
+    /// Keeps a sent batch's buffer for reuse.
+    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
+        if buf.capacity() <= 2 * self.config.batch_max_bytes + 4096 {
+            let mut pool = self.buffers.lock();
+            if pool.len() < 2 {
+                buf.clear();
+                pool.push(buf);
+            }
         }
     }
 
@@ -528,9 +554,38 @@ impl Inner {
             let _ = tx.send(report);
         }
         self.release(reserved);
-        if self.pending.fetch_sub(records, Ordering::AcqRel) == records {
-            let _g = self.idle.0.lock();
-            self.idle.1.notify_all();
+        self.completed.fetch_add(records, Ordering::AcqRel);
+        let _g = self.idle.0.lock();
+        self.idle.1.notify_all();
+    }
+
+    /// Records accepted so far.
+    fn accepted(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().accepted).sum()
+    }
+
+    /// Records accepted and not yet at a final outcome.
+    fn pending(&self) -> u64 {
+        // Completions are read first: every completed record was accepted before, so the
+        // difference never goes below zero.
+        let completed = self.completed.load(Ordering::Acquire);
+        self.accepted().saturating_sub(completed)
+    }
+
+    /// Bytes reserved ahead by the shards and not used yet.
+    fn credits(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().credit).sum()
+    }
+
+    /// Gives the shards' unused reservations back to the budget.
+    fn return_credits(&self) {
+        let total: usize = self
+            .shards
+            .iter()
+            .map(|s| std::mem::take(&mut s.lock().credit))
+            .sum();
+        if total > 0 {
+            self.release(total);
         }
     }
 
@@ -573,8 +628,7 @@ impl Inner {
         let deadline = Instant::now() + timeout;
         let mut guard = self.idle.0.lock();
         loop {
-            let pending = self.pending.load(Ordering::Acquire);
-            if pending == 0 {
+            if self.pending() == 0 {
                 return 0;
             }
             if self
@@ -587,7 +641,7 @@ impl Inner {
                 .timed_out()
                 && Instant::now() >= deadline
             {
-                return self.pending.load(Ordering::Acquire);
+                return self.pending();
             }
         }
     }
@@ -748,6 +802,7 @@ impl Producer {
         let callback_errors = reports
             .as_ref()
             .map_or_else(|| Arc::new(AtomicU64::new(0)), |(_, e)| e.clone());
+        let config_buffer = config.buffer_max_bytes;
         let inner = Arc::new(Inner {
             send_slots: tokio::sync::Semaphore::new(config.send_concurrency),
             config,
@@ -769,11 +824,11 @@ impl Producer {
             pack_prefix,
             next_batch: AtomicU64::new(0),
             used_bytes: AtomicUsize::new(0),
-            pending: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            credit_chunk: (config_buffer / (8 * shard_count)).min(64 * 1024),
             blocked_waiters: AtomicUsize::new(0),
             space: (Mutex::new(()), Condvar::new()),
             idle: (Mutex::new(()), Condvar::new()),
-            accepted: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             retried: AtomicU64::new(0),
@@ -785,6 +840,7 @@ impl Producer {
             failures_by_code: Mutex::new(Default::default()),
             failed_reports: Mutex::new(VecDeque::new()),
             reports: Mutex::new(reports.map(|(tx, _)| tx)),
+            buffers: Mutex::new(Vec::new()),
         });
         runtime.spawn(timer_loop(Arc::downgrade(&inner), abort_rx));
         let reporter = match reporter {
@@ -905,21 +961,39 @@ impl Producer {
     ) -> Result<Option<Completion>, ProducerError> {
         let inner = &self.inner;
         let n = log.len();
-        if let Err(e) = inner.reserve(n) {
-            inner.dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(e);
-        }
-        inner.accepted.fetch_add(1, Ordering::Relaxed);
-        inner.pending.fetch_add(1, Ordering::AcqRel);
         let shard_index = shard_hint() % inner.shards.len();
+        // Reserve the record's bytes: from the shard's credit when it has some, else a new
+        // chunk (or exactly n) from the shared budget; only a full buffer takes the slow path,
+        // which may block, without holding the shard.
+        let mut guard = inner.shards[shard_index].lock();
+        let prepaid = if guard.credit >= n {
+            guard.credit -= n;
+            true
+        } else {
+            let chunk = n.max(inner.credit_chunk);
+            if inner.try_reserve(chunk) {
+                guard.credit += chunk - n;
+                true
+            } else {
+                inner.try_reserve(n)
+            }
+        };
+        if !prepaid {
+            drop(guard);
+            if let Err(e) = inner.reserve(n) {
+                inner.dropped.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+            guard = inner.shards[shard_index].lock();
+        }
         let max_bytes = inner.config.batch_max_bytes;
         let max_count = inner.config.batch_max_count as u32;
         let linger = inner.config.linger_ms;
         let mut sealed: Vec<SealedBatch> = Vec::new();
         let mut new_deadline = None;
         let completion = {
-            let mut shard = inner.shards[shard_index].lock();
-            let shard = &mut *shard;
+            let shard = &mut *guard;
+            shard.accepted += 1;
             // Both paths work on an Option slot; a keyed batch is taken out of the map and
             // put back below.
             let mut keyed: Option<OpenBatch> = None;
@@ -944,7 +1018,7 @@ impl Producer {
                 OpenBatch {
                     id,
                     dest: dest.clone().unwrap_or_else(|| inner.default_dest.clone()),
-                    buf: Vec::with_capacity(max_bytes.min(64 * 1024)),
+                    buf: inner.take_buffer(),
                     records: 0,
                     opened,
                     completions: Vec::new(),
@@ -968,6 +1042,7 @@ impl Producer {
             }
             completion
         };
+        drop(guard);
         if let Some((at, batch_id)) = new_deadline {
             let entry = Deadline {
                 at,
@@ -1013,6 +1088,7 @@ impl Producer {
             pending = inner.wait_idle(Duration::from_secs(2));
         }
         let _ = inner.abort.send(true);
+        inner.return_credits();
         inner.reports.lock().take();
         if let Some(handle) = self.reporter.lock().take() {
             // The reporter ends once it has passed on the last report; bounded by the callback.
@@ -1044,14 +1120,17 @@ impl Producer {
     pub fn stats(&self) -> Stats {
         let i = &self.inner;
         Stats {
-            accepted: i.accepted.load(Ordering::Relaxed),
+            accepted: i.accepted(),
             delivered: i.delivered.load(Ordering::Relaxed),
             failed: i.failed.load(Ordering::Relaxed),
             retried: i.retried.load(Ordering::Relaxed),
             dropped: i.dropped.load(Ordering::Relaxed),
             invalid: i.invalid.load(Ordering::Relaxed),
-            queued_bytes: i.used_bytes.load(Ordering::Relaxed) as u64,
-            queued_records: i.pending.load(Ordering::Relaxed),
+            queued_bytes: i
+                .used_bytes
+                .load(Ordering::Relaxed)
+                .saturating_sub(i.credits()) as u64,
+            queued_records: i.pending(),
             in_flight_batches: i.in_flight.load(Ordering::Relaxed),
             batches_delivered: i.batches_delivered.load(Ordering::Relaxed),
             failures_by_code: i.failures_by_code.lock().clone(),
@@ -1062,9 +1141,7 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
-        if !self.inner.closed.load(Ordering::Acquire)
-            || self.inner.pending.load(Ordering::Acquire) > 0
-        {
+        if !self.inner.closed.load(Ordering::Acquire) || self.inner.pending() > 0 {
             self.close(Duration::from_millis(self.inner.config.drop_timeout_ms));
         } else {
             let _ = self.inner.abort.send(true);

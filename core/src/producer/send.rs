@@ -212,10 +212,12 @@ fn backoff(inner: &Inner, retry: u32, floor: Duration) -> Duration {
 }
 
 /// Delivers `batch` to a final outcome and reports it.
-pub(crate) async fn deliver(inner: Arc<Inner>, batch: SealedBatch) {
+pub(crate) async fn deliver(inner: Arc<Inner>, mut batch: SealedBatch) {
     inner.in_flight.fetch_add(1, Ordering::Relaxed);
     let codec = inner.config.compression;
-    let body = match compress::compress(codec, &batch.raw) {
+    let compressed = compress::compress(codec, &batch.raw);
+    inner.recycle(std::mem::take(&mut batch.raw));
+    let body = match compressed {
         Ok(b) => b,
         Err(e) => {
             let outcome = Outcome::Failed {

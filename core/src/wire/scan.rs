@@ -71,11 +71,14 @@ pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {
             }
         }
         KeyPolicy::Service => {
-            if key.iter().any(|b| *b < 0x20 || *b == 0x7f) {
-                return Err(KeyProblem::ControlCharacter);
-            }
-            if !key.is_ascii() && std::str::from_utf8(key).is_err() {
-                return Err(KeyProblem::NotUtf8);
+            // One pass for the common case, printable ASCII; the rest only when needed.
+            if !key.iter().all(|b| (0x20..0x7f).contains(b)) {
+                if key.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+                    return Err(KeyProblem::ControlCharacter);
+                }
+                if std::str::from_utf8(key).is_err() {
+                    return Err(KeyProblem::NotUtf8);
+                }
             }
         }
     }
