@@ -25,6 +25,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (core: wire layer, emulator, integration)"
 cargo test -p loghose
 
+step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
+cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
+
 step "Python test environment (.venv)"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

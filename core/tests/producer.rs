@@ -910,3 +910,71 @@ fn dropping_a_producer_delivers_what_it_holds() {
     }
     assert_eq!(emu.totals("proj", "store").unwrap().logs, 100);
 }
+
+#[test]
+fn https_works_with_the_extra_ca_and_is_refused_without_it() {
+    use loghose::emulator::EmulatorTls;
+    // A CA and a server certificate for 127.0.0.1, made for this test.
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "loghose test CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let server_params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server = server_params.signed_by(&server_key, &ca, &ca_key).unwrap();
+    let tls = EmulatorTls {
+        cert_pem: server.pem(),
+        key_pem: server_key.serialize_pem(),
+    };
+    let emu = Emulator::start(EmulatorConfig {
+        tls: Some(tls),
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    assert!(emu.endpoint().starts_with("https://127.0.0.1:"));
+    let dir = std::env::temp_dir().join(format!("loghose-ca-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+
+    let trusted = deliver_one(
+        &emu,
+        ProducerConfig {
+            ca_file: Some(ca_file.to_string_lossy().into()),
+            ..config(&emu)
+        },
+    );
+    assert!(trusted.is_delivered(), "{trusted:?}");
+    assert_eq!(emu.totals("proj", "store").unwrap().logs, 1);
+
+    let untrusted = deliver_one(
+        &emu,
+        ProducerConfig {
+            max_attempts: 2,
+            ..config(&emu)
+        },
+    );
+    assert_eq!(
+        untrusted.error_code(),
+        Some("RequestError"),
+        "{untrusted:?}"
+    );
+    assert_eq!(
+        emu.totals("proj", "store").unwrap().logs,
+        1,
+        "nothing went through without the CA"
+    );
+    assert!(matches!(
+        Producer::new(ProducerConfig {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            ..config(&emu)
+        }),
+        Err(ProducerError::CaFile { .. })
+    ));
+    std::fs::remove_dir_all(dir).ok();
+}

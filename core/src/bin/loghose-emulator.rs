@@ -8,8 +8,8 @@ use std::net::IpAddr;
 
 use clap::Parser;
 use loghose::emulator::{
-    AccessKey, Emulator, EmulatorConfig, StsKey, DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET,
-    DEFAULT_PROJECT,
+    AccessKey, Emulator, EmulatorConfig, EmulatorTls, StsKey, DEFAULT_ACCESS_KEY_ID,
+    DEFAULT_ACCESS_KEY_SECRET, DEFAULT_PROJECT,
 };
 use loghose::wire::scan::KeyPolicy;
 
@@ -53,6 +53,12 @@ struct Args {
     /// Threads serving requests.
     #[arg(long, default_value_t = 2)]
     threads: usize,
+    /// Serve HTTPS with this certificate chain (PEM file); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// Private key (PEM file) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,7 +80,20 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            match (std::fs::read_to_string(cert), std::fs::read_to_string(key)) {
+                (Ok(cert_pem), Ok(key_pem)) => Some(EmulatorTls { cert_pem, key_pem }),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("loghose-emulator: cannot read the TLS files: {e}");
+                    return std::process::ExitCode::from(2);
+                }
+            }
+        }
+        _ => None,
+    };
     let config = EmulatorConfig {
+        tls,
         host: args.host,
         port: args.port,
         access_keys: vec![AccessKey {

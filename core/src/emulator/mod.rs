@@ -97,6 +97,47 @@ pub struct EmulatorConfig {
     pub clock_offset_secs: i64,
     /// Threads of the emulator's runtime. Default 2.
     pub worker_threads: usize,
+    /// Serve HTTPS with this certificate instead of HTTP. Default none.
+    pub tls: Option<EmulatorTls>,
+}
+
+/// A certificate chain and key, PEM, for serving HTTPS.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EmulatorTls {
+    /// Certificate chain, PEM, leaf first.
+    pub cert_pem: String,
+    /// Private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for EmulatorTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmulatorTls")
+            .field("key_pem", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+fn tls_acceptor(tls: &EmulatorTls) -> Result<tokio_rustls::TlsAcceptor, EmulatorError> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| EmulatorError::Tls(format!("{what}: {e}"));
+    let certs: Vec<_> = rustls_pemfile::certs(&mut tls.cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad("certificate", &e))?;
+    if certs.is_empty() {
+        return Err(EmulatorError::Tls("no certificate in cert_pem".into()));
+    }
+    let key = rustls_pemfile::private_key(&mut tls.key_pem.as_bytes())
+        .map_err(|e| bad("private key", &e))?
+        .ok_or_else(|| EmulatorError::Tls("no private key in key_pem".into()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad("protocol versions", &e))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| bad("certificate and key", &e))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 impl Default for EmulatorConfig {
@@ -119,6 +160,7 @@ impl Default for EmulatorConfig {
             key_policy: KeyPolicy::Service,
             clock_offset_secs: 0,
             worker_threads: 2,
+            tls: None,
         }
     }
 }
@@ -130,6 +172,9 @@ pub enum EmulatorError {
     /// The runtime's threads could not be started.
     #[error("cannot start the emulator's runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("cannot serve HTTPS: {0}")]
+    Tls(String),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -144,6 +189,7 @@ pub enum EmulatorError {
 /// A running emulator. Dropping it stops it.
 pub struct Emulator {
     addr: SocketAddr,
+    https: bool,
     service: Arc<Service>,
     stop: watch::Sender<bool>,
     stopped: Option<std::sync::mpsc::Receiver<()>>,
@@ -161,6 +207,8 @@ impl std::fmt::Debug for Emulator {
 impl Emulator {
     /// Starts an emulator with `config` on a runtime of its own; returns once it is listening.
     pub fn start(config: EmulatorConfig) -> Result<Emulator, EmulatorError> {
+        let acceptor = config.tls.as_ref().map(tls_acceptor).transpose()?;
+        let https = acceptor.is_some();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(1))
             .thread_name("loghose-emulator")
@@ -186,11 +234,12 @@ impl Emulator {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let svc = service.clone();
         runtime.spawn(async move {
-            server::accept_loop(listener, svc, stop_rx).await;
+            server::accept_loop(listener, svc, stop_rx, acceptor).await;
             let _ = done_tx.send(());
         });
         Ok(Emulator {
             addr,
+            https,
             service,
             stop,
             stopped: Some(done_rx),
@@ -208,9 +257,13 @@ impl Emulator {
         self.addr
     }
 
-    /// The endpoint to give a client: `http://127.0.0.1:PORT`.
+    /// The endpoint to give a client: `http://127.0.0.1:PORT` (`https://` with TLS).
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        format!(
+            "{}://{}",
+            if self.https { "https" } else { "http" },
+            self.addr
+        )
     }
 
     /// The first permanent key it accepts (the default one unless configured otherwise).

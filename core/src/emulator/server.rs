@@ -113,11 +113,28 @@ async fn serve_request(
     Ok(resp.map(Full::new))
 }
 
-/// Accepts connections until `stop` turns true, then returns (dropping the listener).
+/// Serves HTTP/1.1 with keep-alive on one connection until it closes.
+async fn serve_io<I>(io: I, service: Arc<Service>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| {
+        let service = service.clone();
+        async move { serve_request(service, req).await }
+    });
+    let _ = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
+}
+
+/// Accepts connections (TLS first when an acceptor is given) until `stop` turns true, then
+/// returns, dropping the listener.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     service: Arc<Service>,
     mut stop: watch::Receiver<bool>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -131,15 +148,19 @@ pub(crate) async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let svc = service_fn(move |req| {
-                let service = service.clone();
-                async move { serve_request(service, req).await }
-            });
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            match tls {
+                None => serve_io(stream, service).await,
+                Some(acceptor) => {
+                    // A failed handshake (an untrusting client, garbage) just ends the connection.
+                    if let Ok(Ok(stream)) =
+                        tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await
+                    {
+                        serve_io(stream, service).await;
+                    }
+                }
+            }
         });
     }
 }

@@ -942,6 +942,16 @@ impl Service {
                     .create(&c.project, &c.logstore, c.shards, unix_now());
                 Ok(json_response(&serde_json::json!({ "ok": true })))
             }
+            (&Method::GET, "totals") => {
+                let project = head
+                    .param("project")
+                    .map_or_else(|| self.config.default_project.clone(), str::to_owned);
+                let logstore = head.param("logstore").ok_or_else(|| {
+                    ApiError::bad_request("ParameterInvalid", "logstore is missing")
+                })?;
+                let totals = self.store.totals(&project, logstore).unwrap_or_default();
+                Ok(json_response(&totals))
+            }
             (&Method::GET, "logs") => {
                 let project = head
                     .param("project")

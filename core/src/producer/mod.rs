@@ -347,10 +347,12 @@ impl Inner {
     }
 
     fn take_buffer(&self) -> Vec<u8> {
+        // Full capacity at once: untouched pages cost no memory, and the buffer never
+        // reallocates (reallocation fragments the heap and grows RSS under load).
         self.buffers
             .lock()
             .pop()
-            .unwrap_or_else(|| Vec::with_capacity(self.config.batch_max_bytes.min(64 * 1024)))
+            .unwrap_or_else(|| Vec::with_capacity(self.config.batch_max_bytes + 1024))
     }
 
     /// Keeps a sent batch's buffer for reuse.

@@ -1,0 +1,428 @@
+//! Scenario S1 (`scenarios.md`): the C producer's published server benchmark, run against the
+//! emulator in a child process so the figures are the producer's alone.
+//!
+//! For each rate it adds that many S1 logs per second for `--seconds` (timing only the adds,
+//! sleeping out each second), flushes, then reads every log back through PullLogs and checks
+//! each arrived exactly once with its exact contents. Then an unthrottled run adds as fast as
+//! one thread can for `--unthrottled-seconds` and reports logs delivered per second and per CPU
+//! second of the producer process. Prints the S1 table (markdown).
+//!
+//! `cargo run --release -p loghose --example s1 -- [--rates 1000,200000] [--seconds 10]`
+
+use std::io::BufRead as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Parser;
+use loghose::emulator::{Emulator, EmulatorConfig};
+use loghose::producer::{Producer, ProducerConfig, ProducerError, SendOptions};
+use loghose::scenarios::{s1_log_a, s1_log_b, S1_TAGS, S1_TOPIC};
+use loghose::wire::compress::{self, Compression};
+use loghose::wire::proto::LogGroupList;
+use loghose::wire::request::{self, Auth};
+use prost::Message;
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// Rates in logs per second.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "100,200,1000,2000,10000,20000,100000,200000"
+    )]
+    rates: Vec<u64>,
+    /// Seconds per rate.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Seconds of the unthrottled run (0 skips it).
+    #[arg(long, default_value_t = 10)]
+    unthrottled_seconds: u64,
+    /// Producer preset.
+    #[arg(long, default_value = "server")]
+    preset: String,
+    /// Internal: run the emulator and print its endpoint.
+    #[arg(long, hide = true)]
+    emulator_child: bool,
+}
+
+fn proc_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn proc_status_kb(key: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+struct Workload {
+    a: Vec<(String, String)>,
+    b: Vec<(String, String)>,
+}
+
+impl Workload {
+    fn new() -> Self {
+        Workload {
+            a: s1_log_a(0),
+            b: s1_log_b(),
+        }
+    }
+
+    /// Adds S1 log number `n` (even: the ten-field log of iteration n/2; odd: the four-field one).
+    fn add(&self, p: &Producer, n: u64) -> Result<(), ProducerError> {
+        if n.is_multiple_of(2) {
+            let mut index = itoa_buf(n / 2);
+            let index = index.as_str();
+            p.send_with(&SendOptions::default(), false, |enc| {
+                for (k, v) in &self.a[..9] {
+                    enc.field_str(k, v)?;
+                }
+                enc.field_str("index", index)
+            })
+            .map(drop)
+        } else {
+            p.send(&self.b, &SendOptions::default())
+        }
+    }
+
+    fn raw_bytes(&self, n: u64) -> u64 {
+        let fields = if n.is_multiple_of(2) {
+            &self.a
+        } else {
+            &self.b
+        };
+        fields.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
+    }
+}
+
+/// A small stack-formatted decimal.
+struct Itoa {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Itoa {
+    fn as_str(&mut self) -> &str {
+        std::str::from_utf8(&self.buf[self.start..]).unwrap_or("0")
+    }
+}
+
+fn itoa_buf(mut v: u64) -> Itoa {
+    let mut buf = [0u8; 20];
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    Itoa { buf, start: i }
+}
+
+fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Producer {
+    let mut config = ProducerConfig::preset(&args.preset).expect("preset");
+    config.endpoint = endpoint.into();
+    config.project = "s1".into();
+    config.logstore = logstore.into();
+    config.access_key_id = loghose::emulator::DEFAULT_ACCESS_KEY_ID.into();
+    config.access_key_secret = loghose::emulator::DEFAULT_ACCESS_KEY_SECRET.into();
+    config.topic = S1_TOPIC.into();
+    config.tags = S1_TAGS
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    if block {
+        config.max_block_ms = 60_000;
+    }
+    Producer::new(config).expect("producer")
+}
+
+struct ReadBack {
+    received: u64,
+    duplicates: u64,
+    wrong: u64,
+}
+
+/// Reads every log of a logstore back with PullLogs and checks the S1 contents exactly.
+fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent: u64) -> ReadBack {
+    let client = reqwest::Client::new();
+    let auth = Auth::V1(loghose::wire::sign::Credentials::new(
+        loghose::emulator::DEFAULT_ACCESS_KEY_ID,
+        loghose::emulator::DEFAULT_ACCESS_KEY_SECRET,
+    ));
+    let host = "s1.127.0.0.1";
+    let workload = Workload::new();
+    let iterations = sent.div_ceil(2) as usize;
+    let mut seen = vec![false; iterations];
+    let (mut received, mut duplicates, mut wrong, mut b_logs) = (0u64, 0u64, 0u64, 0u64);
+    for shard in 0..2u32 {
+        let path = format!("/logstores/{logstore}/shards/{shard}");
+        let get = |query: Vec<(&str, String)>| {
+            let q: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let req = request::get(
+                host,
+                &path,
+                &q,
+                &[("Accept-Encoding", "lz4")],
+                &auth,
+                SystemTime::now(),
+            );
+            let mut b = client.get(format!("{endpoint}{}", req.path_and_query()));
+            for (k, v) in &req.headers {
+                b = b.header(k.as_str(), v.as_str());
+            }
+            rt.block_on(async { b.send().await.expect("emulator answers") })
+        };
+        let resp = get(vec![("type", "cursor".into()), ("from", "begin".into())]);
+        let v: serde_json::Value = rt.block_on(resp.json()).expect("cursor json");
+        let mut cursor = v["cursor"].as_str().expect("cursor").to_owned();
+        loop {
+            let resp = get(vec![
+                ("type", "log".into()),
+                ("cursor", cursor.clone()),
+                ("count", "100".into()),
+            ]);
+            let h = |n: &str| {
+                resp.headers()
+                    .get(n)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("0")
+                    .to_owned()
+            };
+            if h("x-log-count") == "0" {
+                break;
+            }
+            let raw_size: usize = h("x-log-bodyrawsize").parse().unwrap_or(0);
+            let codec = Compression::from_header(Some(&h("x-log-compresstype")))
+                .unwrap_or(Compression::None);
+            cursor = h("x-log-cursor");
+            let body = rt.block_on(resp.bytes()).expect("body");
+            let raw = compress::decompress(codec, &body, raw_size).expect("decodes");
+            let list = LogGroupList::decode(raw.as_slice()).expect("LogGroupList");
+            for group in list.log_groups {
+                let tags_ok = group.topic.as_deref() == Some(S1_TOPIC)
+                    && group
+                        .log_tags
+                        .iter()
+                        .take(5)
+                        .map(|t| (t.key.as_str(), t.value.as_str()))
+                        .eq(S1_TAGS.iter().copied())
+                    && group.log_tags.iter().any(|t| t.key == "__pack_id__");
+                for log in group.logs {
+                    received += 1;
+                    let fields: Vec<(&str, &str)> = log
+                        .contents
+                        .iter()
+                        .map(|c| (c.key.as_str(), c.value.as_str()))
+                        .collect();
+                    if fields.len() == 4 {
+                        b_logs += 1;
+                        if !tags_ok
+                            || !fields
+                                .iter()
+                                .copied()
+                                .eq(workload.b.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                        {
+                            wrong += 1;
+                        }
+                        continue;
+                    }
+                    let index = fields.last().and_then(|(k, v)| {
+                        (*k == "index").then(|| v.parse::<usize>().ok()).flatten()
+                    });
+                    let body_ok = fields.len() == 10
+                        && fields[..9].iter().copied().eq(workload.a[..9]
+                            .iter()
+                            .map(|(k, v)| (k.as_str(), v.as_str())));
+                    match index {
+                        Some(i) if i < iterations && body_ok && tags_ok => {
+                            if std::mem::replace(&mut seen[i], true) {
+                                duplicates += 1;
+                            }
+                        }
+                        _ => wrong += 1,
+                    }
+                }
+            }
+        }
+    }
+    let expected_b = sent / 2;
+    if b_logs > expected_b {
+        duplicates += b_logs - expected_b;
+    }
+    ReadBack {
+        received,
+        duplicates,
+        wrong,
+    }
+}
+
+fn run_child() {
+    let emulator = Emulator::start(EmulatorConfig {
+        retention_bytes: 8 << 30,
+        ..EmulatorConfig::default()
+    })
+    .expect("emulator");
+    println!("{}", emulator.endpoint());
+    // Serve until the parent closes our stdin (or exits).
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.emulator_child {
+        run_child();
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    let mut child = Command::new(exe)
+        .arg("--emulator-child")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("emulator child");
+    let mut endpoint = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut endpoint)
+        .expect("endpoint line");
+    let endpoint = endpoint.trim().to_owned();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let workload = Workload::new();
+    let idle_rss = proc_status_kb("VmRSS:");
+    println!(
+        "S1 `{}` preset, {} s per rate, emulator in a child process at {endpoint}",
+        args.preset, args.seconds
+    );
+    println!();
+    println!("| logs/s | µs per add | raw KB/s | CPU % | RSS MB | peak RSS MB | received | lost | duplicated |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut failed = false;
+    let mut next = 0u64;
+    for &rate in &args.rates {
+        let logstore = format!("rate-{rate}");
+        let p = producer(&args, &endpoint, &logstore, false);
+        let cpu0 = proc_cpu_seconds();
+        let t0 = Instant::now();
+        let (mut add_time, mut adds, mut raw, mut refused) = (Duration::ZERO, 0u64, 0u64, 0u64);
+        let first = next;
+        for second in 0..args.seconds {
+            let second_start = t0 + Duration::from_secs(second);
+            let started = Instant::now();
+            for _ in 0..rate {
+                if workload.add(&p, next - first).is_err() {
+                    refused += 1;
+                }
+                raw += workload.raw_bytes(next - first);
+                next += 1;
+            }
+            add_time += started.elapsed();
+            adds += rate;
+            let end = second_start + Duration::from_secs(1);
+            if let Some(rest) = end.checked_duration_since(Instant::now()) {
+                std::thread::sleep(rest);
+            }
+        }
+        let left = p.flush(Duration::from_secs(120));
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = proc_cpu_seconds() - cpu0;
+        let rss = proc_status_kb("VmRSS:") / 1024.0;
+        let peak = proc_status_kb("VmHWM:") / 1024.0;
+        drop(p);
+        let check = read_back(&rt, &endpoint, &logstore, adds);
+        let lost =
+            adds.saturating_sub(check.received - check.duplicates.min(check.received)) + refused;
+        if lost > 0 || check.duplicates > 0 || check.wrong > 0 || left > 0 {
+            failed = true;
+        }
+        println!(
+            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {peak:.1} | {} | {lost} | {} |",
+            add_time.as_secs_f64() * 1e6 / adds.max(1) as f64,
+            raw as f64 / 1024.0 / args.seconds.max(1) as f64,
+            cpu / wall * 100.0,
+            check.received,
+            check.duplicates,
+        );
+        if check.wrong > 0 {
+            println!("\n{} logs read back with wrong contents", check.wrong);
+        }
+    }
+    if args.unthrottled_seconds > 0 {
+        let p = producer(&args, &endpoint, "unthrottled", true);
+        let cpu0 = proc_cpu_seconds();
+        let t0 = Instant::now();
+        let mut n = 0u64;
+        let stop = t0 + Duration::from_secs(args.unthrottled_seconds);
+        while Instant::now() < stop {
+            for _ in 0..1000 {
+                workload.add(&p, n).expect("blocking add");
+                n += 1;
+            }
+        }
+        let add_secs = t0.elapsed().as_secs_f64();
+        let left = p.flush(Duration::from_secs(300));
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = proc_cpu_seconds() - cpu0;
+        let stats = p.stats();
+        drop(p);
+        let totals: serde_json::Value = rt
+            .block_on(async {
+                reqwest::get(format!(
+                    "{endpoint}/_emulator/totals?project=s1&logstore=unthrottled"
+                ))
+                .await?
+                .json()
+                .await
+            })
+            .expect("totals");
+        let received = totals["logs"].as_u64().unwrap_or(0);
+        if received != n || left > 0 || stats.failed > 0 {
+            failed = true;
+        }
+        println!();
+        println!(
+            "Unthrottled, one adding thread, {} s:",
+            args.unthrottled_seconds
+        );
+        println!();
+        println!("| logs added | add rate logs/s | delivered logs/s | producer CPU s | logs per CPU-second | received | lost |");
+        println!("|---:|---:|---:|---:|---:|---:|---:|");
+        println!(
+            "| {n} | {:.0} | {:.0} | {cpu:.2} | {:.0} | {received} | {} |",
+            n as f64 / add_secs,
+            received as f64 / wall,
+            received as f64 / cpu.max(0.01),
+            n.saturating_sub(received),
+        );
+    }
+    println!();
+    println!(
+        "Idle RSS before the first producer: {:.1} MB",
+        idle_rss / 1024.0
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+    if failed {
+        eprintln!("S1 FAILED: logs were lost, duplicated or altered");
+        std::process::exit(1);
+    }
+}
