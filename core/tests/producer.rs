@@ -978,3 +978,59 @@ fn https_works_with_the_extra_ca_and_is_refused_without_it() {
     ));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn remote_address_connects_to_a_fixed_ip_under_the_real_host_name() {
+    let emu = Emulator::start_default().unwrap();
+    let port = emu.addr().port();
+    let cfg = ProducerConfig {
+        endpoint: format!("http://cn-nowhere.log.example.invalid:{port}"),
+        remote_address: Some(emu.addr()),
+        ..config(&emu)
+    };
+    let report = deliver_one(&emu, cfg);
+    assert!(report.is_delivered(), "{report:?}");
+    assert_eq!(
+        emu.totals("proj", "store").unwrap().logs,
+        1,
+        "the project came from the Host name"
+    );
+}
+
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn many_producers_share_the_engines_threads() {
+    let emu = Emulator::start_default().unwrap();
+    let warm = Producer::new(config(&emu)).unwrap();
+    let before = thread_count();
+    let producers: Vec<Producer> = (0..300)
+        .map(|i| {
+            Producer::new(ProducerConfig {
+                logstore: format!("tenant-{i}"),
+                linger_ms: 100,
+                ..config(&emu)
+            })
+            .unwrap()
+        })
+        .collect();
+    assert!(
+        thread_count() <= before + 2,
+        "threads grew from {before} to {}",
+        thread_count()
+    );
+    for (i, p) in producers.iter().enumerate() {
+        p.send(&[("tenant", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    for p in &producers {
+        assert_eq!(p.flush(WAIT), 0);
+    }
+    assert_eq!(emu.counters().logs, 300);
+    drop(producers);
+    drop(warm);
+}
