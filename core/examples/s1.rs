@@ -43,6 +43,9 @@ struct Args {
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
+    /// Internal: read back ENDPOINT LOGSTORE SENT and print "received duplicates wrong".
+    #[arg(long, hide = true, num_args = 3)]
+    verify_child: Vec<String>,
 }
 
 fn proc_cpu_seconds() -> f64 {
@@ -273,6 +276,32 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
     }
 }
 
+fn verify_in_child(endpoint: &str, logstore: &str, sent: u64) -> ReadBack {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(exe)
+        .arg("--verify-child")
+        .args([endpoint, logstore, &sent.to_string()])
+        .output()
+        .expect("verifier");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let n: Vec<u64> = text
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    match n.as_slice() {
+        [received, duplicates, wrong] => ReadBack {
+            received: *received,
+            duplicates: *duplicates,
+            wrong: *wrong,
+        },
+        _ => ReadBack {
+            received: 0,
+            duplicates: 0,
+            wrong: sent,
+        },
+    }
+}
+
 fn run_child() {
     let emulator = Emulator::start(EmulatorConfig {
         retention_bytes: 8 << 30,
@@ -289,6 +318,16 @@ fn main() {
     let args = Args::parse();
     if args.emulator_child {
         run_child();
+        return;
+    }
+    if let [endpoint, logstore, sent] = args.verify_child.as_slice() {
+        // Verification runs in its own process so its memory never counts as the producer's.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let r = read_back(&rt, endpoint, logstore, sent.parse().expect("sent"));
+        println!("{} {} {}", r.received, r.duplicates, r.wrong);
         return;
     }
     let exe = std::env::current_exe().expect("own path");
@@ -348,7 +387,7 @@ fn main() {
         let rss = proc_status_kb("VmRSS:") / 1024.0;
         let peak = proc_status_kb("VmHWM:") / 1024.0;
         drop(p);
-        let check = read_back(&rt, &endpoint, &logstore, adds);
+        let check = verify_in_child(&endpoint, &logstore, adds);
         let lost =
             adds.saturating_sub(check.received - check.duplicates.min(check.received)) + refused;
         if lost > 0 || check.duplicates > 0 || check.wrong > 0 || left > 0 {

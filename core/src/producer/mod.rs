@@ -14,8 +14,9 @@
 //!
 //! # Guarantees
 //!
-//! - Memory is bounded: raw bytes in open, sealed, in-flight and retrying batches never exceed
-//!   `buffer_max_bytes`.
+//! - Memory is bounded: the raw bytes of open and sealed batches plus the compressed bytes of
+//!   in-flight and retrying batches never exceed `buffer_max_bytes` (a batch's reservation
+//!   shrinks to its compressed size once compressed, since the raw buffer is then recycled).
 //! - Nothing is lost silently: a record is either refused by `send` (with a typed error, and
 //!   counted as dropped or invalid) or accepted, and every accepted record ends in exactly one
 //!   delivery report, delivered or failed (counted by code).
@@ -407,6 +408,11 @@ impl Inner {
         drop(guard);
         self.blocked_waiters.fetch_sub(1, Ordering::SeqCst);
         result
+    }
+
+    /// Returns part of a batch's reservation early (after compression).
+    pub(crate) fn release_partial(&self, n: usize) {
+        self.release(n);
     }
 
     fn release(&self, n: usize) {

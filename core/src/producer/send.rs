@@ -236,6 +236,12 @@ pub(crate) async fn deliver(inner: Arc<Inner>, mut batch: SealedBatch) {
             return;
         }
     };
+    // From here on the batch holds only its compressed body: give the rest of its
+    // reservation back, so the buffer bounds the memory actually held.
+    if body.len() < batch.reserved {
+        inner.release_partial(batch.reserved - body.len());
+        batch.reserved = body.len();
+    }
     let deadline = batch.opened + Duration::from_millis(inner.config.delivery_timeout_ms);
     let mut abort = inner.abort.subscribe();
     let mut attempts = 0u32;
