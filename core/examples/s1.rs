@@ -90,12 +90,16 @@ impl Workload {
         if n.is_multiple_of(2) {
             let mut index = itoa_buf(n / 2);
             let index = index.as_str();
-            p.send_with(&SendOptions::default(), false, |enc| {
-                for (k, v) in &self.a[..9] {
-                    enc.field_str(k, v)?;
-                }
-                enc.field_str("index", index)
-            })
+            p.send_with(
+                &SendOptions::default(),
+                loghose::producer::Track::None,
+                |enc| {
+                    for (k, v) in &self.a[..9] {
+                        enc.field_str(k, v)?;
+                    }
+                    enc.field_str("index", index)
+                },
+            )
             .map(drop)
         } else {
             p.send(&self.b, &SendOptions::default())

@@ -811,8 +811,10 @@ fn bad_input_gets_a_typed_error_and_nothing_else_is_lost() {
             "bad logstore",
         ),
         (
-            p.send_with(&o, false, |enc| enc.field_bytes(b"k", b"\xc3\x28"))
-                .map(drop),
+            p.send_with(&o, loghose::producer::Track::None, |enc| {
+                enc.field_bytes(b"k", b"\xc3\x28")
+            })
+            .map(drop),
             "invalid utf-8",
         ),
     ];

@@ -1,9 +1,324 @@
 """loghose: a fast, lossless log producer for Alibaba Cloud Log Service (SLS).
 
-The engine is native (``loghose._native``); this package is its thin Python front. For now it
-exposes the engine version; the producer, the asyncio front and the embedded emulator follow.
+The engine is native (``loghose._native``); this package is its thin Python front::
+
+    from loghose import Producer
+
+    with Producer(endpoint="https://cn-hangzhou.log.aliyuncs.com", project="p", logstore="app",
+                  access_key_id="...", access_key_secret="...") as producer:
+        producer.send({"level": "INFO", "msg": "hello"})
+
+Threading: ``send`` may be called from any thread. Reports (``on_delivery``, futures) are
+delivered on the producer's reporter thread, in batches; asyncio futures are resolved on their
+own loop with one ``call_soon_threadsafe`` per batch of reports. ``flush``/``close`` release the
+GIL and can be interrupted with Ctrl-C. Producers still open at interpreter exit are closed
+with a short bound; a producer inherited through ``fork()`` raises :class:`LoghoseError` in the
+child (create a new one there).
 """
 
-from ._native import engine_version
+from __future__ import annotations
 
-__all__ = ["engine_version"]
+import asyncio
+import atexit
+import concurrent.futures
+import itertools
+import json
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from . import _native
+from ._native import DeliveryReport, engine_version
+from .errors import (
+    BufferFullError,
+    ConfigError,
+    DeliveryError,
+    InvalidRecordError,
+    LoghoseError,
+    ProducerClosedError,
+)
+
+logger = logging.getLogger("loghose")
+
+#: Seconds a producer still open at interpreter exit may take to deliver what it holds.
+EXIT_TIMEOUT = 5.0
+
+_live: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+Contents = Mapping[Any, Any] | Iterable[tuple[Any, Any]]
+
+
+def _config_json(options: dict[str, Any]) -> str:
+    config = dict(options)
+    tags = config.get("tags")
+    if isinstance(tags, Mapping):
+        config["tags"] = [[str(k), str(v)] for k, v in tags.items()]
+    elif tags is not None:
+        config["tags"] = [[str(k), str(v)] for k, v in tags]
+    address = config.get("remote_address")
+    if isinstance(address, tuple):
+        config["remote_address"] = f"{address[0]}:{address[1]}"
+    return json.dumps(config)
+
+
+class Producer:
+    """Batches, compresses, signs and ships records; see ``ProducerConfig`` for every option.
+
+    Options are keyword-only and use the engine's names (``linger_ms``, ``batch_max_bytes``,
+    ``buffer_max_bytes``, ``max_block_ms``, ``compression``, ...). An unknown or invalid option
+    raises :class:`ConfigError` naming it.
+    """
+
+    def __init__(self, *, on_delivery=None, **options: Any) -> None:
+        self._on_delivery = on_delivery
+        self._futures: dict[int, Any] = {}
+        self._futures_lock = threading.Lock()
+        self._tickets = itertools.count(1)
+        self._callback_errors = 0
+        self._pid = os.getpid()
+        self._native = _native.NativeProducer(_config_json(options), self._on_reports)
+        # The hot path goes straight to the native method.
+        self.send = self._native.send
+        _live.add(self)
+
+    @classmethod
+    def from_preset(cls, preset: str, **options: Any) -> Producer:
+        """A producer with the ``"server"`` or ``"pi"`` batching preset, then ``options``."""
+        presets = {
+            "server": {"buffer_max_bytes": 64 << 20, "batch_max_bytes": 4 << 20, "batch_max_count": 4096,
+                       "linger_ms": 3000, "send_concurrency": 16},
+            "pi": {"buffer_max_bytes": 10 << 20, "batch_max_bytes": 1 << 20, "batch_max_count": 1000,
+                   "linger_ms": 3000, "send_concurrency": 4},
+        }
+        if preset not in presets:
+            raise ConfigError(f"unknown preset {preset!r} (expected 'server' or 'pi')")
+        return cls(**{**presets[preset], **options})
+
+    def send(self, contents: Contents, *, topic=None, source=None, time=None, shard_key=None,  # type: ignore[no-redef]
+             project=None, logstore=None) -> None:
+        """Queues one record: a dict or (key, value) pairs of str/bytes (int, float and bool are
+        converted). Fire and forget; see ``send_future`` for the outcome."""
+        self._native.send(contents, topic=topic, source=source, time=time, shard_key=shard_key,
+                          project=project, logstore=logstore)
+
+    def send_many(self, records: Iterable[Contents]) -> int:
+        """Queues many records with one call; returns how many were queued."""
+        return self._native.send_many(records)
+
+    def send_future(self, contents: Contents, **options: Any) -> concurrent.futures.Future:
+        """Queues one record; the future resolves with its batch's :class:`DeliveryReport`, or
+        fails with :class:`DeliveryError`."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._track(contents, future, options)
+        return future
+
+    def _track(self, contents: Contents, target: Any, options: dict[str, Any]) -> None:
+        ticket = next(self._tickets)
+        with self._futures_lock:
+            self._futures[ticket] = target
+        try:
+            self._native.send(contents, ticket=ticket, **options)
+        except BaseException:
+            with self._futures_lock:
+                self._futures.pop(ticket, None)
+            raise
+
+    def _on_reports(self, reports: list[DeliveryReport]) -> None:
+        # Runs on the producer's reporter thread, once per batch of reports.
+        by_loop: dict[Any, list[tuple[asyncio.Future, DeliveryReport]]] = {}
+        with self._futures_lock:
+            targets = [(self._futures.pop(t, None), r) for r in reports for t in r.tickets]
+        for target, report in targets:
+            if target is None:
+                continue
+            if isinstance(target, tuple):
+                loop, future = target
+                by_loop.setdefault(loop, []).append((future, report))
+            elif report.delivered:
+                target.set_result(report)
+            else:
+                target.set_exception(DeliveryError.from_report(report))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve_async, items)
+            except RuntimeError:
+                pass  # the loop closed meanwhile; nobody awaits these futures any more
+        if self._on_delivery is not None:
+            try:
+                self._on_delivery(reports)
+            except Exception:
+                self._callback_errors += 1
+                logger.exception("loghose: the on_delivery callback raised; the producer goes on")
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Sends everything queued and waits up to ``timeout`` seconds (None: until done).
+        Returns how many records are still pending."""
+        return self._native.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> int:
+        """Refuses new records, waits up to ``timeout`` seconds for delivery, and gives up on the
+        rest (their futures fail with ``ProducerClosed``). Returns the undelivered count."""
+        _live.discard(self)
+        undelivered, _failed = self._native.close(timeout)
+        return undelivered
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: accepted, delivered, failed, retried, dropped, invalid, queued bytes and
+        records, in-flight batches, failures by code, callback errors."""
+        stats = json.loads(self._native.stats_json())
+        stats["callback_errors"] += self._callback_errors
+        return stats
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _resolve_async(items: list[tuple[asyncio.Future, DeliveryReport]]) -> None:
+    for future, report in items:
+        if future.done():
+            continue
+        if report.delivered:
+            future.set_result(report)
+        else:
+            future.set_exception(DeliveryError.from_report(report))
+
+
+class AsyncProducer:
+    """The asyncio front: ``send`` returns an awaitable resolved on the caller's loop."""
+
+    def __init__(self, **options: Any) -> None:
+        self._producer = Producer(**options)
+
+    @classmethod
+    def from_preset(cls, preset: str, **options: Any) -> AsyncProducer:
+        self = cls.__new__(cls)
+        self._producer = Producer.from_preset(preset, **options)
+        return self
+
+    def send(self, contents: Contents, **options: Any) -> asyncio.Future:
+        """Queues one record; await the result for its :class:`DeliveryReport`."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._producer._track(contents, (loop, future), options)
+        return future
+
+    def send_nowait(self, contents: Contents, **options: Any) -> None:
+        """Queues one record without tracking it (the fast path)."""
+        self._producer.send(contents, **options)
+
+    async def flush(self, timeout: float | None = None) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self._producer.flush, timeout)
+
+    async def close(self, timeout: float | None = None) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self._producer.close, timeout)
+
+    def stats(self) -> dict[str, Any]:
+        return self._producer.stats()
+
+    async def __aenter__(self) -> AsyncProducer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class Emulator:
+    """The embedded SLS emulator, in this process: ``with Emulator() as emu: emu.endpoint``."""
+
+    def __init__(self, **config: Any) -> None:
+        self._native = _native.NativeEmulator(json.dumps(config))
+
+    @property
+    def endpoint(self) -> str:
+        return self._native.endpoint
+
+    @property
+    def access_key_id(self) -> str:
+        return self._native.access_key_id
+
+    @property
+    def access_key_secret(self) -> str:
+        return self._native.access_key_secret
+
+    def producer_options(self, project: str = "loghose", logstore: str = "logs") -> dict[str, Any]:
+        """Options that point a Producer at this emulator."""
+        return {"endpoint": self.endpoint, "project": project, "logstore": logstore,
+                "access_key_id": self.access_key_id, "access_key_secret": self.access_key_secret}
+
+    def logs(self, project: str, logstore: str) -> list[dict[str, Any]]:
+        """Stored logs: time, time_ns, topic, source, tags and contents (lists of pairs), shard."""
+        return json.loads(self._native.logs_json(project, logstore))
+
+    def totals(self, project: str, logstore: str) -> dict[str, int] | None:
+        return json.loads(self._native.totals_json(project, logstore))
+
+    def counters(self) -> dict[str, Any]:
+        return json.loads(self._native.counters_json())
+
+    def inject(self, kind: str, **fault: Any) -> None:
+        """Adds a fault: ``inject("error", status=503, code="ServerBusy", count=3)``,
+        ``inject("latency", ms=200, window_ms=1000)``, ``inject("reset", count=1)``,
+        ``inject("hang", ms=5000, count=1)``."""
+        self._native.inject_json(json.dumps({"kind": kind, **fault}))
+
+    def clear_faults(self) -> None:
+        self._native.clear_faults()
+
+    def reset(self) -> None:
+        self._native.reset()
+
+    def create_logstore(self, project: str, logstore: str, shards: int | None = None) -> None:
+        self._native.create_logstore(project, logstore, shards)
+
+    def close(self) -> None:
+        self._native.close()
+
+    def __enter__(self) -> Emulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    # Before the interpreter finalises: deliver what is held, within a bound, and stop threads.
+    for producer in list(_live):
+        if producer._pid != os.getpid():
+            continue
+        try:
+            producer.close(timeout=EXIT_TIMEOUT)
+        except BaseException:  # noqa: BLE001 - never fail interpreter exit
+            pass
+
+
+def _after_fork_in_child() -> None:
+    # Producers inherited from the parent are the parent's; the child must not close them.
+    _live.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+__all__ = [
+    "AsyncProducer",
+    "BufferFullError",
+    "ConfigError",
+    "DeliveryError",
+    "DeliveryReport",
+    "Emulator",
+    "InvalidRecordError",
+    "LoghoseError",
+    "Producer",
+    "ProducerClosedError",
+    "engine_version",
+]

@@ -1,9 +1,603 @@
-//! Native module `loghose._native`: the Python front over the loghose engine.
+//! Native module `loghose._native`: the thin pyo3 layer between Python and the engine.
 //!
-//! For now it only reports the engine's version; the producer, the emulator and the asyncio
-//! bridge are exposed here as the Python package grows. Runs on the calling Python thread.
+//! It converts Python values to engine calls and engine results to Python objects; all
+//! producer logic lives in the engine. Contracts:
+//!
+//! - `send` runs on the caller's thread holding the GIL only while it reads the record (the
+//!   record is encoded straight from the dict or pairs; nothing is copied into Rust maps).
+//! - Every wait (`flush`, `close`) releases the GIL and waits in 100 ms slices, checking for
+//!   signals between them, so Ctrl-C interrupts it.
+//! - Report callbacks run on the producer's reporter thread, which attaches to Python once per
+//!   batch of reports; an exception raised by the callback is caught and logged there, never
+//!   crosses into Rust, and the producer lives on.
+//! - A producer used in a forked child raises `LoghoseError` (its I/O threads live in the
+//!   parent); a new producer made in the child works.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loghose::emulator::{Emulator, EmulatorConfig};
+use loghose::producer::{
+    DeliveryReport, LogEncoder, Outcome, Producer, ProducerConfig, ProducerError, RecordError,
+    ReportCallback, SendOptions, Track,
+};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+/// Raises the exception class `name` of `loghose.errors` with `message`.
+fn raise(py: Python<'_>, name: &str, message: String) -> PyErr {
+    let made = py
+        .import("loghose.errors")
+        .and_then(|m| m.getattr(name))
+        .and_then(|cls| cls.call1((message.clone(),)));
+    match made {
+        Ok(instance) => PyErr::from_value(instance),
+        Err(e) => e,
+    }
+}
+
+fn producer_error(py: Python<'_>, e: ProducerError) -> PyErr {
+    let name = match &e {
+        ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
+            "ConfigError"
+        }
+        ProducerError::Record(_) => "InvalidRecordError",
+        ProducerError::BufferFull { .. } => "BufferFullError",
+        ProducerError::Closed => "ProducerClosedError",
+        _ => "LoghoseError",
+    };
+    raise(py, name, e.to_string())
+}
+
+/// The final report of one batch.
+#[pyclass(frozen, get_all, module = "loghose._native", name = "DeliveryReport")]
+struct PyDeliveryReport {
+    batch_id: u64,
+    project: String,
+    logstore: String,
+    delivered: bool,
+    error_code: Option<String>,
+    error_message: Option<String>,
+    http_status: Option<u16>,
+    attempts: u32,
+    request_id: Option<String>,
+    records: u32,
+    raw_bytes: usize,
+    compressed_bytes: usize,
+    latency_ms: f64,
+    pack_id: String,
+    tickets: Vec<u64>,
+}
+
+#[pymethods]
+impl PyDeliveryReport {
+    fn __repr__(&self) -> String {
+        match &self.error_code {
+            None => format!(
+                "DeliveryReport(delivered, records={}, attempts={}, request_id={:?})",
+                self.records, self.attempts, self.request_id
+            ),
+            Some(code) => format!(
+                "DeliveryReport(failed {code}, records={}, attempts={})",
+                self.records, self.attempts
+            ),
+        }
+    }
+}
+
+impl From<&DeliveryReport> for PyDeliveryReport {
+    fn from(r: &DeliveryReport) -> Self {
+        let (delivered, error_code, error_message, http_status) = match &r.outcome {
+            Outcome::Delivered => (true, None, None, None),
+            Outcome::Failed {
+                code,
+                message,
+                http_status,
+            } => (
+                false,
+                Some(code.clone()),
+                Some(message.clone()),
+                *http_status,
+            ),
+        };
+        PyDeliveryReport {
+            batch_id: r.batch_id,
+            project: r.project.to_string(),
+            logstore: r.logstore.to_string(),
+            delivered,
+            error_code,
+            error_message,
+            http_status,
+            attempts: r.attempts,
+            request_id: r.request_id.clone(),
+            records: r.records,
+            raw_bytes: r.raw_bytes,
+            compressed_bytes: r.compressed_bytes,
+            latency_ms: r.latency.as_secs_f64() * 1000.0,
+            pack_id: r.pack_id.clone(),
+            tickets: r.tickets.clone(),
+        }
+    }
+}
+
+/// Writes one Python value as a field, or explains why it cannot be one.
+fn put_field(
+    enc: &mut LogEncoder<'_>,
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    type_error: &mut Option<PyErr>,
+) -> Result<(), RecordError> {
+    let key_text;
+    let key_bytes: &[u8] = if let Ok(k) = key.cast::<PyString>() {
+        match k.to_str() {
+            Ok(s) => s.as_bytes(),
+            Err(e) => {
+                *type_error = Some(e);
+                return Err(RecordError::Empty);
+            }
+        }
+    } else if let Ok(k) = key.cast::<PyBytes>() {
+        k.as_bytes()
+    } else {
+        key_text = key.repr().map(|r| r.to_string()).unwrap_or_default();
+        *type_error = Some(PyTypeError::new_err(format!(
+            "field key {key_text} must be str or bytes, not {}",
+            type_name(key)
+        )));
+        return Err(RecordError::Empty);
+    };
+    if let Ok(v) = value.cast::<PyString>() {
+        return match v.to_str() {
+            Ok(s) => enc.field_bytes_utf8(key_bytes, s),
+            Err(e) => {
+                *type_error = Some(e);
+                Err(RecordError::Empty)
+            }
+        };
+    }
+    if let Ok(v) = value.cast::<PyBytes>() {
+        return enc.field_bytes(key_bytes, v.as_bytes());
+    }
+    let converted = if value.is_instance_of::<PyBool>() {
+        Some(if value.is_truthy().unwrap_or(false) {
+            "true".to_owned()
+        } else {
+            "false".to_owned()
+        })
+    } else if value.is_instance_of::<PyInt>() {
+        value.str().ok().map(|s| s.to_string())
+    } else if value.is_instance_of::<PyFloat>() {
+        value.repr().ok().map(|s| s.to_string())
+    } else {
+        None
+    };
+    match converted {
+        Some(text) => enc.field_bytes_utf8(key_bytes, &text),
+        None => {
+            *type_error = Some(PyTypeError::new_err(format!(
+                "value of field {:?} must be str, bytes, int, float or bool, not {}",
+                String::from_utf8_lossy(key_bytes),
+                type_name(value)
+            )));
+            Err(RecordError::Empty)
+        }
+    }
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn put_contents(
+    enc: &mut LogEncoder<'_>,
+    contents: &Bound<'_, PyAny>,
+    type_error: &mut Option<PyErr>,
+) -> Result<(), RecordError> {
+    if let Ok(dict) = contents.cast::<PyDict>() {
+        for (k, v) in dict.iter() {
+            put_field(enc, &k, &v, type_error)?;
+        }
+        return Ok(());
+    }
+    let items = match contents.try_iter() {
+        Ok(it) => it,
+        Err(_) => {
+            *type_error = Some(PyTypeError::new_err(format!(
+                "contents must be a dict or a sequence of (key, value) pairs, not {}",
+                type_name(contents)
+            )));
+            return Err(RecordError::Empty);
+        }
+    };
+    for item in items {
+        let item = match item {
+            Ok(i) => i,
+            Err(e) => {
+                *type_error = Some(e);
+                return Err(RecordError::Empty);
+            }
+        };
+        let pair = item
+            .cast::<PyTuple>()
+            .ok()
+            .filter(|t| t.len() == 2)
+            .map(|t| (t.get_item(0), t.get_item(1)));
+        let pair = match pair {
+            Some((Ok(k), Ok(v))) => (k, v),
+            _ => match item.cast::<PyList>().ok().filter(|l| l.len() == 2) {
+                Some(l) => match (l.get_item(0), l.get_item(1)) {
+                    (Ok(k), Ok(v)) => (k, v),
+                    _ => unreachable_pair(type_error)?,
+                },
+                None => {
+                    *type_error = Some(PyTypeError::new_err(format!(
+                        "each field must be a (key, value) pair, not {}",
+                        type_name(&item)
+                    )));
+                    return Err(RecordError::Empty);
+                }
+            },
+        };
+        put_field(enc, &pair.0, &pair.1, type_error)?;
+    }
+    Ok(())
+}
+
+fn unreachable_pair<'py>(
+    type_error: &mut Option<PyErr>,
+) -> Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), RecordError> {
+    *type_error = Some(PyTypeError::new_err(
+        "each field must be a (key, value) pair",
+    ));
+    Err(RecordError::Empty)
+}
+
+/// Splits a Python time (int or float seconds) into seconds and nanoseconds.
+fn split_time(time: Option<&Bound<'_, PyAny>>) -> PyResult<(Option<u32>, Option<u32>)> {
+    let Some(t) = time else {
+        return Ok((None, None));
+    };
+    if t.is_instance_of::<PyInt>() {
+        let secs: u32 = t
+            .extract()
+            .map_err(|_| PyTypeError::new_err("time must be unix seconds from 0 to 4294967295"))?;
+        return Ok((Some(secs), None));
+    }
+    let f: f64 = t.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "time must be int or float seconds, not {}",
+            type_name(t)
+        ))
+    })?;
+    if !(0.0..4_294_967_296.0).contains(&f) {
+        return Err(PyTypeError::new_err(format!(
+            "time {f} is outside unix seconds 0..2^32"
+        )));
+    }
+    let secs = f.floor();
+    Ok((Some(secs as u32), Some(((f - secs) * 1e9) as u32)))
+}
+
+/// The producer behind `loghose.Producer`.
+#[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
+struct NativeProducer {
+    shared: Arc<Producer>,
+}
+
+impl NativeProducer {
+    fn producer(&self, py: Python<'_>) -> PyResult<&Producer> {
+        if std::process::id() != self.shared.owner_pid() {
+            return Err(raise(py, "LoghoseError", "this producer was created before fork(); its I/O threads live in the parent. Create a new Producer in the child".into()));
+        }
+        Ok(&self.shared)
+    }
+}
+
+#[pymethods]
+impl NativeProducer {
+    #[new]
+    #[pyo3(signature = (config_json, on_reports=None))]
+    fn new(py: Python<'_>, config_json: &str, on_reports: Option<Py<PyAny>>) -> PyResult<Self> {
+        let config: ProducerConfig = serde_json::from_str(config_json)
+            .map_err(|e| raise(py, "ConfigError", e.to_string()))?;
+        let callback: Option<ReportCallback> = on_reports.map(|cb| {
+            let cb: ReportCallback = Box::new(move |reports: &[Arc<DeliveryReport>]| {
+                Python::attach(|py| {
+                    let items: Vec<PyDeliveryReport> = reports
+                        .iter()
+                        .map(|r| PyDeliveryReport::from(r.as_ref()))
+                        .collect();
+                    let result = PyList::new(
+                        py,
+                        items
+                            .into_iter()
+                            .map(|r| Py::new(py, r))
+                            .collect::<PyResult<Vec<_>>>()
+                            .unwrap_or_default(),
+                    )
+                    .and_then(|list| cb.call1(py, (list,)));
+                    if let Err(e) = result {
+                        // The Python side catches user errors; this is a last line of defence.
+                        e.print(py);
+                    }
+                });
+            });
+            cb
+        });
+        let producer = py
+            .detach(|| Producer::build(config, None, callback))
+            .map_err(|e| producer_error(py, e))?;
+        let shared = Arc::new(producer);
+        Ok(NativeProducer { shared })
+    }
+
+    /// Encodes and queues one record. `ticket` asks for the batch report to list it.
+    #[pyo3(signature = (contents, *, topic=None, source=None, time=None, shard_key=None, project=None, logstore=None, ticket=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &self,
+        py: Python<'_>,
+        contents: &Bound<'_, PyAny>,
+        topic: Option<&str>,
+        source: Option<&str>,
+        time: Option<&Bound<'_, PyAny>>,
+        shard_key: Option<&str>,
+        project: Option<&str>,
+        logstore: Option<&str>,
+        ticket: Option<u64>,
+    ) -> PyResult<()> {
+        let producer = self.producer(py)?;
+        let (secs, nanos) = split_time(time)?;
+        let opts = SendOptions {
+            time: secs,
+            time_ns: nanos,
+            topic,
+            source,
+            shard_key,
+            project,
+            logstore,
+        };
+        let mut type_error = None;
+        let track = ticket.map_or(Track::None, Track::Ticket);
+        let result = producer.send_with(&opts, track, |enc| {
+            put_contents(enc, contents, &mut type_error)
+        });
+        match (result, type_error) {
+            (_, Some(e)) => Err(e),
+            (Ok(_), None) => Ok(()),
+            (Err(e), None) => Err(producer_error(py, e)),
+        }
+    }
+
+    /// Queues many records; returns how many were accepted before the first error (raised).
+    fn send_many(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let producer = self.producer(py)?;
+        let mut count = 0;
+        for record in records.try_iter()? {
+            let record = record?;
+            let mut type_error = None;
+            let result = producer.send_with(&SendOptions::default(), Track::None, |enc| {
+                put_contents(enc, &record, &mut type_error)
+            });
+            match (result, type_error) {
+                (_, Some(e)) => return Err(e),
+                (Ok(_), None) => count += 1,
+                (Err(e), None) => return Err(producer_error(py, e)),
+            }
+        }
+        Ok(count)
+    }
+
+    /// Seals everything and waits up to `timeout` seconds (None: until done); returns the
+    /// records still pending. Releases the GIL; Ctrl-C interrupts it.
+    #[pyo3(signature = (timeout=None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
+        let producer = self.producer(py)?;
+        let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+        loop {
+            let slice = match deadline {
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
+                None => Duration::from_millis(100),
+            };
+            let pending = py.detach(|| producer.flush(slice));
+            if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(pending);
+            }
+            py.check_signals()?;
+        }
+    }
+
+    /// Refuses new records, waits up to `timeout` seconds for delivery, abandons the rest;
+    /// returns (undelivered records, failed reports). Ctrl-C interrupts the wait.
+    #[pyo3(signature = (timeout=None))]
+    fn close(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+    ) -> PyResult<(u64, Vec<PyDeliveryReport>)> {
+        if std::process::id() != self.shared.owner_pid() {
+            return Ok((0, Vec::new()));
+        }
+        let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+        loop {
+            let slice = match deadline {
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
+                None => Duration::from_millis(100),
+            };
+            let pending = py.detach(|| self.shared.flush(slice));
+            if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            py.check_signals()?;
+        }
+        let report = py.detach(|| self.shared.close(Duration::ZERO));
+        Ok((
+            report.undelivered,
+            report
+                .failed
+                .iter()
+                .map(|r| PyDeliveryReport::from(r.as_ref()))
+                .collect(),
+        ))
+    }
+
+    /// The counters, as JSON.
+    fn stats_json(&self) -> String {
+        serde_json::to_string(&self.shared.stats()).unwrap_or_default()
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+}
+
+impl Drop for NativeProducer {
+    fn drop(&mut self) {
+        if std::process::id() != self.shared.owner_pid() {
+            // Inherited through fork: forget it without waiting for the parent's threads.
+            let shared = std::mem::replace(&mut self.shared, Arc::new(placeholder()));
+            if let Ok(p) = Arc::try_unwrap(shared) {
+                p.abandon();
+            }
+        }
+    }
+}
+
+fn placeholder() -> Producer {
+    // Never sends: an unreachable destination with a zero drop timeout.
+    let config = ProducerConfig {
+        access_key_id: "-".into(),
+        access_key_secret: "-".into(),
+        drop_timeout_ms: 0,
+        source: Some("-".into()),
+        ..ProducerConfig::new("http://127.0.0.1:9", "placeholder", "placeholder")
+    };
+    match Producer::new(config) {
+        Ok(p) => p,
+        Err(e) => panic!("placeholder producer: {e}"),
+    }
+}
+
+/// The embedded emulator behind `loghose.Emulator`.
+#[pyclass(frozen, module = "loghose._native", name = "NativeEmulator")]
+struct NativeEmulator {
+    emulator: std::sync::Mutex<Option<Emulator>>,
+    endpoint: String,
+    access_key_id: String,
+    access_key_secret: String,
+}
+
+impl NativeEmulator {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&Emulator) -> T) -> PyResult<T> {
+        let guard = self
+            .emulator
+            .lock()
+            .map_err(|_| raise(py, "LoghoseError", "emulator lock poisoned".into()))?;
+        match guard.as_ref() {
+            Some(e) => Ok(f(e)),
+            None => Err(raise(py, "LoghoseError", "the emulator is stopped".into())),
+        }
+    }
+}
+
+#[pymethods]
+impl NativeEmulator {
+    #[new]
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let config: EmulatorConfig = serde_json::from_str(config_json)
+            .map_err(|e| raise(py, "ConfigError", e.to_string()))?;
+        let emulator = py
+            .detach(|| Emulator::start(config))
+            .map_err(|e| raise(py, "LoghoseError", e.to_string()))?;
+        let creds = emulator.credentials();
+        Ok(NativeEmulator {
+            endpoint: emulator.endpoint(),
+            access_key_id: creds
+                .as_ref()
+                .map(|c| c.access_key_id.clone())
+                .unwrap_or_default(),
+            access_key_secret: creds.map(|c| c.access_key_secret).unwrap_or_default(),
+            emulator: std::sync::Mutex::new(Some(emulator)),
+        })
+    }
+
+    #[getter]
+    fn endpoint(&self) -> String {
+        self.endpoint.clone()
+    }
+
+    #[getter]
+    fn access_key_id(&self) -> String {
+        self.access_key_id.clone()
+    }
+
+    #[getter]
+    fn access_key_secret(&self) -> String {
+        self.access_key_secret.clone()
+    }
+
+    /// Stored logs of a logstore, as JSON.
+    fn logs_json(&self, py: Python<'_>, project: &str, logstore: &str) -> PyResult<String> {
+        let logs = self.with(py, |e| e.logs(project, logstore))?;
+        Ok(serde_json::to_string(&logs).unwrap_or_default())
+    }
+
+    /// Exact totals of a logstore, as JSON (null if it does not exist).
+    fn totals_json(&self, py: Python<'_>, project: &str, logstore: &str) -> PyResult<String> {
+        let totals = self.with(py, |e| e.totals(project, logstore))?;
+        Ok(serde_json::to_string(&totals).unwrap_or_default())
+    }
+
+    /// Counters, as JSON.
+    fn counters_json(&self, py: Python<'_>) -> PyResult<String> {
+        let counters = self.with(py, |e| e.counters())?;
+        Ok(serde_json::to_string(&counters).unwrap_or_default())
+    }
+
+    /// Adds a fault rule given as JSON (see the emulator's /_emulator/faults).
+    fn inject_json(&self, py: Python<'_>, fault_json: &str) -> PyResult<()> {
+        let fault = serde_json::from_str(fault_json)
+            .map_err(|e| raise(py, "ConfigError", format!("bad fault: {e}")))?;
+        self.with(py, |e| e.inject(fault))
+    }
+
+    fn clear_faults(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |e| e.clear_faults())
+    }
+
+    fn reset(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |e| e.reset())
+    }
+
+    #[pyo3(signature = (project, logstore, shards=None))]
+    fn create_logstore(
+        &self,
+        py: Python<'_>,
+        project: &str,
+        logstore: &str,
+        shards: Option<u32>,
+    ) -> PyResult<()> {
+        self.with(py, |e| e.create_logstore(project, logstore, shards))
+    }
+
+    /// Stops serving (idempotent).
+    fn close(&self, py: Python<'_>) {
+        let taken = self.emulator.lock().ok().and_then(|mut g| g.take());
+        if let Some(e) = taken {
+            py.detach(|| e.shutdown());
+        }
+    }
+}
 
 /// The version of the Rust engine this module was built from.
 #[pyfunction]
@@ -15,5 +609,8 @@ fn engine_version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
+    m.add_class::<NativeProducer>()?;
+    m.add_class::<NativeEmulator>()?;
+    m.add_class::<PyDeliveryReport>()?;
     Ok(())
 }

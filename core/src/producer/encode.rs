@@ -145,6 +145,24 @@ impl<'b> LogEncoder<'b> {
         Ok(())
     }
 
+    /// Adds a field whose key is bytes (checked) and whose value is text.
+    #[inline]
+    pub fn field_bytes_utf8(&mut self, key: &[u8], value: &str) -> Result<(), RecordError> {
+        check_key(key, self.policy).map_err(|problem| RecordError::InvalidKey {
+            key: lossy(key),
+            problem,
+        })?;
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(RecordError::ValueTooLarge {
+                key: lossy(key),
+                len: value.len(),
+                limit: MAX_VALUE_BYTES,
+            });
+        }
+        self.put(key, value.as_bytes());
+        Ok(())
+    }
+
     /// Adds a field given as bytes; both sides must be UTF-8.
     #[inline]
     pub fn field_bytes(&mut self, key: &[u8], value: &[u8]) -> Result<(), RecordError> {

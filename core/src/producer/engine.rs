@@ -3,12 +3,13 @@
 //! between producers with the same transport settings, so a process with ten thousand
 //! producers still has two I/O threads and one connection pool per setting.
 //!
-//! The runtime starts on first use and lives for the process. Its threads never run user code
-//! (report callbacks run on each producer's reporter thread).
+//! The runtime starts on first use and lives for the process; a forked child that builds a
+//! producer gets a fresh engine (the parent's threads do not survive `fork`). Its threads never
+//! run user code (report callbacks run on each producer's reporter thread).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -29,24 +30,32 @@ pub(crate) struct ClientKey {
     pub pool_size: usize,
 }
 
-static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+/// The engine of this process, tagged with the pid that built it.
+static ENGINE: Mutex<Option<(u32, &'static Engine)>> = Mutex::new(None);
 
 fn engine() -> Result<&'static Engine, ProducerError> {
-    ENGINE
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("loghose-io")
-                .enable_all()
-                .build()
-                .map(|runtime| Engine {
-                    runtime,
-                    clients: Mutex::new(HashMap::new()),
-                })
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| ProducerError::Engine(e.clone()))
+    let pid = std::process::id();
+    let mut slot = ENGINE.lock();
+    if let Some((owner, engine)) = *slot {
+        if owner == pid {
+            return Ok(engine);
+        }
+    }
+    // First use, or a forked child: the parent's runtime threads do not exist here, so the
+    // child gets an engine of its own. The parent's is leaked, not dropped: dropping it would
+    // wait for threads that were never forked.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("loghose-io")
+        .enable_all()
+        .build()
+        .map_err(|e| ProducerError::Engine(e.to_string()))?;
+    let engine: &'static Engine = Box::leak(Box::new(Engine {
+        runtime,
+        clients: Mutex::new(HashMap::new()),
+    }));
+    *slot = Some((pid, engine));
+    Ok(engine)
 }
 
 /// The shared runtime's handle.

@@ -129,6 +129,19 @@ impl SendOptions<'_> {
     }
 }
 
+/// How a caller learns a record's outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Track {
+    /// Only through stats and the report callback.
+    #[default]
+    None,
+    /// A [`Completion`] resolved with the batch's report.
+    Completion,
+    /// The caller's number, listed in the batch report's `tickets` (for bindings that resolve
+    /// their own futures in bulk when reports arrive).
+    Ticket(u64),
+}
+
 /// What `close` could not deliver.
 #[derive(Clone, Debug, Default)]
 pub struct CloseReport {
@@ -155,6 +168,7 @@ struct OpenBatch {
     records: u32,
     opened: Instant,
     completions: Vec<tokio::sync::oneshot::Sender<Arc<DeliveryReport>>>,
+    tickets: Vec<u64>,
 }
 
 pub(crate) struct SealedBatch {
@@ -167,6 +181,7 @@ pub(crate) struct SealedBatch {
     pub(crate) pack_id: String,
     pub(crate) reserved: usize,
     pub(crate) completions: Vec<tokio::sync::oneshot::Sender<Arc<DeliveryReport>>>,
+    pub(crate) tickets: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -250,6 +265,7 @@ pub(crate) struct Inner {
     /// Batch buffers whose contents were sent, kept for the next batches so steady
     /// operation neither reallocates nor page-faults (at most two).
     buffers: Mutex<Vec<Vec<u8>>>,
+    owner_pid: u32,
 }
 
 thread_local! {
@@ -488,6 +504,7 @@ impl Inner {
             records,
             opened,
             completions,
+            tickets,
         } = batch;
         let reserved = buf.len();
         if !dest.topic.is_empty() {
@@ -519,6 +536,7 @@ impl Inner {
             pack_id,
             reserved,
             completions,
+            tickets,
         }
     }
 
@@ -849,6 +867,7 @@ impl Producer {
             failed_reports: Mutex::new(VecDeque::new()),
             reports: Mutex::new(reports.map(|(tx, _)| tx)),
             buffers: Mutex::new(Vec::new()),
+            owner_pid: std::process::id(),
         });
         runtime.spawn(timer_loop(Arc::downgrade(&inner), abort_rx));
         let reporter = match reporter {
@@ -892,7 +911,7 @@ impl Producer {
         fields: &[(K, V)],
         opts: &SendOptions<'_>,
     ) -> Result<(), ProducerError> {
-        self.send_with(opts, false, |enc| {
+        self.send_with(opts, Track::None, |enc| {
             for (k, v) in fields {
                 enc.field_str(k.as_ref(), v.as_ref())?;
             }
@@ -907,7 +926,7 @@ impl Producer {
         fields: &[(K, V)],
         opts: &SendOptions<'_>,
     ) -> Result<Completion, ProducerError> {
-        let completion = self.send_with(opts, true, |enc| {
+        let completion = self.send_with(opts, Track::Completion, |enc| {
             for (k, v) in fields {
                 enc.field_str(k.as_ref(), v.as_ref())?;
             }
@@ -921,7 +940,7 @@ impl Producer {
     pub fn send_with<F>(
         &self,
         opts: &SendOptions<'_>,
-        want_completion: bool,
+        track: Track,
         fill: F,
     ) -> Result<Option<Completion>, ProducerError>
     where
@@ -950,7 +969,7 @@ impl Producer {
             } else {
                 Some(inner.destination(opts)?)
             };
-            Ok::<_, ProducerError>(self.append(&scratch, dest, want_completion))
+            Ok::<_, ProducerError>(self.append(&scratch, dest, track))
         });
         match result {
             Ok(inner_result) => inner_result,
@@ -965,7 +984,7 @@ impl Producer {
         &self,
         log: &[u8],
         dest: Option<Arc<Destination>>,
-        want_completion: bool,
+        track: Track,
     ) -> Result<Option<Completion>, ProducerError> {
         let inner = &self.inner;
         let n = log.len();
@@ -1030,15 +1049,23 @@ impl Producer {
                     records: 0,
                     opened,
                     completions: Vec::new(),
+                    tickets: Vec::new(),
                 }
             });
             batch.buf.extend_from_slice(log);
             batch.records += 1;
-            let completion = want_completion.then(|| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                batch.completions.push(tx);
-                Completion { rx }
-            });
+            let completion = match track {
+                Track::None => None,
+                Track::Ticket(ticket) => {
+                    batch.tickets.push(ticket);
+                    None
+                }
+                Track::Completion => {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    batch.completions.push(tx);
+                    Some(Completion { rx })
+                }
+            };
             if linger == 0 || batch.records >= max_count || batch.buf.len() >= max_bytes {
                 if let Some(done) = slot.take() {
                     sealed.push(inner.seal(done));
@@ -1119,6 +1146,18 @@ impl Producer {
         }
     }
 
+    /// Forgets this producer without closing it: for a producer inherited through `fork`,
+    /// whose I/O threads exist only in the parent (closing would wait for them in vain). Its
+    /// records stay with the parent.
+    pub fn abandon(self) {
+        std::mem::forget(self);
+    }
+
+    /// The process that built this producer.
+    pub fn owner_pid(&self) -> u32 {
+        self.inner.owner_pid
+    }
+
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
@@ -1149,6 +1188,10 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
+        if std::process::id() != self.inner.owner_pid {
+            // Inherited through fork: the I/O threads are the parent's; nothing to wait for.
+            return;
+        }
         if !self.inner.closed.load(Ordering::Acquire) || self.inner.pending() > 0 {
             self.close(Duration::from_millis(self.inner.config.drop_timeout_ms));
         } else {

@@ -52,6 +52,8 @@ pub struct DeliveryReport {
     pub latency: Duration,
     /// The `__pack_id__` tag it carried.
     pub pack_id: String,
+    /// Caller tickets of the records in it that asked for one (`Track::Ticket`).
+    pub tickets: Vec<u64>,
 }
 
 impl DeliveryReport {

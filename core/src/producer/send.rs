@@ -394,6 +394,7 @@ fn finish(
         compressed_bytes,
         latency: batch.opened.elapsed(),
         pack_id: batch.pack_id,
+        tickets: batch.tickets,
     });
     inner.in_flight.fetch_sub(1, Ordering::Relaxed);
     inner.complete(report, batch.reserved, batch.completions);
