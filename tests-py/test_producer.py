@@ -1,0 +1,226 @@
+"""The Python front against the embedded emulator: delivery, conversions, errors, futures,
+callbacks, full buffers, threads, memory, and the stubs."""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import gc
+import logging
+import resource
+import threading
+from pathlib import Path
+
+import loghose
+import pytest
+from loghose import _native
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture()
+def emu():
+    with loghose.Emulator() as emulator:
+        yield emulator
+
+
+def producer(emu, **options):
+    return loghose.Producer(**{**emu.producer_options(), "linger_ms": 20, "backoff_base_ms": 10,
+                               "backoff_max_ms": 100, **options})
+
+
+def contents(log):
+    return dict(log["contents"])
+
+
+def test_every_record_arrives_once_with_converted_values(emu):
+    with producer(emu, topic="t", source="10.0.0.1", tags={"env": "test"}) as p:
+        for i in range(1000):
+            p.send({"id": str(i), "n": i, "f": 0.5, "ok": i % 2 == 0, "raw": b"bytes"})
+        p.send([("id", "pairs"), ("dup", "1"), ("dup", "2")], topic="other", time=1_700_000_000.25)
+        assert p.flush(30) == 0
+    logs = emu.logs("loghose", "logs")
+    ids = sorted(contents(log)["id"] for log in logs)
+    assert ids == sorted([str(i) for i in range(1000)] + ["pairs"])
+    first = next(log for log in logs if contents(log)["id"] == "7")
+    assert first["contents"] == [["id", "7"], ["n", "7"], ["f", "0.5"], ["ok", "false"], ["raw", "bytes"]]
+    assert (first["topic"], first["source"]) == ("t", "10.0.0.1")
+    assert ["env", "test"] in first["tags"]
+    pairs = next(log for log in logs if contents(log)["id"] == "pairs")
+    assert pairs["contents"] == [["id", "pairs"], ["dup", "1"], ["dup", "2"]]
+    assert (pairs["topic"], pairs["time"], pairs["time_ns"]) == ("other", 1_700_000_000, 250_000_000)
+
+
+def test_send_many_and_destinations(emu):
+    with producer(emu) as p:
+        assert p.send_many([{"i": str(i)} for i in range(50)]) == 50
+        p.send({"where": "elsewhere"}, logstore="other", project="proj2")
+        p.send({"sharded": "yes"}, shard_key="ff")
+        assert p.flush(30) == 0
+    assert emu.totals("loghose", "logs")["logs"] == 51
+    assert contents(emu.logs("proj2", "other")[0]) == {"where": "elsewhere"}
+    sharded = next(log for log in emu.logs("loghose", "logs") if "sharded" in contents(log))
+    assert sharded["shard"] == 1
+
+
+def test_bad_input_raises_typed_errors_and_loses_nothing_else(emu):
+    with producer(emu) as p:
+        p.send({"id": "before"})
+        with pytest.raises(TypeError, match="'k'|\"k\""):
+            p.send({"k": object()})
+        with pytest.raises(TypeError, match="key"):
+            p.send({1: "v"})
+        with pytest.raises(TypeError):
+            p.send(42)
+        with pytest.raises(loghose.InvalidRecordError, match="__time__"):
+            p.send({"__time__": "x"})
+        with pytest.raises(ValueError, match="UTF-8"):
+            p.send({"k": b"\xff\xfe"})
+        with pytest.raises(loghose.InvalidRecordError, match="limit"):
+            p.send({"k": "v" * (1024 * 1024 + 1)})
+        with pytest.raises(loghose.InvalidRecordError, match="shard_key"):
+            p.send({"k": "v"}, shard_key="not-hex")
+        with pytest.raises(TypeError):
+            p.send({"k": "v"}, "positional-topic")
+        p.send({"id": "after"})
+        assert p.flush(30) == 0
+        assert p.stats()["invalid"] >= 5
+    assert sorted(contents(log)["id"] for log in emu.logs("loghose", "logs")) == ["after", "before"]
+
+
+def test_config_errors_name_the_key(emu):
+    with pytest.raises(loghose.ConfigError, match="lingerMs"):
+        loghose.Producer(**emu.producer_options(), lingerMs=5)
+    with pytest.raises(loghose.ConfigError, match="batch_max_count"):
+        loghose.Producer(**emu.producer_options(), batch_max_count=0)
+    with pytest.raises(loghose.ConfigError, match="desktop"):
+        loghose.Producer.from_preset("desktop", **emu.producer_options())
+    with pytest.raises(TypeError):
+        loghose.Producer(emu.endpoint)  # keyword-only
+
+
+def test_futures_resolve_with_reports_and_fail_with_delivery_errors(emu):
+    with producer(emu) as p:
+        futures = [p.send_future({"i": str(i)}) for i in range(20)]
+        reports = [f.result(timeout=30) for f in concurrent.futures.as_completed(futures, timeout=30)]
+        assert all(r.delivered and r.attempts == 1 and len(r.request_id) == 24 for r in reports)
+        assert sum(len(set(r.tickets) & set(range(1, 21))) > 0 for r in reports) >= 1
+    with loghose.Emulator(auto_create=False) as strict:
+        with producer(strict) as p:
+            failed = p.send_future({"i": "x"})
+            with pytest.raises(loghose.DeliveryError) as info:
+                failed.result(timeout=30)
+            assert (info.value.code, info.value.http_status, info.value.attempts) == ("ProjectNotExist", 404, 1)
+            assert info.value.request_id
+
+
+def test_on_delivery_gets_report_batches_and_survives_a_raising_callback(emu, caplog):
+    seen = []
+    calls = []
+
+    def on_delivery(reports):
+        calls.append(threading.current_thread() is threading.main_thread())
+        if len(calls) == 1:
+            raise RuntimeError("user bug")
+        seen.extend(reports)
+
+    with caplog.at_level(logging.ERROR, logger="loghose"):
+        with producer(emu, on_delivery=on_delivery, linger_ms=0) as p:
+            p.send({"first": "1"})
+            assert p.flush(30) == 0
+            for i in range(10):
+                p.send({"i": str(i)})
+            assert p.flush(30) == 0
+            assert p.stats()["callback_errors"] == 1
+    assert sum(r.records for r in seen) == 10
+    assert not any(calls), "reports arrive on the producer's reporter thread, not the caller's"
+    assert "on_delivery callback raised" in caplog.text
+
+
+def test_full_buffer_raises_at_once_or_after_blocking(emu):
+    emu.inject("hang", ms=3000, count=100)
+    small = {"batch_max_bytes": 1024, "buffer_max_bytes": 4096, "linger_ms": 0, "request_timeout_ms": 5000}
+    with producer(emu, **small) as p:
+        with pytest.raises(loghose.BufferFullError) as info:
+            for _ in range(100):
+                p.send({"v": "x" * 900})
+        assert isinstance(info.value, BufferError)
+        assert "4096" in str(info.value)
+        assert p.stats()["dropped"] == 1
+        p.close(timeout=0.1)
+    with producer(emu, max_block_ms=200, **small) as p:
+        with pytest.raises(loghose.BufferFullError, match="waited"):
+            for _ in range(100):
+                p.send({"v": "x" * 900})
+        p.close(timeout=0.1)
+    emu.clear_faults()
+
+
+def test_closed_producer_refuses_records(emu):
+    p = producer(emu)
+    p.send({"a": "1"})
+    assert p.close(10) == 0
+    assert p.closed
+    with pytest.raises(loghose.ProducerClosedError):
+        p.send({"a": "2"})
+    assert p.close(1) == 0  # idempotent
+
+
+def test_eight_threads_send_at_once(emu):
+    with producer(emu) as p:
+        def work(t):
+            for i in range(2000):
+                p.send({"t": str(t), "i": str(i)})
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert p.flush(60) == 0
+    keys = {(contents(log)["t"], contents(log)["i"]) for log in emu.logs("loghose", "logs")}
+    assert len(keys) == 16_000
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_a_million_sends_keep_memory_stable():
+    with loghose.Emulator(retention_bytes=8 << 20) as emu:
+        with producer(emu, max_block_ms=60_000, linger_ms=200) as p:
+            record = {"msg": "a fairly ordinary log line with some text", "level": "INFO"}
+            for _ in range(100_000):
+                p.send(record)
+            p.flush(60)
+            gc.collect()
+            warm = rss_mb()
+            for _ in range(900_000):
+                p.send(record)
+            assert p.flush(120) == 0
+            gc.collect()
+            after = rss_mb()
+            assert p.stats()["delivered"] == 1_000_000
+        assert emu.counters()["logs"] == 1_000_000
+    assert after - warm < 40, f"RSS grew from {warm:.1f} MB to {after:.1f} MB"
+
+
+def test_stubs_match_the_native_module():
+    stub = ast.parse((Path(loghose.__file__).parent / "_native.pyi").read_text())
+    for node in stub.body:
+        if isinstance(node, ast.FunctionDef):
+            assert callable(getattr(_native, node.name)), node.name
+        if isinstance(node, ast.ClassDef):
+            cls = getattr(_native, node.name)
+            for member in node.body:
+                if isinstance(member, (ast.FunctionDef, ast.AnnAssign)):
+                    name = member.name if isinstance(member, ast.FunctionDef) else member.target.id
+                    if name != "__init__":
+                        assert hasattr(cls, name), f"{node.name}.{name} is in the stub but not the module"
+    public = {n for n in dir(_native) if not n.startswith("_")}
+    stubbed = {n.name for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert public <= stubbed, f"not in the stub: {public - stubbed}"
