@@ -89,7 +89,7 @@ def test_put_logs_and_read_back_every_field(sls_client, via_emulator_proxy):
         assert group.Source == ("10.9.9.9" if client is sts_client else "10.1.2.3")
         assert [(t.Key, t.Value) for t in group.LogTags] == tags
         assert len(group.Logs) == len(items)
-        for log, item in zip(group.Logs, items):
+        for log, item in zip(group.Logs, items, strict=True):
             assert log.Time == item.timestamp
             assert log.Time_ns == item.time_nano_part
             assert [(c.Key, c.Value) for c in log.Contents] == [(k, v) for k, v in item.contents]
