@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, from a fresh clone: formatting and lints, the Rust unit and integration tests
-# (engine and emulator), S1 at 200 000 logs/s, the binding crates' builds, and the Python
-# tests (the package and official-SDK interop) in a project-local virtualenv. Installs what it
+# (engine and emulator), S1 at 200 000 logs/s, the Node package (addon build, types, jest),
+# and the Python tests (the package and official-SDK interop) in a project-local virtualenv. Installs what it
 # needs; nothing by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,14 @@ cargo test -p loghose
 
 step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
 cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
+
+step "Node: npm ci (builds the addon with @napi-rs/cli), tsc --noEmit, jest"
+if ! command -v npm >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq nodejs npm
+fi
+npm ci --no-audit --no-fund
+npm run typecheck
+npm test
 
 step "Python test environment (.venv)"
 if [ ! -x .venv/bin/python ]; then

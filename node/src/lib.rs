@@ -1,10 +1,570 @@
-//! The Node.js addon: the JavaScript front over the loghose engine.
+//! The Node.js addon: the thin napi-rs layer between JavaScript and the engine.
 //!
-//! For now it only reports the engine's version; the producer, the emulator and the
-//! ThreadsafeFunction report bridge are exposed here as the Node package grows. Runs on the
-//! JavaScript thread.
+//! Contracts:
+//!
+//! - Nothing here blocks the JavaScript thread: `send` only encodes and queues; `flush` and
+//!   `close` run on the libuv pool (`AsyncTask`) and resolve promises.
+//! - Reports reach JavaScript through one weak ThreadsafeFunction call per batch of reports
+//!   (a JSON array), so an idle producer never keeps the process alive; the JavaScript facade
+//!   keeps the loop alive only while records are pending.
+//! - When the environment (the main thread or a worker) exits, a cleanup hook closes the
+//!   producer with a short bound and stops its threads; JavaScript is not called then.
+//! - Errors carry their class as a `Code|message` prefix that the facade turns into `Error`
+//!   subclasses with `code`.
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loghose::emulator::{Emulator, EmulatorConfig};
+use loghose::producer::{
+    DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError, RecordError, ReportCallback,
+    SendOptions, Track,
+};
+use napi::bindgen_prelude::{AsyncTask, Function};
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::{Env, Error, Result, Status, Task};
 use napi_derive::napi;
+
+fn fail(code: &str, message: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, format!("{code}|{message}"))
+}
+
+fn producer_error(e: ProducerError) -> Error {
+    let code = match &e {
+        ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
+            "ConfigError"
+        }
+        ProducerError::Record(_) => "InvalidRecordError",
+        ProducerError::BufferFull { .. } => "BufferFullError",
+        ProducerError::Closed => "ProducerClosedError",
+        _ => "LoghoseError",
+    };
+    fail(code, e)
+}
+
+#[derive(serde::Serialize)]
+struct ReportJson<'a> {
+    #[serde(rename = "batchId")]
+    batch_id: u64,
+    project: &'a str,
+    logstore: &'a str,
+    delivered: bool,
+    code: Option<&'a str>,
+    message: Option<&'a str>,
+    #[serde(rename = "httpStatus")]
+    http_status: Option<u16>,
+    attempts: u32,
+    #[serde(rename = "requestId")]
+    request_id: Option<&'a str>,
+    records: u32,
+    #[serde(rename = "rawBytes")]
+    raw_bytes: usize,
+    #[serde(rename = "compressedBytes")]
+    compressed_bytes: usize,
+    #[serde(rename = "latencyMs")]
+    latency_ms: f64,
+    #[serde(rename = "packId")]
+    pack_id: &'a str,
+    tickets: &'a [u64],
+}
+
+fn report_json(r: &DeliveryReport) -> ReportJson<'_> {
+    let (delivered, code, message, http_status) = match &r.outcome {
+        Outcome::Delivered => (true, None, None, None),
+        Outcome::Failed {
+            code,
+            message,
+            http_status,
+        } => (
+            false,
+            Some(code.as_str()),
+            Some(message.as_str()),
+            *http_status,
+        ),
+    };
+    ReportJson {
+        batch_id: r.batch_id,
+        project: &r.project,
+        logstore: &r.logstore,
+        delivered,
+        code,
+        message,
+        http_status,
+        attempts: r.attempts,
+        request_id: r.request_id.as_deref(),
+        records: r.records,
+        raw_bytes: r.raw_bytes,
+        compressed_bytes: r.compressed_bytes,
+        latency_ms: r.latency.as_secs_f64() * 1000.0,
+        pack_id: &r.pack_id,
+        tickets: &r.tickets,
+    }
+}
+
+/// A JSON string, borrowed when it has no escapes.
+struct Text<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A field value as JavaScript may give it: text, number or boolean (converted as `String()`
+/// would); anything else is refused.
+enum Scalar<'de> {
+    Text(std::borrow::Cow<'de, str>),
+    Converted(String),
+    Refused(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Converted(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Converted(v))
+            }
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Converted(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Converted(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Converted(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Converted(v.to_string()))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Scalar<'de>, E> {
+                Ok(Scalar::Refused("null"))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Scalar<'de>, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Scalar::Refused("object"))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Scalar<'de>, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Refused("array"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Why a JSON record could not be encoded.
+enum JsonRecordError {
+    Type(String),
+    Record(RecordError),
+}
+
+/// Encodes a record given as JSON — an object, or an array of `[key, value]` pairs — straight
+/// into the engine's encoder, in order.
+fn encode_json(
+    enc: &mut loghose::producer::LogEncoder<'_>,
+    json: &str,
+) -> std::result::Result<(), JsonRecordError> {
+    use serde::de::{Deserializer as _, MapAccess, SeqAccess, Visitor};
+    struct Record<'e, 'b> {
+        enc: &'e mut loghose::producer::LogEncoder<'b>,
+        failure: Option<JsonRecordError>,
+    }
+    impl Record<'_, '_> {
+        fn field(&mut self, key: &str, value: Scalar<'_>) -> bool {
+            let result = match value {
+                Scalar::Text(v) => self.enc.field_str(key, &v),
+                Scalar::Converted(v) => self.enc.field_str(key, &v),
+                Scalar::Refused(kind) => {
+                    self.failure = Some(JsonRecordError::Type(format!(
+                        "value of field {key:?} must be a string, Buffer, number or boolean, not {kind}"
+                    )));
+                    return false;
+                }
+            };
+            match result {
+                Ok(()) => true,
+                Err(e) => {
+                    self.failure = Some(JsonRecordError::Record(e));
+                    false
+                }
+            }
+        }
+    }
+    impl<'de> Visitor<'de> for &mut Record<'_, '_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object or an array of [key, value] pairs")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Text<'de>>()? {
+                let value = map.next_value::<Scalar<'de>>()?;
+                if !self.field(&key.0, value) {
+                    return Err(serde::de::Error::custom("stop"));
+                }
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+            while let Some((key, value)) = seq.next_element::<(Text<'de>, Scalar<'de>)>()? {
+                if !self.field(&key.0, value) {
+                    return Err(serde::de::Error::custom("stop"));
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut record = Record { enc, failure: None };
+    let mut de = serde_json::Deserializer::from_str(json);
+    let parsed = de.deserialize_any(&mut record);
+    if let Some(failure) = record.failure {
+        return Err(failure);
+    }
+    parsed.map_err(|e| {
+        JsonRecordError::Type(format!(
+            "contents must be an object or an array of [key, value] pairs: {e}"
+        ))
+    })
+}
+
+type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
+
+/// The producer behind `require('loghose').Producer`.
+#[napi]
+pub struct NativeProducer {
+    producer: Shared,
+}
+
+impl NativeProducer {
+    fn send_record(&self, json: &str, opts: &SendOptions<'_>, track: Track) -> Result<()> {
+        let producer = self.get()?;
+        let mut failure = None;
+        let result = producer.send_with(opts, track, |enc| match encode_json(enc, json) {
+            Ok(()) => Ok(()),
+            Err(JsonRecordError::Record(e)) => Err(e),
+            Err(JsonRecordError::Type(message)) => {
+                failure = Some(message);
+                Err(RecordError::Empty)
+            }
+        });
+        match (result, failure) {
+            (_, Some(message)) => Err(fail("TypeError", message)),
+            (Ok(_), None) => Ok(()),
+            (Err(e), None) => Err(producer_error(e)),
+        }
+    }
+
+    fn get(&self) -> Result<Arc<Producer>> {
+        self.producer
+            .lock()
+            .ok()
+            .and_then(|p| p.clone())
+            .ok_or_else(|| fail("ProducerClosedError", "the producer is closed"))
+    }
+}
+
+#[napi]
+impl NativeProducer {
+    /// `configJson`: the engine's ProducerConfig as JSON; `onReports` receives JSON arrays of
+    /// delivery reports.
+    #[napi(constructor)]
+    pub fn new(env: Env, config_json: String, on_reports: Function<String, ()>) -> Result<Self> {
+        let config: ProducerConfig =
+            serde_json::from_str(&config_json).map_err(|e| fail("ConfigError", e))?;
+        let tsfn = on_reports
+            .build_threadsafe_function::<String>()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .build()?;
+        let callback: ReportCallback = Box::new(move |reports: &[Arc<DeliveryReport>]| {
+            let items: Vec<ReportJson<'_>> = reports.iter().map(|r| report_json(r)).collect();
+            if let Ok(json) = serde_json::to_string(&items) {
+                // After the environment is gone this returns Closing; there is nobody to tell.
+                let _ = tsfn.call(json, ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        });
+        let producer =
+            Arc::new(Producer::build(config, None, Some(callback)).map_err(producer_error)?);
+        let shared: Shared = Arc::new(Mutex::new(Some(producer)));
+        let for_cleanup = shared.clone();
+        env.add_env_cleanup_hook(for_cleanup, |shared| {
+            // The environment is exiting (process end or worker termination): stop threads
+            // within a short bound; JavaScript cannot run now.
+            let taken = shared.lock().ok().and_then(|mut p| p.take());
+            if let Some(p) = taken {
+                p.close(Duration::from_millis(p.config().drop_timeout_ms));
+            }
+        })?;
+        Ok(NativeProducer { producer: shared })
+    }
+
+    /// Queues one record given as JSON (an object or `[key, value]` pairs): the fast path.
+    #[napi]
+    pub fn send(&self, record_json: String) -> Result<()> {
+        self.send_record(&record_json, &SendOptions::default(), Track::None)
+    }
+
+    /// Queues one record with per-record options and an optional ticket for its report.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_with(
+        &self,
+        record_json: String,
+        topic: Option<String>,
+        source: Option<String>,
+        time: Option<f64>,
+        shard_key: Option<String>,
+        project: Option<String>,
+        logstore: Option<String>,
+        ticket: Option<f64>,
+    ) -> Result<()> {
+        let (secs, nanos) = match time {
+            None => (None, None),
+            Some(t) if (0.0..4_294_967_296.0).contains(&t) => {
+                (Some(t.floor() as u32), Some(((t - t.floor()) * 1e9) as u32))
+            }
+            Some(t) => {
+                return Err(fail(
+                    "TypeError",
+                    format!("time {t} is outside unix seconds 0..2^32"),
+                ))
+            }
+        };
+        let opts = SendOptions {
+            time: secs,
+            time_ns: nanos,
+            topic: topic.as_deref(),
+            source: source.as_deref(),
+            shard_key: shard_key.as_deref(),
+            project: project.as_deref(),
+            logstore: logstore.as_deref(),
+        };
+        let track = ticket.map_or(Track::None, |t| Track::Ticket(t as u64));
+        self.send_record(&record_json, &opts, track)
+    }
+
+    /// Records accepted and not yet at a final outcome.
+    #[napi]
+    pub fn pending(&self) -> f64 {
+        self.get().map_or(0.0, |p| p.pending() as f64)
+    }
+
+    /// Seals everything and waits (on the libuv pool) up to `timeoutMs`; resolves with the
+    /// records still pending.
+    #[napi]
+    pub fn flush(&self, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
+        Ok(AsyncTask::new(FlushTask {
+            producer: self.get()?,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+        }))
+    }
+
+    /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with JSON
+    /// `{undelivered, failed: [reports]}`.
+    #[napi]
+    pub fn close(&self, timeout_ms: f64) -> AsyncTask<CloseTask> {
+        let producer = self.producer.lock().ok().and_then(|mut p| p.take());
+        AsyncTask::new(CloseTask {
+            producer,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+        })
+    }
+
+    /// The counters, as JSON.
+    #[napi]
+    pub fn stats_json(&self) -> String {
+        self.get()
+            .map(|p| serde_json::to_string(&p.stats()).unwrap_or_default())
+            .unwrap_or_else(|_| "null".into())
+    }
+}
+
+/// `flush` on the libuv pool.
+pub struct FlushTask {
+    producer: Arc<Producer>,
+    timeout: Duration,
+}
+
+impl Task for FlushTask {
+    type Output = u64;
+    type JsValue = f64;
+
+    fn compute(&mut self) -> Result<u64> {
+        Ok(self.producer.flush(self.timeout))
+    }
+
+    fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
+        Ok(output as f64)
+    }
+}
+
+/// `close` on the libuv pool.
+pub struct CloseTask {
+    producer: Option<Arc<Producer>>,
+    timeout: Duration,
+}
+
+impl Task for CloseTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        let Some(p) = &self.producer else {
+            return Ok(r#"{"undelivered":0,"failed":[]}"#.into());
+        };
+        let report = p.close(self.timeout);
+        let failed: Vec<ReportJson<'_>> = report.failed.iter().map(|r| report_json(r)).collect();
+        Ok(serde_json::json!({ "undelivered": report.undelivered, "failed": failed }).to_string())
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}
+
+/// The embedded emulator behind `require('loghose').Emulator`.
+#[napi]
+pub struct NativeEmulator {
+    emulator: Mutex<Option<Emulator>>,
+    endpoint: String,
+    access_key_id: String,
+    access_key_secret: String,
+}
+
+impl NativeEmulator {
+    fn with<T>(&self, f: impl FnOnce(&Emulator) -> T) -> Result<T> {
+        let guard = self
+            .emulator
+            .lock()
+            .map_err(|_| fail("LoghoseError", "emulator lock poisoned"))?;
+        guard
+            .as_ref()
+            .map(f)
+            .ok_or_else(|| fail("LoghoseError", "the emulator is stopped"))
+    }
+}
+
+#[napi]
+impl NativeEmulator {
+    #[napi(constructor)]
+    pub fn new(env: Env, config_json: String) -> Result<Self> {
+        let config: EmulatorConfig =
+            serde_json::from_str(&config_json).map_err(|e| fail("ConfigError", e))?;
+        let emulator = Emulator::start(config).map_err(|e| fail("LoghoseError", e))?;
+        let creds = emulator.credentials();
+        let native = NativeEmulator {
+            endpoint: emulator.endpoint(),
+            access_key_id: creds
+                .as_ref()
+                .map(|c| c.access_key_id.clone())
+                .unwrap_or_default(),
+            access_key_secret: creds.map(|c| c.access_key_secret).unwrap_or_default(),
+            emulator: Mutex::new(Some(emulator)),
+        };
+        let _ = env;
+        Ok(native)
+    }
+
+    #[napi(getter)]
+    pub fn endpoint(&self) -> String {
+        self.endpoint.clone()
+    }
+
+    #[napi(getter)]
+    pub fn access_key_id(&self) -> String {
+        self.access_key_id.clone()
+    }
+
+    #[napi(getter)]
+    pub fn access_key_secret(&self) -> String {
+        self.access_key_secret.clone()
+    }
+
+    #[napi]
+    pub fn logs_json(&self, project: String, logstore: String) -> Result<String> {
+        self.with(|e| serde_json::to_string(&e.logs(&project, &logstore)).unwrap_or_default())
+    }
+
+    #[napi]
+    pub fn totals_json(&self, project: String, logstore: String) -> Result<String> {
+        self.with(|e| serde_json::to_string(&e.totals(&project, &logstore)).unwrap_or_default())
+    }
+
+    #[napi]
+    pub fn counters_json(&self) -> Result<String> {
+        self.with(|e| serde_json::to_string(&e.counters()).unwrap_or_default())
+    }
+
+    #[napi]
+    pub fn inject_json(&self, fault_json: String) -> Result<()> {
+        let fault = serde_json::from_str(&fault_json)
+            .map_err(|e| fail("ConfigError", format!("bad fault: {e}")))?;
+        self.with(|e| e.inject(fault))
+    }
+
+    #[napi]
+    pub fn clear_faults(&self) -> Result<()> {
+        self.with(|e| e.clear_faults())
+    }
+
+    #[napi]
+    pub fn reset(&self) -> Result<()> {
+        self.with(|e| e.reset())
+    }
+
+    #[napi]
+    pub fn create_logstore(
+        &self,
+        project: String,
+        logstore: String,
+        shards: Option<u32>,
+    ) -> Result<()> {
+        self.with(|e| e.create_logstore(&project, &logstore, shards))
+    }
+
+    #[napi]
+    pub fn close(&self) {
+        let taken = self.emulator.lock().ok().and_then(|mut g| g.take());
+        if let Some(e) = taken {
+            e.shutdown();
+        }
+    }
+}
 
 /// The version of the Rust engine this addon was built from.
 #[napi]

@@ -1158,6 +1158,11 @@ impl Producer {
         self.inner.owner_pid
     }
 
+    /// Records accepted and not yet at a final outcome (cheaper than `stats`).
+    pub fn pending(&self) -> u64 {
+        self.inner.pending()
+    }
+
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)

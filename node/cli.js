@@ -1,0 +1,205 @@
+#!/usr/bin/env node
+'use strict'
+// `npx loghose bench [--rates 1000,200000] [--seconds 10] [--unthrottled-seconds 10] [--preset server]`
+// runs scenario S1 (the C producer's server benchmark) from Node against the emulator, in a
+// child process so CPU and memory are the producer's, and prints the S1 table; it also
+// reports the event loop's delay (perf_hooks.monitorEventLoopDelay) and compares object vs
+// array-of-pairs vs sendMany. `npx loghose emulator` serves until stdin closes.
+
+const { spawn } = require('node:child_process')
+const { monitorEventLoopDelay } = require('node:perf_hooks')
+const readline = require('node:readline')
+const lh = require('./index.js')
+
+const A = 'abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+'
+const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
+const LOG_B = {
+  LogHub: 'Real-time log collection and consumption',
+  'Search/Analytics': 'Query and real-time analysis',
+  Visualized: 'dashboard and report functions',
+  Interconnection: 'Grafana and JDBC/SQL92',
+}
+
+function args(argv) {
+  const out = { rates: '1000,10000,100000,200000', seconds: 10, unthrottledSeconds: 10, preset: 'server', compare: 0 }
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase())
+    out[key] = key === 'rates' || key === 'preset' ? argv[i + 1] : Number(argv[i + 1])
+  }
+  return out
+}
+
+function startEmulator() {
+  const child = spawn(process.execPath, [__filename, 'emulator'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  return new Promise((resolve) => {
+    readline.createInterface({ input: child.stdout }).once('line', (line) => resolve({ child, ...JSON.parse(line) }))
+  })
+}
+
+async function totals(endpoint, logstore) {
+  const resp = await fetch(`${endpoint}/_emulator/totals?project=s1&logstore=${logstore}`)
+  return resp.json()
+}
+
+function recordA(index) {
+  return {
+    content_key_1: '1' + A + A + A, content_key_2: '2' + A, content_key_3: '3' + A, content_key_4: '4' + A,
+    content_key_5: '5' + A, content_key_6: '6' + A, content_key_7: '7' + A, content_key_8: '8' + A,
+    content_key_9: '9' + A, index: String(index),
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function runRate(emu, preset, rate, seconds) {
+  const logstore = `rate-${rate}`
+  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 's1', logstore, topic: 'test_topic', tags: TAGS })
+  const delay = monitorEventLoopDelay({ resolution: 5 })
+  delay.enable()
+  let addNs = 0n
+  let refused = 0
+  let index = 0
+  const cpu0 = process.cpuUsage()
+  const t0 = process.hrtime.bigint()
+  for (let s = 0; s < seconds; s++) {
+    let start = process.hrtime.bigint()
+    // Adds go in slices of 1000 with a yield between, as a server handling requests would,
+    // so the loop-delay figure shows what the producer itself costs the event loop.
+    for (let i = 0; i < rate / 2; i++) {
+      try {
+        producer.send(recordA(index))
+        producer.send(LOG_B)
+      } catch (err) {
+        if (err instanceof lh.BufferFullError) refused += 1
+        else throw err
+      }
+      index += 1
+      if (i % 500 === 499) {
+        addNs += process.hrtime.bigint() - start
+        await new Promise((r) => setImmediate(r))
+        start = process.hrtime.bigint()
+      }
+    }
+    addNs += process.hrtime.bigint() - start
+    const rest = Number(t0 / 1000000n) + (s + 1) * 1000 - Number(process.hrtime.bigint() / 1000000n)
+    if (rest > 0) await sleep(rest)
+  }
+  const left = await producer.flush(120000)
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6
+  const cpu = process.cpuUsage(cpu0)
+  const rss = process.memoryUsage().rss / 1048576
+  delay.disable()
+  await producer.close()
+  const sent = Math.floor(rate / 2) * 2 * seconds
+  const received = (await totals(emu.endpoint, logstore)).logs
+  return {
+    rate, usPerSend: Number(addNs) / 1000 / sent, cpuPct: ((cpu.user + cpu.system) / 1000 / wallMs) * 100, rss,
+    loopDelayMaxMs: delay.max / 1e6, received, lost: sent - received + left + refused,
+  }
+}
+
+async function runUnthrottled(emu, preset, seconds) {
+  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 's1', logstore: 'unthrottled', topic: 'test_topic', tags: TAGS })
+  let n = 0
+  let refused = 0
+  const cpu0 = process.cpuUsage()
+  const t0 = Date.now()
+  while (Date.now() - t0 < seconds * 1000) {
+    for (let i = 0; i < 500; i++) {
+      try {
+        producer.send(recordA(n))
+        producer.send(LOG_B)
+        n += 2
+      } catch (err) {
+        if (!(err instanceof lh.BufferFullError)) throw err
+        refused += 1
+      }
+    }
+    if (refused > 0) {
+      // The buffer is full: yield so reports are processed, as an application would.
+      await sleep(1)
+      refused = 0
+    }
+  }
+  const addMs = Date.now() - t0
+  const left = await producer.flush(300000)
+  const wallMs = Date.now() - t0
+  const cpu = process.cpuUsage(cpu0)
+  await producer.close()
+  const received = (await totals(emu.endpoint, 'unthrottled')).logs
+  return { added: n, usPerSend: (addMs * 1000) / n, deliveredPerS: received / (wallMs / 1000), perCpuSecond: received / ((cpu.user + cpu.system) / 1e6), lost: n - received + left }
+}
+
+async function compare(emu, count) {
+  const out = {}
+  for (const mode of ['object', 'pairs', 'sendMany']) {
+    const producer = lh.Producer.fromPreset('server', { ...emu.options, project: 's1', logstore: `cmp-${mode}`, maxBlockMs: 60000 })
+    const t = process.hrtime.bigint()
+    if (mode === 'object') {
+      for (let i = 0; i < count; i++) producer.send({ level: 'INFO', logger: 'app.http', msg: 'request served', status: '200', path: '/api/items', index: String(i) })
+    } else if (mode === 'pairs') {
+      for (let i = 0; i < count; i++) producer.send([['level', 'INFO'], ['logger', 'app.http'], ['msg', 'request served'], ['status', '200'], ['path', '/api/items'], ['index', String(i)]])
+    } else {
+      for (let start = 0; start < count; start += 1000) {
+        const batch = []
+        for (let i = start; i < Math.min(start + 1000, count); i++) batch.push({ level: 'INFO', logger: 'app.http', msg: 'request served', status: '200', path: '/api/items', index: String(i) })
+        producer.sendMany(batch)
+      }
+    }
+    out[mode] = Number(process.hrtime.bigint() - t) / 1000 / count
+    await producer.flush(120000)
+    await producer.close()
+  }
+  return out
+}
+
+async function bench(argv) {
+  const opts = args(argv)
+  const emu = await startEmulator()
+  emu.options = { endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret }
+  let failed = false
+  try {
+    const rows = []
+    for (const rate of opts.rates.split(',').map(Number)) rows.push(await runRate(emu, opts.preset, rate, opts.seconds))
+    console.log(`S1 from Node, \`${opts.preset}\` preset, ${opts.seconds} s per rate, emulator in a child process\n`)
+    console.log('| logs/s | µs per send | CPU % | RSS MB | max loop delay ms | received | lost |')
+    console.log('|---:|---:|---:|---:|---:|---:|---:|')
+    for (const r of rows) {
+      console.log(`| ${r.rate} | ${r.usPerSend.toFixed(3)} | ${r.cpuPct.toFixed(1)} | ${r.rss.toFixed(1)} | ${r.loopDelayMaxMs.toFixed(1)} | ${r.received} | ${r.lost} |`)
+      failed = failed || r.lost !== 0
+    }
+    if (opts.unthrottledSeconds > 0) {
+      const u = await runUnthrottled(emu, opts.preset, opts.unthrottledSeconds)
+      console.log('\n| unthrottled: logs added | µs per send | delivered logs/s | logs per CPU-second | lost |')
+      console.log('|---:|---:|---:|---:|---:|')
+      console.log(`| ${u.added} | ${u.usPerSend.toFixed(3)} | ${u.deliveredPerS.toFixed(0)} | ${u.perCpuSecond.toFixed(0)} | ${u.lost} |`)
+      failed = failed || u.lost !== 0
+    }
+    if (opts.compare > 0) {
+      const c = await compare(emu, opts.compare)
+      console.log('\n| send style (6 fields, built in the loop) | µs per record |\n|---|---:|')
+      for (const [mode, us] of Object.entries(c)) console.log(`| ${mode} | ${us.toFixed(3)} |`)
+    }
+  } finally {
+    emu.child.stdin.end()
+  }
+  if (failed) {
+    console.error('S1 FAILED: logs were lost')
+    process.exitCode = 1
+  }
+}
+
+function serveEmulator() {
+  const emu = new lh.Emulator({ retentionBytes: 64 << 20 })
+  console.log(JSON.stringify({ endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret }))
+  process.stdin.resume()
+  process.stdin.on('end', () => emu.close())
+}
+
+const [command, ...rest] = process.argv.slice(2)
+if (command === 'bench') bench(rest)
+else if (command === 'emulator') serveEmulator()
+else {
+  console.error('usage: loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N] | loghose emulator')
+  process.exitCode = 2
+}

@@ -1,0 +1,152 @@
+// Types of the loghose Node.js facade (node/index.js).
+import { EventEmitter } from 'node:events'
+
+export type FieldValue = string | Buffer | Uint8Array | number | boolean | bigint
+export type Contents = Record<string, FieldValue> | Array<[string, FieldValue]>
+
+export interface ProducerOptions {
+  endpoint: string
+  project: string
+  logstore: string
+  accessKeyId?: string
+  accessKeySecret?: string
+  securityToken?: string
+  apiKey?: string
+  signatureVersion?: 'v1' | 'v4'
+  region?: string
+  topic?: string
+  source?: string
+  tags?: Record<string, string> | Array<[string, string]>
+  batchMaxBytes?: number
+  batchMaxCount?: number
+  lingerMs?: number
+  bufferMaxBytes?: number
+  maxBlockMs?: number
+  sendConcurrency?: number
+  compression?: 'lz4' | 'zstd' | 'deflate' | 'none'
+  connectTimeoutMs?: number
+  requestTimeoutMs?: number
+  maxAttempts?: number
+  backoffBaseMs?: number
+  backoffMaxMs?: number
+  deliveryTimeoutMs?: number
+  unauthorizedAttempts?: number
+  caFile?: string
+  remoteAddress?: string
+  adjustShardHash?: boolean
+  shardBuckets?: number
+  packId?: boolean
+  keyPolicy?: 'service' | 'strict'
+  dropTimeoutMs?: number
+  /** How long pending records keep the process alive without progress (default 5000). */
+  exitTimeoutMs?: number
+}
+
+export interface SendOptions {
+  topic?: string
+  source?: string
+  /** Unix seconds (fractions become the nanosecond part). */
+  time?: number
+  shardKey?: string
+  project?: string
+  logstore?: string
+}
+
+export interface DeliveryReport {
+  batchId: number
+  project: string
+  logstore: string
+  delivered: boolean
+  code: string | null
+  message: string | null
+  httpStatus: number | null
+  attempts: number
+  requestId: string | null
+  records: number
+  rawBytes: number
+  compressedBytes: number
+  latencyMs: number
+  packId: string
+  tickets: number[]
+}
+
+export interface Stats {
+  accepted: number
+  delivered: number
+  failed: number
+  retried: number
+  dropped: number
+  invalid: number
+  queued_bytes: number
+  queued_records: number
+  in_flight_batches: number
+  batches_delivered: number
+  failures_by_code: Record<string, number>
+  callback_errors: number
+}
+
+export declare class LoghoseError extends Error {
+  code?: string
+}
+export declare class ConfigError extends LoghoseError {}
+export declare class InvalidRecordError extends LoghoseError {}
+export declare class BufferFullError extends LoghoseError {}
+export declare class ProducerClosedError extends LoghoseError {}
+export declare class DeliveryError extends LoghoseError {
+  requestId: string | null
+  httpStatus: number | null
+  attempts: number
+  report: DeliveryReport
+}
+
+export declare class Producer extends EventEmitter {
+  constructor(options: ProducerOptions)
+  static fromPreset(preset: 'server' | 'pi', options: ProducerOptions): Producer
+  send(contents: Contents, opts?: SendOptions): void
+  sendAsync(contents: Contents, opts?: SendOptions): Promise<DeliveryReport>
+  sendMany(records: Iterable<Contents>): number
+  flush(timeoutMs?: number): Promise<number>
+  close(options?: { timeoutMs?: number }): Promise<{ undelivered: number; failed: DeliveryReport[] }>
+  stats(): Stats
+  on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this
+  on(event: 'error', listener: (error: unknown) => void): this
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface EmulatorOptions {
+  port?: number
+  shardCount?: number
+  autoCreate?: boolean
+  retentionBytes?: number
+  clockOffsetSecs?: number
+  keyPolicy?: 'service' | 'strict'
+}
+
+export interface StoredLog {
+  shard: number
+  time: number
+  time_ns: number | null
+  topic: string | null
+  source: string | null
+  tags: Array<[string, string]>
+  contents: Array<[string, string]>
+}
+
+export declare class Emulator {
+  constructor(config?: EmulatorOptions)
+  readonly endpoint: string
+  readonly accessKeyId: string
+  readonly accessKeySecret: string
+  producerOptions(project?: string, logstore?: string): ProducerOptions
+  logs(project: string, logstore: string): StoredLog[]
+  totals(project: string, logstore: string): { logs: number; groups: number; retained_groups: number } | null
+  counters(): Record<string, unknown>
+  inject(kind: 'error' | 'latency' | 'reset' | 'hang', fault?: Record<string, unknown>): void
+  clearFaults(): void
+  reset(): void
+  createLogstore(project: string, logstore: string, shards?: number): void
+  close(): void
+  [Symbol.dispose](): void
+}
+
+export declare function engineVersion(): string

@@ -1,0 +1,329 @@
+'use strict'
+// loghose for Node.js: the hand-written facade over the napi-rs addon (./native.js).
+//
+// `send` is synchronous and cheap: the record crosses as one JSON string and is encoded and
+// checked field by field by the engine; nothing blocks the event loop. Reports arrive in batches through one
+// weak threadsafe function, so an idle producer never keeps the process alive; while records
+// are pending, a ref'd timer keeps the loop alive (bounded by `exitTimeoutMs` without
+// progress) so a script that ends without `close()` still delivers. A throwing `delivery`
+// listener is caught and re-emitted as `error` (only if someone listens); it never reaches
+// the addon or crashes the process.
+
+const { EventEmitter } = require('node:events')
+const native = require('./native.js')
+
+class LoghoseError extends Error {
+  constructor(message, props) {
+    super(message)
+    this.name = new.target.name
+    if (props) Object.assign(this, props)
+  }
+}
+class ConfigError extends LoghoseError {}
+class InvalidRecordError extends LoghoseError {}
+class BufferFullError extends LoghoseError {}
+class ProducerClosedError extends LoghoseError {}
+class DeliveryError extends LoghoseError {}
+
+const ERRORS = { LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError }
+
+function translate(err) {
+  const match = err && typeof err.message === 'string' ? /^(\w+)\|([\s\S]*)$/.exec(err.message) : null
+  if (!match) return err
+  if (match[1] === 'TypeError') return new TypeError(match[2])
+  const Cls = ERRORS[match[1]] || LoghoseError
+  return new Cls(match[2], { code: match[1] })
+}
+
+function deliveryError(report) {
+  return new DeliveryError(`${report.code}: ${report.message}`, {
+    code: report.code,
+    requestId: report.requestId,
+    httpStatus: report.httpStatus,
+    attempts: report.attempts,
+    report,
+  })
+}
+
+const DECODER = new TextDecoder('utf-8', { fatal: true })
+
+function convertValue(key, value) {
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+      return value
+    case 'bigint':
+      return String(value)
+    default:
+      break
+  }
+  if (value instanceof Uint8Array) {
+    try {
+      return DECODER.decode(value)
+    } catch {
+      throw new InvalidRecordError(`value of field "${key}" is not valid UTF-8`, { code: 'InvalidRecordError' })
+    }
+  }
+  throw new TypeError(`value of field "${key}" must be a string, Buffer, number or boolean, not ${value === null ? 'null' : typeof value}`)
+}
+
+function plain(value) {
+  const t = typeof value
+  return t === 'string' || (t === 'number' && Number.isFinite(value)) || t === 'boolean'
+}
+
+/** The record as JSON for the addon, which encodes it in order and checks every field. The
+ * common case (plain strings, numbers, booleans) is one JSON.stringify; Buffers and bigints
+ * are converted first. */
+function recordJson(contents) {
+  if (Array.isArray(contents)) {
+    let simple = true
+    for (const pair of contents) {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError('each field must be a [key, value] pair')
+      if (typeof pair[0] !== 'string') throw new TypeError(`field key ${String(pair[0])} must be a string`)
+      if (!plain(pair[1])) simple = false
+    }
+    return JSON.stringify(simple ? contents : contents.map(([k, v]) => [k, convertValue(k, v)]))
+  }
+  if (contents === null || typeof contents !== 'object') {
+    throw new TypeError(`contents must be an object or an array of [key, value] pairs, not ${contents === null ? 'null' : typeof contents}`)
+  }
+  for (const key in contents) {
+    if (!plain(contents[key])) {
+      const copy = {}
+      for (const k of Object.keys(contents)) copy[k] = convertValue(k, contents[k])
+      return JSON.stringify(copy)
+    }
+  }
+  return JSON.stringify(contents)
+}
+
+const PRESETS = {
+  server: { bufferMaxBytes: 64 << 20, batchMaxBytes: 4 << 20, batchMaxCount: 4096, lingerMs: 3000, sendConcurrency: 16 },
+  pi: { bufferMaxBytes: 10 << 20, batchMaxBytes: 1 << 20, batchMaxCount: 1000, lingerMs: 3000, sendConcurrency: 4 },
+}
+
+const FACADE_OPTIONS = new Set(['exitTimeoutMs'])
+
+/** camelCase options → the engine's snake_case configuration, as JSON. */
+function configJson(options) {
+  const config = {}
+  for (const [key, value] of Object.entries(options)) {
+    if (FACADE_OPTIONS.has(key) || value === undefined) continue
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+    if (snake === 'tags' && value && !Array.isArray(value)) {
+      config.tags = Object.entries(value).map(([k, v]) => [String(k), String(v)])
+    } else {
+      config[snake] = value
+    }
+  }
+  return JSON.stringify(config)
+}
+
+class Producer extends EventEmitter {
+  constructor(options = {}) {
+    super()
+    this._tickets = new Map()
+    this._nextTicket = 0
+    this._keepAlive = null
+    this._exitTimeoutMs = options.exitTimeoutMs ?? 5000
+    try {
+      this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json))
+    } catch (err) {
+      throw translate(err)
+    }
+  }
+
+  static fromPreset(preset, options = {}) {
+    if (!PRESETS[preset]) throw new ConfigError(`unknown preset ${JSON.stringify(preset)} (expected "server" or "pi")`, { code: 'ConfigError' })
+    return new Producer({ ...PRESETS[preset], ...options })
+  }
+
+  send(contents, opts) {
+    this._send(contents, opts, undefined)
+  }
+
+  sendAsync(contents, opts) {
+    return new Promise((resolve, reject) => {
+      const ticket = ++this._nextTicket
+      this._tickets.set(ticket, { resolve, reject })
+      try {
+        this._send(contents, opts, ticket)
+      } catch (err) {
+        this._tickets.delete(ticket)
+        reject(err)
+      }
+    })
+  }
+
+  sendMany(records) {
+    let count = 0
+    for (const record of records) {
+      this._send(record, undefined, undefined)
+      count += 1
+    }
+    return count
+  }
+
+  _send(contents, opts, ticket) {
+    const json = recordJson(contents)
+    try {
+      if (opts === undefined && ticket === undefined) this._native.send(json)
+      else {
+        const o = opts || {}
+        this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
+      }
+    } catch (err) {
+      throw translate(err)
+    }
+    if (this._keepAlive === null) this._startKeepAlive()
+  }
+
+  _startKeepAlive() {
+    // Keeps the loop alive while records are pending, so they are delivered before a natural
+    // exit; gives up after exitTimeoutMs without progress.
+    let last = Infinity
+    let lastProgress = Date.now()
+    this._keepAlive = setInterval(() => {
+      const pending = this._native.pending()
+      const now = Date.now()
+      if (pending < last) {
+        last = pending
+        lastProgress = now
+      }
+      if (pending === 0 || now - lastProgress > this._exitTimeoutMs) this._stopKeepAlive()
+    }, 25)
+  }
+
+  _stopKeepAlive() {
+    if (this._keepAlive !== null) {
+      clearInterval(this._keepAlive)
+      this._keepAlive = null
+    }
+  }
+
+  _onReports(json) {
+    let reports
+    try {
+      reports = JSON.parse(json)
+    } catch {
+      return
+    }
+    for (const report of reports) {
+      for (const ticket of report.tickets) {
+        const waiter = this._tickets.get(ticket)
+        if (waiter === undefined) continue
+        this._tickets.delete(ticket)
+        if (report.delivered) waiter.resolve(report)
+        else waiter.reject(deliveryError(report))
+      }
+    }
+    if (this.listenerCount('delivery') > 0) {
+      try {
+        this.emit('delivery', reports)
+      } catch (err) {
+        if (this.listenerCount('error') > 0) this.emit('error', err)
+      }
+    }
+  }
+
+  /** Sends everything queued; resolves with the records still pending after timeoutMs. */
+  flush(timeoutMs = 60000) {
+    return this._native.flush(timeoutMs).catch((err) => Promise.reject(translate(err)))
+  }
+
+  /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with
+   * `{ undelivered, failed }`. */
+  async close({ timeoutMs = 10000 } = {}) {
+    this._stopKeepAlive()
+    const result = JSON.parse(await this._native.close(timeoutMs))
+    return result
+  }
+
+  stats() {
+    return JSON.parse(this._native.statsJson())
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
+class Emulator {
+  constructor(config = {}) {
+    const snake = {}
+    for (const [k, v] of Object.entries(config)) snake[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v
+    try {
+      this._native = new native.NativeEmulator(JSON.stringify(snake))
+    } catch (err) {
+      throw translate(err)
+    }
+  }
+
+  get endpoint() {
+    return this._native.endpoint
+  }
+
+  get accessKeyId() {
+    return this._native.accessKeyId
+  }
+
+  get accessKeySecret() {
+    return this._native.accessKeySecret
+  }
+
+  producerOptions(project = 'loghose', logstore = 'logs') {
+    return { endpoint: this.endpoint, project, logstore, accessKeyId: this.accessKeyId, accessKeySecret: this.accessKeySecret }
+  }
+
+  logs(project, logstore) {
+    return JSON.parse(this._native.logsJson(project, logstore))
+  }
+
+  totals(project, logstore) {
+    return JSON.parse(this._native.totalsJson(project, logstore))
+  }
+
+  counters() {
+    return JSON.parse(this._native.countersJson())
+  }
+
+  inject(kind, fault = {}) {
+    const snake = {}
+    for (const [k, v] of Object.entries(fault)) snake[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v
+    this._native.injectJson(JSON.stringify({ kind, ...snake }))
+  }
+
+  clearFaults() {
+    this._native.clearFaults()
+  }
+
+  reset() {
+    this._native.reset()
+  }
+
+  createLogstore(project, logstore, shards) {
+    this._native.createLogstore(project, logstore, shards)
+  }
+
+  close() {
+    this._native.close()
+  }
+
+  [Symbol.dispose]() {
+    this.close()
+  }
+}
+
+module.exports = {
+  Producer,
+  Emulator,
+  LoghoseError,
+  ConfigError,
+  InvalidRecordError,
+  BufferFullError,
+  ProducerClosedError,
+  DeliveryError,
+  engineVersion: native.engineVersion,
+}

@@ -1,0 +1,76 @@
+// Process-level behaviour: exit with pending records, and worker_threads.
+'use strict'
+
+const { spawnSync } = require('node:child_process')
+const path = require('node:path')
+const { Worker } = require('node:worker_threads')
+const lh = require('..')
+
+jest.setTimeout(120000)
+
+const ENTRY = path.join(__dirname, '..')
+
+test('a script that ends with pending records delivers them and exits 0', () => {
+  const emu = new lh.Emulator()
+  const script = `
+    const lh = require(${JSON.stringify(ENTRY)})
+    const p = new lh.Producer({ ...${JSON.stringify(emu.producerOptions('exit', 'logs'))}, lingerMs: 60000 })
+    for (let i = 0; i < 5000; i++) p.send({ i: String(i) })
+    // no flush, no close
+  `
+  const started = Date.now()
+  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 })
+  expect(result.status).toBe(0)
+  expect(Date.now() - started).toBeLessThan(30000)
+  expect(emu.totals('exit', 'logs').logs).toBe(5000)
+  emu.close()
+})
+
+test('an idle producer does not keep the process alive', () => {
+  const emu = new lh.Emulator()
+  const script = `
+    const lh = require(${JSON.stringify(ENTRY)})
+    const p = new lh.Producer(${JSON.stringify(emu.producerOptions())})
+    p.on('delivery', () => {})
+  `
+  const started = Date.now()
+  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30000 })
+  expect(result.status).toBe(0)
+  expect(Date.now() - started).toBeLessThan(5000)
+  emu.close()
+})
+
+test('worker_threads create, use and terminate producers 20 times', async () => {
+  const emu = new lh.Emulator()
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const lh = require(workerData.entry)
+    const p = new lh.Producer({ ...workerData.options, lingerMs: 10 })
+    for (let i = 0; i < 100; i++) p.send({ worker: String(workerData.n), i: String(i) })
+    p.flush(20000).then((left) => parentPort.postMessage(left))
+  `
+  for (let n = 0; n < 20; n++) {
+    const worker = new Worker(code, { eval: true, workerData: { entry: ENTRY, options: emu.producerOptions(), n } })
+    const left = await new Promise((resolve, reject) => {
+      worker.once('message', resolve)
+      worker.once('error', reject)
+    })
+    expect(left).toBe(0)
+    await worker.terminate()
+  }
+  expect(emu.totals('loghose', 'logs').logs).toBe(2000)
+  emu.close()
+})
+
+test('S1 from Node loses nothing and prints the table', () => {
+  const result = spawnSync(process.execPath, [path.join(ENTRY, 'node', 'cli.js'), 'bench', '--rates', '1000,20000', '--seconds', '2', '--unthrottled-seconds', '2', '--compare', '20000'], { encoding: 'utf8', timeout: 110000 })
+  expect(result.status).toBe(0)
+  const rows = result.stdout.split('\n').filter((l) => /^\| (1000|20000) \|/.test(l))
+  expect(rows).toHaveLength(2)
+  for (const row of rows) {
+    const cells = row.split('|').map((c) => c.trim()).filter(Boolean)
+    expect(Number(cells[5])).toBe(Number(cells[0]) * 2)
+    expect(Number(cells[6])).toBe(0)
+  }
+  expect(result.stdout).toMatch(/\| sendMany \|/)
+})

@@ -1,0 +1,144 @@
+// The Node front against the embedded emulator: delivery, conversions, promises, events,
+// errors, full buffer, close with pending records, memory.
+'use strict'
+
+const lh = require('..')
+
+jest.setTimeout(60000)
+
+function options(emu, extra = {}) {
+  return { ...emu.producerOptions(), lingerMs: 20, backoffBaseMs: 10, backoffMaxMs: 100, ...extra }
+}
+
+const fields = (log) => Object.fromEntries(log.contents)
+
+describe('Producer', () => {
+  let emu
+  beforeEach(() => {
+    emu = new lh.Emulator()
+  })
+  afterEach(() => emu.close())
+
+  test('every record arrives exactly once with converted values and metadata', async () => {
+    const p = new lh.Producer(options(emu, { topic: 't', source: '10.0.0.1', tags: { env: 'test' } }))
+    for (let i = 0; i < 1000; i++) p.send({ id: String(i), n: i, ok: i % 2 === 0, big: 10n, buf: Buffer.from('bytes') })
+    p.send([['id', 'pairs'], ['dup', '1'], ['dup', '2']], { topic: 'other', time: 1700000000.5 })
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const logs = emu.logs('loghose', 'logs')
+    expect(logs.map((l) => fields(l).id).sort()).toEqual([...Array.from({ length: 1000 }, (_, i) => String(i)), 'pairs'].sort())
+    const seven = logs.find((l) => fields(l).id === '7')
+    expect(seven.contents).toEqual([['id', '7'], ['n', '7'], ['ok', 'false'], ['big', '10'], ['buf', 'bytes']])
+    expect([seven.topic, seven.source]).toEqual(['t', '10.0.0.1'])
+    expect(seven.tags).toContainEqual(['env', 'test'])
+    const pairs = logs.find((l) => fields(l).id === 'pairs')
+    expect(pairs.contents).toEqual([['id', 'pairs'], ['dup', '1'], ['dup', '2']])
+    expect([pairs.topic, pairs.time, pairs.time_ns]).toEqual(['other', 1700000000, 500000000])
+  })
+
+  test('sendAsync resolves with reports and rejects with DeliveryError', async () => {
+    const p = new lh.Producer(options(emu))
+    const reports = await Promise.all(Array.from({ length: 20 }, (_, i) => p.sendAsync({ i: String(i) })))
+    expect(reports.every((r) => r.delivered && r.attempts === 1 && r.requestId.length === 24)).toBe(true)
+    await p.close()
+    const strict = new lh.Emulator({ autoCreate: false })
+    const q = new lh.Producer(options(strict))
+    await expect(q.sendAsync({ i: 'x' })).rejects.toMatchObject({ name: 'DeliveryError', code: 'ProjectNotExist', httpStatus: 404, attempts: 1 })
+    await q.close()
+    strict.close()
+  })
+
+  test('delivery events arrive in batches and a throwing listener is contained', async () => {
+    const p = new lh.Producer(options(emu, { lingerMs: 0 }))
+    const seen = []
+    const errors = []
+    let calls = 0
+    p.on('delivery', (reports) => {
+      calls += 1
+      if (calls === 1) throw new Error('listener bug')
+      seen.push(...reports)
+    })
+    p.on('error', (err) => errors.push(err))
+    p.send({ first: '1' })
+    await p.flush(30000)
+    await new Promise((r) => setTimeout(r, 50))
+    for (let i = 0; i < 10; i++) p.send({ i: String(i) })
+    await p.flush(30000)
+    await new Promise((r) => setTimeout(r, 50))
+    expect(errors.map((e) => e.message)).toEqual(['listener bug'])
+    expect(seen.reduce((n, r) => n + r.records, 0)).toBe(10)
+    await p.close()
+  })
+
+  test('bad input throws typed errors and loses nothing else', async () => {
+    const p = new lh.Producer(options(emu))
+    p.send({ id: 'before' })
+    expect(() => p.send({ k: {} })).toThrow(TypeError)
+    expect(() => p.send({ k: null })).toThrow(/"k"/)
+    expect(() => p.send(42)).toThrow(TypeError)
+    expect(() => p.send([['only-key']])).toThrow(TypeError)
+    expect(() => p.send({ __time__: 'x' })).toThrow(lh.InvalidRecordError)
+    expect(() => p.send({ k: Buffer.from([0xff, 0xfe]) })).toThrow(/UTF-8/)
+    expect(() => p.send({ k: 'v'.repeat(1024 * 1024 + 1) })).toThrow(/limit/)
+    expect(() => p.send({ k: 'v' }, { shardKey: 'not-hex' })).toThrow(/shard_key/)
+    p.send({ id: 'after' })
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    expect(emu.logs('loghose', 'logs').map((l) => fields(l).id).sort()).toEqual(['after', 'before'])
+    expect(() => new lh.Producer({ ...emu.producerOptions(), batchMaxCount: 0 })).toThrow(lh.ConfigError)
+    expect(() => lh.Producer.fromPreset('desktop', emu.producerOptions())).toThrow(/desktop/)
+  })
+
+  test('a full buffer throws BufferFullError; a closed producer refuses records', async () => {
+    emu.inject('hang', { ms: 3000, count: 100 })
+    const p = new lh.Producer(options(emu, { batchMaxBytes: 1024, bufferMaxBytes: 4096, lingerMs: 0, requestTimeoutMs: 5000 }))
+    let err
+    try {
+      for (let i = 0; i < 100; i++) p.send({ v: 'x'.repeat(900) })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(lh.BufferFullError)
+    expect(err.message).toMatch(/4096/)
+    expect(p.stats().dropped).toBe(1)
+    const result = await p.close({ timeoutMs: 100 })
+    expect(result.undelivered).toBeGreaterThan(0)
+    expect(result.failed.every((r) => r.code === 'ProducerClosed')).toBe(true)
+    expect(() => p.send({ a: '1' })).toThrow(lh.ProducerClosedError)
+    emu.clearFaults()
+  })
+
+  test('close waits for records in flight', async () => {
+    emu.inject('latency', { ms: 300, count: 1 })
+    const p = new lh.Producer(options(emu, { lingerMs: 0 }))
+    p.send({ a: '1' })
+    const result = await p.close({ timeoutMs: 10000 })
+    expect(result.undelivered).toBe(0)
+    expect(emu.totals('loghose', 'logs').logs).toBe(1)
+  })
+
+  test('a million sends keep memory stable', async () => {
+    const small = new lh.Emulator({ retentionBytes: 8 << 20 })
+    const p = new lh.Producer(options(small, { maxBlockMs: 60000, lingerMs: 200 }))
+    const record = { msg: 'a fairly ordinary log line with some text', level: 'INFO' }
+    const burst = async (n) => {
+      for (let i = 0; i < n; i += 10000) {
+        for (let j = 0; j < 10000; j++) p.send(record)
+        await new Promise((r) => setImmediate(r))
+      }
+    }
+    await burst(100000)
+    await p.flush(60000)
+    global.gc?.()
+    const warm = process.memoryUsage().rss
+    await burst(900000)
+    expect(await p.flush(120000)).toBe(0)
+    global.gc?.()
+    const after = process.memoryUsage().rss
+    expect(p.stats().delivered).toBe(1000000)
+    await p.close()
+    expect(small.counters().logs).toBe(1000000)
+    small.close()
+    expect((after - warm) / 1048576).toBeLessThan(60)
+  })
+})

@@ -1,0 +1,19 @@
+// Compiled with `tsc --noEmit` only: checks that the facade's types describe real usage.
+import { Emulator, Producer, DeliveryError, type DeliveryReport } from '..'
+
+async function main(): Promise<void> {
+  const emu = new Emulator({ shardCount: 2 })
+  const producer = new Producer({ ...emu.producerOptions('p', 'l'), lingerMs: 10, tags: { env: 'dev' }, compression: 'zstd' })
+  producer.on('delivery', (reports: DeliveryReport[]) => reports.length)
+  producer.send({ level: 'INFO', n: 1, ok: true, raw: Buffer.from('x') }, { topic: 't', shardKey: 'ff' })
+  producer.send([['k', 'v']])
+  const report: DeliveryReport = await producer.sendAsync({ k: 'v' })
+  const left: number = await producer.flush(1000)
+  const closed = await producer.close({ timeoutMs: 1000 })
+  const undelivered: number = closed.undelivered
+  const err = new DeliveryError('x')
+  void [report, left, undelivered, err.code, producer.stats().delivered]
+  emu.close()
+}
+
+void main
