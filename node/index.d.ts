@@ -40,6 +40,8 @@ export interface ProducerOptions {
   dropTimeoutMs?: number
   /** How long pending records keep the process alive without progress (default 5000). */
   exitTimeoutMs?: number
+  /** Emit a 'stats' event this often (ms); 0 or absent: never. */
+  statsIntervalMs?: number
 }
 
 export interface SendOptions {
@@ -110,6 +112,7 @@ export declare class Producer extends EventEmitter {
   stats(): Stats
   on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this
   on(event: 'error', listener: (error: unknown) => void): this
+  on(event: 'stats', listener: (stats: Stats) => void): this
   [Symbol.asyncDispose](): Promise<void>
 }
 

@@ -104,7 +104,7 @@ const PRESETS = {
   pi: { bufferMaxBytes: 10 << 20, batchMaxBytes: 1 << 20, batchMaxCount: 1000, lingerMs: 3000, sendConcurrency: 4 },
 }
 
-const FACADE_OPTIONS = new Set(['exitTimeoutMs'])
+const FACADE_OPTIONS = new Set(['exitTimeoutMs', 'statsIntervalMs'])
 
 /** camelCase options → the engine's snake_case configuration, as JSON. */
 function configJson(options) {
@@ -132,6 +132,15 @@ class Producer extends EventEmitter {
       this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json))
     } catch (err) {
       throw translate(err)
+    }
+    this._statsTimer = null
+    this._finalStats = null
+    if (options.statsIntervalMs > 0) {
+      // Emits 'stats' periodically; unref'd, so it never keeps the process alive.
+      this._statsTimer = setInterval(() => {
+        if (this.listenerCount('stats') > 0) this.emit('stats', this.stats())
+      }, options.statsIntervalMs)
+      this._statsTimer.unref()
     }
   }
 
@@ -237,12 +246,17 @@ class Producer extends EventEmitter {
    * `{ undelivered, failed }`. */
   async close({ timeoutMs = 10000 } = {}) {
     this._stopKeepAlive()
+    if (this._statsTimer !== null) {
+      clearInterval(this._statsTimer)
+      this._statsTimer = null
+    }
     const result = JSON.parse(await this._native.close(timeoutMs))
-    return result
+    if (result.stats) this._finalStats = result.stats
+    return { undelivered: result.undelivered, failed: result.failed }
   }
 
   stats() {
-    return JSON.parse(this._native.statsJson())
+    return JSON.parse(this._native.statsJson()) ?? this._finalStats ?? null
   }
 
   async [Symbol.asyncDispose]() {

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# The main job: scenario S1 (the C producer's server benchmark) against the embedded emulator,
-# every log read back and checked; prints the S1 table.
-# Usage: bash scripts/run.sh [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi]
+# The main job: scenario S1 (the C producer's server benchmark) from Python against the
+# embedded emulator, every log counted; prints the S1 table.
+# Usage: bash scripts/run.sh [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N]
+#                            [--preset server|pi] [--compare N]
+# (The same scenario from Rust, with every log read back: cargo run --release -p loghose --example s1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo run --quiet --release -p loghose --example s1 -- "$@"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "maturin>=1.7,<2"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check .
+exec .venv/bin/python -m loghose bench "$@"

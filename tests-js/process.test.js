@@ -62,6 +62,49 @@ test('worker_threads create, use and terminate producers 20 times', async () => 
   emu.close()
 })
 
+test('terminating a worker in the middle of sending neither crashes nor hangs', async () => {
+  const emu = new lh.Emulator()
+  emu.inject('latency', { ms: 200, windowMs: 5000 })
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const lh = require(workerData.entry)
+    const p = new lh.Producer({ ...workerData.options, lingerMs: 5, dropTimeoutMs: 300 })
+    p.on('delivery', () => {})
+    let i = 0
+    const tick = () => { for (let j = 0; j < 200; j++) p.send({ i: String(i++) }); setImmediate(tick) }
+    tick()
+    parentPort.postMessage('sending')
+  `
+  for (let n = 0; n < 5; n++) {
+    const worker = new Worker(code, { eval: true, workerData: { entry: ENTRY, options: emu.producerOptions('term', 'logs') } })
+    await new Promise((resolve, reject) => {
+      worker.once('message', resolve)
+      worker.once('error', reject)
+    })
+    await new Promise((r) => setTimeout(r, 50))
+    const started = Date.now()
+    await worker.terminate()
+    expect(Date.now() - started).toBeLessThan(5000)
+  }
+  emu.clearFaults()
+  emu.close()
+})
+
+test('stats events are emitted while listened to, and stats survive close', async () => {
+  const emu = new lh.Emulator()
+  const p = new lh.Producer({ ...emu.producerOptions(), lingerMs: 10, statsIntervalMs: 20 })
+  const seen = []
+  p.on('stats', (s) => seen.push(s))
+  p.send({ a: '1' })
+  await p.flush(10000)
+  await new Promise((r) => setTimeout(r, 60))
+  expect(seen.length).toBeGreaterThan(0)
+  expect(seen[seen.length - 1].delivered).toBe(1)
+  await p.close()
+  expect(p.stats().delivered).toBe(1)
+  emu.close()
+})
+
 test('S1 from Node loses nothing and prints the table', () => {
   const result = spawnSync(process.execPath, [path.join(ENTRY, 'node', 'cli.js'), 'bench', '--rates', '1000,20000', '--seconds', '2', '--unthrottled-seconds', '2', '--compare', '20000'], { encoding: 'utf8', timeout: 110000 })
   expect(result.status).toBe(0)

@@ -449,7 +449,7 @@ impl Task for CloseTask {
         };
         let report = p.close(self.timeout);
         let failed: Vec<ReportJson<'_>> = report.failed.iter().map(|r| report_json(r)).collect();
-        Ok(serde_json::json!({ "undelivered": report.undelivered, "failed": failed }).to_string())
+        Ok(serde_json::json!({ "undelivered": report.undelivered, "failed": failed, "stats": p.stats() }).to_string())
     }
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
