@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{
-    DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError, RecordError, ReportCallback,
+    DeliveryReport, Producer, ProducerConfig, ProducerError, RecordError, ReportCallback,
     SendOptions, Track,
 };
 use napi::bindgen_prelude::{AsyncTask, Function};
@@ -69,19 +69,7 @@ struct ReportJson<'a> {
 }
 
 fn report_json(r: &DeliveryReport) -> ReportJson<'_> {
-    let (delivered, code, message, http_status) = match &r.outcome {
-        Outcome::Delivered => (true, None, None, None),
-        Outcome::Failed {
-            code,
-            message,
-            http_status,
-        } => (
-            false,
-            Some(code.as_str()),
-            Some(message.as_str()),
-            *http_status,
-        ),
-    };
+    let (delivered, code, message, http_status) = r.outcome_parts();
     ReportJson {
         batch_id: r.batch_id,
         project: &r.project,

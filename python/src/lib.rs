@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{
-    DeliveryReport, LogEncoder, Outcome, Producer, ProducerConfig, ProducerError, RecordError,
+    DeliveryReport, LogEncoder, Producer, ProducerConfig, ProducerError, RecordError,
     ReportCallback, SendOptions, Track,
 };
 use pyo3::exceptions::PyTypeError;
@@ -88,19 +88,11 @@ impl PyDeliveryReport {
 
 impl From<&DeliveryReport> for PyDeliveryReport {
     fn from(r: &DeliveryReport) -> Self {
-        let (delivered, error_code, error_message, http_status) = match &r.outcome {
-            Outcome::Delivered => (true, None, None, None),
-            Outcome::Failed {
-                code,
-                message,
-                http_status,
-            } => (
-                false,
-                Some(code.clone()),
-                Some(message.clone()),
-                *http_status,
-            ),
-        };
+        let (delivered, error_code, error_message, http_status) = r.outcome_parts();
+        let (error_code, error_message) = (
+            error_code.map(str::to_owned),
+            error_message.map(str::to_owned),
+        );
         PyDeliveryReport {
             batch_id: r.batch_id,
             project: r.project.to_string(),

@@ -212,15 +212,20 @@ fn range(key: &'static str, value: u64, min: u64, max: u64) -> Result<(), Config
     }
 }
 
+/// Whether a project or logstore name is 1 to 128 of `[A-Za-z0-9_-]`.
+pub(crate) fn is_valid_name(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 128
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 fn name(key: &'static str, value: &str) -> Result<(), ConfigError> {
     if value.is_empty() {
         return Err(ConfigError::Missing { key });
     }
-    let ok = value.len() <= 128
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
+    if is_valid_name(value) {
         Ok(())
     } else {
         Err(ConfigError::Invalid {

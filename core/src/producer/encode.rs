@@ -130,19 +130,7 @@ impl<'b> LogEncoder<'b> {
     /// Adds a field given as text (UTF-8 guaranteed by the type).
     #[inline]
     pub fn field_str(&mut self, key: &str, value: &str) -> Result<(), RecordError> {
-        check_key(key.as_bytes(), self.policy).map_err(|problem| RecordError::InvalidKey {
-            key: lossy(key.as_bytes()),
-            problem,
-        })?;
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(RecordError::ValueTooLarge {
-                key: lossy(key.as_bytes()),
-                len: value.len(),
-                limit: MAX_VALUE_BYTES,
-            });
-        }
-        self.put(key.as_bytes(), value.as_bytes());
-        Ok(())
+        self.field_bytes_utf8(key.as_bytes(), value)
     }
 
     /// Adds a field whose key is bytes (checked) and whose value is text.
@@ -166,22 +154,17 @@ impl<'b> LogEncoder<'b> {
     /// Adds a field given as bytes; both sides must be UTF-8.
     #[inline]
     pub fn field_bytes(&mut self, key: &[u8], value: &[u8]) -> Result<(), RecordError> {
-        check_key(key, self.policy).map_err(|problem| RecordError::InvalidKey {
-            key: lossy(key),
-            problem,
-        })?;
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(RecordError::ValueTooLarge {
-                key: lossy(key),
-                len: value.len(),
-                limit: MAX_VALUE_BYTES,
-            });
+        match std::str::from_utf8(value) {
+            Ok(text) => self.field_bytes_utf8(key, text),
+            Err(_) => {
+                // Report the key first if it is also bad, as the service would.
+                check_key(key, self.policy).map_err(|problem| RecordError::InvalidKey {
+                    key: lossy(key),
+                    problem,
+                })?;
+                Err(RecordError::ValueNotUtf8 { key: lossy(key) })
+            }
         }
-        if !value.is_ascii() && std::str::from_utf8(value).is_err() {
-            return Err(RecordError::ValueNotUtf8 { key: lossy(key) });
-        }
-        self.put(key, value);
-        Ok(())
     }
 
     /// Closes the log: writes its length; returns its encoded size. Refuses a log without

@@ -320,12 +320,7 @@ fn local_address(endpoint_host: &str) -> String {
 }
 
 fn check_name(what: &'static str, value: &str) -> Result<(), RecordError> {
-    let ok = !value.is_empty()
-        && value.len() <= 128
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
+    if config::is_valid_name(value) {
         Ok(())
     } else {
         Err(RecordError::InvalidOption {

@@ -62,6 +62,18 @@ impl DeliveryReport {
         self.outcome == Outcome::Delivered
     }
 
+    /// (delivered, error code, error message, HTTP status) — the flat form the bindings expose.
+    pub fn outcome_parts(&self) -> (bool, Option<&str>, Option<&str>, Option<u16>) {
+        match &self.outcome {
+            Outcome::Delivered => (true, None, None, None),
+            Outcome::Failed {
+                code,
+                message,
+                http_status,
+            } => (false, Some(code), Some(message), *http_status),
+        }
+    }
+
     /// The error code when it failed.
     pub fn error_code(&self) -> Option<&str> {
         match &self.outcome {
