@@ -133,6 +133,7 @@ class Producer extends EventEmitter {
     } catch (err) {
       throw translate(err)
     }
+    this._handle = this._native.handle()
     this._statsTimer = null
     this._finalStats = null
     if (options.statsIntervalMs > 0) {
@@ -178,7 +179,7 @@ class Producer extends EventEmitter {
   _send(contents, opts, ticket) {
     const json = recordJson(contents)
     try {
-      if (opts === undefined && ticket === undefined) this._native.send(json)
+      if (opts === undefined && ticket === undefined) native.producerSend(this._handle, json)
       else {
         const o = opts || {}
         this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
