@@ -30,16 +30,7 @@ fn fail(code: &str, message: impl std::fmt::Display) -> Error {
 }
 
 fn producer_error(e: ProducerError) -> Error {
-    let code = match &e {
-        ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
-            "ConfigError"
-        }
-        ProducerError::Record(_) => "InvalidRecordError",
-        ProducerError::BufferFull { .. } => "BufferFullError",
-        ProducerError::Closed => "ProducerClosedError",
-        _ => "LoghoseError",
-    };
-    fail(code, e)
+    fail(e.class_name(), e)
 }
 
 #[derive(serde::Serialize)]

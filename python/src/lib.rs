@@ -38,16 +38,7 @@ fn raise(py: Python<'_>, name: &str, message: String) -> PyErr {
 }
 
 fn producer_error(py: Python<'_>, e: ProducerError) -> PyErr {
-    let name = match &e {
-        ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
-            "ConfigError"
-        }
-        ProducerError::Record(_) => "InvalidRecordError",
-        ProducerError::BufferFull { .. } => "BufferFullError",
-        ProducerError::Closed => "ProducerClosedError",
-        _ => "LoghoseError",
-    };
-    raise(py, name, e.to_string())
+    raise(py, e.class_name(), e.to_string())
 }
 
 /// The final report of one batch.

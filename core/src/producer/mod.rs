@@ -100,6 +100,22 @@ pub enum ProducerError {
     },
 }
 
+impl ProducerError {
+    /// The error class the Python and Node fronts raise for this error (`ConfigError`,
+    /// `InvalidRecordError`, `BufferFullError`, `ProducerClosedError`, or `LoghoseError`).
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
+                "ConfigError"
+            }
+            ProducerError::Record(_) => "InvalidRecordError",
+            ProducerError::BufferFull { .. } => "BufferFullError",
+            ProducerError::Closed => "ProducerClosedError",
+            ProducerError::Engine(_) => "LoghoseError",
+        }
+    }
+}
+
 /// Per-record options; `None` uses the producer's default.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendOptions<'a> {
