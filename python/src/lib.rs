@@ -268,15 +268,23 @@ fn split_time(time: Option<&Bound<'_, PyAny>>) -> PyResult<(Option<u32>, Option<
 /// The producer behind `loghose.Producer`.
 #[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
 struct NativeProducer {
-    shared: Arc<Producer>,
+    /// `None` only while being dropped in a forked child.
+    shared: Option<Arc<Producer>>,
 }
 
 impl NativeProducer {
+    fn shared(&self, py: Python<'_>) -> PyResult<&Producer> {
+        self.shared
+            .as_deref()
+            .ok_or_else(|| raise(py, "LoghoseError", "the producer is gone".into()))
+    }
+
     fn producer(&self, py: Python<'_>) -> PyResult<&Producer> {
-        if std::process::id() != self.shared.owner_pid() {
+        let shared = self.shared(py)?;
+        if std::process::id() != shared.owner_pid() {
             return Err(raise(py, "LoghoseError", "this producer was created before fork(); its I/O threads live in the parent. Create a new Producer in the child".into()));
         }
-        Ok(&self.shared)
+        Ok(shared)
     }
 }
 
@@ -314,8 +322,9 @@ impl NativeProducer {
         let producer = py
             .detach(|| Producer::build(config, None, callback))
             .map_err(|e| producer_error(py, e))?;
-        let shared = Arc::new(producer);
-        Ok(NativeProducer { shared })
+        Ok(NativeProducer {
+            shared: Some(Arc::new(producer)),
+        })
     }
 
     /// Encodes and queues one record. `ticket` asks for the batch report to list it.
@@ -404,7 +413,8 @@ impl NativeProducer {
         py: Python<'_>,
         timeout: Option<f64>,
     ) -> PyResult<(u64, Vec<PyDeliveryReport>)> {
-        if std::process::id() != self.shared.owner_pid() {
+        let shared = self.shared(py)?;
+        if std::process::id() != shared.owner_pid() {
             return Ok((0, Vec::new()));
         }
         let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
@@ -415,13 +425,13 @@ impl NativeProducer {
                     .min(Duration::from_millis(100)),
                 None => Duration::from_millis(100),
             };
-            let pending = py.detach(|| self.shared.flush(slice));
+            let pending = py.detach(|| shared.flush(slice));
             if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             py.check_signals()?;
         }
-        let report = py.detach(|| self.shared.close(Duration::ZERO));
+        let report = py.detach(|| shared.close(Duration::ZERO));
         Ok((
             report.undelivered,
             report
@@ -434,40 +444,32 @@ impl NativeProducer {
 
     /// The counters, as JSON.
     fn stats_json(&self) -> String {
-        serde_json::to_string(&self.shared.stats()).unwrap_or_default()
+        self.shared
+            .as_ref()
+            .map(|p| serde_json::to_string(&p.stats()).unwrap_or_default())
+            .unwrap_or_else(|| "null".into())
     }
 
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.shared.is_closed()
+        self.shared.as_ref().is_none_or(|p| p.is_closed())
     }
 }
 
 impl Drop for NativeProducer {
     fn drop(&mut self) {
-        if std::process::id() != self.shared.owner_pid() {
-            // Inherited through fork: forget it without waiting for the parent's threads.
-            let shared = std::mem::replace(&mut self.shared, Arc::new(placeholder()));
-            if let Ok(p) = Arc::try_unwrap(shared) {
-                p.abandon();
+        let forked = self
+            .shared
+            .as_ref()
+            .is_some_and(|p| std::process::id() != p.owner_pid());
+        if forked {
+            // Inherited through fork: its I/O threads are the parent's, so closing would wait
+            // for them in vain. Forget it; its records stay with the parent.
+            if let Some(shared) = self.shared.take() {
+                std::mem::forget(shared);
             }
         }
-    }
-}
-
-fn placeholder() -> Producer {
-    // Never sends: an unreachable destination with a zero drop timeout.
-    let config = ProducerConfig {
-        access_key_id: "-".into(),
-        access_key_secret: "-".into(),
-        drop_timeout_ms: 0,
-        source: Some("-".into()),
-        ..ProducerConfig::new("http://127.0.0.1:9", "placeholder", "placeholder")
-    };
-    match Producer::new(config) {
-        Ok(p) => p,
-        Err(e) => panic!("placeholder producer: {e}"),
     }
 }
 
