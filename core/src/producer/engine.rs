@@ -63,15 +63,6 @@ pub(crate) fn handle() -> Result<tokio::runtime::Handle, ProducerError> {
     engine().map(|e| e.runtime.handle().clone())
 }
 
-/// The shared runtime's handle; panics only if the runtime could not start at all, which a
-/// producer would already have reported when it was built.
-pub(crate) fn runtime_handle() -> tokio::runtime::Handle {
-    match handle() {
-        Ok(h) => h,
-        Err(e) => panic!("loghose runtime unavailable: {e}"),
-    }
-}
-
 /// Resolves every name to one fixed address (the `remote_address` option), so TLS and `Host`
 /// still use the real name.
 struct FixedResolver(SocketAddr);

@@ -103,7 +103,9 @@ pub enum CompletionError {
 impl Completion {
     /// Waits up to `timeout` for the report (blocking; do not call on an async runtime).
     pub fn wait(self, timeout: Duration) -> Result<Arc<DeliveryReport>, CompletionError> {
-        let handle = super::engine::runtime_handle();
+        let Ok(handle) = super::engine::handle() else {
+            return Err(CompletionError::Lost);
+        };
         handle.block_on(async {
             match tokio::time::timeout(timeout, self.rx).await {
                 Err(_) => Err(CompletionError::Timeout),
