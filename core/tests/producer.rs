@@ -390,11 +390,11 @@ fn close_waits_for_in_flight_requests() {
     })
     .unwrap();
     p.send(&[("id", "1")], &SendOptions::default()).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(p.stats().in_flight_batches, 1);
-    let started = Instant::now();
+    wait_until("the request to be in flight", || {
+        p.stats().in_flight_batches == 1
+    });
+    // The request is held 400 ms by the emulator; close returns only once it has landed.
     assert_eq!(p.close(WAIT).undelivered, 0);
-    assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(emu.totals("proj", "store").unwrap().logs, 1);
 }
 
