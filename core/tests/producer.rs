@@ -166,10 +166,13 @@ fn batches_seal_on_count_bytes_and_linger() {
     let started = Instant::now();
     p.send(&[("id", "1")], &SendOptions::default()).unwrap();
     std::thread::sleep(Duration::from_millis(150));
-    assert!(
-        emu.totals("proj", "linger").is_none(),
-        "sealed before its linger"
-    );
+    // Checked only if the sleep did not overshoot (a loaded machine can oversleep).
+    if started.elapsed() < Duration::from_millis(250) {
+        assert!(
+            emu.totals("proj", "linger").is_none(),
+            "sealed before its linger"
+        );
+    }
     wait_until("linger seal", || {
         emu.totals("proj", "linger").is_some_and(|t| t.logs == 1)
     });
