@@ -97,7 +97,10 @@ test('stats events are emitted while listened to, and stats survive close', asyn
   p.on('stats', (s) => seen.push(s))
   p.send({ a: '1' })
   await p.flush(10000)
-  await new Promise((r) => setTimeout(r, 60))
+  const deadline = Date.now() + 10000
+  while (!(seen.length > 0 && seen[seen.length - 1].delivered === 1) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20))
+  }
   expect(seen.length).toBeGreaterThan(0)
   expect(seen[seen.length - 1].delivered).toBe(1)
   await p.close()

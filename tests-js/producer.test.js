@@ -12,6 +12,14 @@ function options(emu, extra = {}) {
 
 const fields = (log) => Object.fromEntries(log.contents)
 
+async function waitFor(condition, ms = 10000) {
+  const deadline = Date.now() + ms
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for a condition')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
 describe('Producer', () => {
   let emu
   beforeEach(() => {
@@ -61,10 +69,10 @@ describe('Producer', () => {
     p.on('error', (err) => errors.push(err))
     p.send({ first: '1' })
     await p.flush(30000)
-    await new Promise((r) => setTimeout(r, 50))
+    await waitFor(() => calls >= 1)
     for (let i = 0; i < 10; i++) p.send({ i: String(i) })
     await p.flush(30000)
-    await new Promise((r) => setTimeout(r, 50))
+    await waitFor(() => seen.reduce((n, r) => n + r.records, 0) >= 10)
     expect(errors.map((e) => e.message)).toEqual(['listener bug'])
     expect(seen.reduce((n, r) => n + r.records, 0)).toBe(10)
     await p.close()

@@ -128,7 +128,8 @@ fn batches_seal_on_count_bytes_and_linger() {
         emu.totals("proj", "count").is_some_and(|t| t.groups == 2)
     });
     assert_eq!(emu.totals("proj", "count").unwrap().logs, 20);
-    assert_eq!(p.stats().queued_records, 5);
+    // The emulator stores a batch just before the producer reads its answer.
+    wait_until("the two batches' reports", || p.stats().queued_records == 5);
     assert_eq!(p.flush(WAIT), 0);
     assert_eq!(emu.totals("proj", "count").unwrap().logs, 25);
 

@@ -431,7 +431,13 @@ impl NativeProducer {
             }
             py.check_signals()?;
         }
-        let report = py.detach(|| shared.close(Duration::ZERO));
+        // What is left of the timeout (a few seconds without one) lets the reporter thread
+        // pass on the last reports before close returns; pending records are already settled
+        // unless the deadline passed.
+        let remaining = deadline.map_or(Duration::from_secs(5), |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        let report = py.detach(|| shared.close(remaining));
         Ok((
             report.undelivered,
             report
