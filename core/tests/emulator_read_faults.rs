@@ -240,7 +240,7 @@ async fn faults_apply_for_a_count_or_a_window_then_stop() {
             code: "Unauthorized".into(),
             message: None,
         },
-        Duration::from_millis(300),
+        Duration::from_millis(1000),
     ));
     assert_eq!(
         put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
@@ -248,7 +248,7 @@ async fn faults_apply_for_a_count_or_a_window_then_stop() {
             .status,
         401
     );
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(
         put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
             .await

@@ -476,13 +476,13 @@ fn resets_and_hangs_past_the_request_timeout_are_retried() {
     let report = deliver_one(
         &emu,
         ProducerConfig {
-            request_timeout_ms: 300,
+            request_timeout_ms: 1000,
             ..config(&emu)
         },
     );
     assert!(report.is_delivered(), "{report:?}");
     assert_eq!(report.attempts, 4);
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(8));
 }
 
 #[test]
@@ -1003,17 +1003,21 @@ fn remote_address_connects_to_a_fixed_ip_under_the_real_host_name() {
     );
 }
 
-fn thread_count() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .map(|d| d.count())
-        .unwrap_or(0)
+fn threads_named(name: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim() == name)
+        .count()
 }
 
 #[test]
 fn many_producers_share_the_engines_threads() {
+    // Thread names, not counts: other tests start threads of their own meanwhile.
     let emu = Emulator::start_default().unwrap();
     let warm = Producer::new(config(&emu)).unwrap();
-    let before = thread_count();
     let producers: Vec<Producer> = (0..300)
         .map(|i| {
             Producer::new(ProducerConfig {
@@ -1024,10 +1028,10 @@ fn many_producers_share_the_engines_threads() {
             .unwrap()
         })
         .collect();
-    assert!(
-        thread_count() <= before + 2,
-        "threads grew from {before} to {}",
-        thread_count()
+    assert_eq!(
+        threads_named("loghose-io"),
+        2,
+        "one engine for every producer"
     );
     for (i, p) in producers.iter().enumerate() {
         p.send(&[("tenant", i.to_string())], &SendOptions::default())
