@@ -265,6 +265,26 @@ fn split_time(time: Option<&Bound<'_, PyAny>>) -> PyResult<(Option<u32>, Option<
     Ok((Some(secs as u32), Some(((f - secs) * 1e9) as u32)))
 }
 
+fn deadline_of(timeout: Option<f64>) -> Option<Instant> {
+    timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)))
+}
+
+/// Flushes until nothing is pending or `deadline` passes, in 100 ms slices with the GIL
+/// released, checking for signals between slices (so Ctrl-C interrupts); returns what is left.
+fn flush_until(py: Python<'_>, producer: &Producer, deadline: Option<Instant>) -> PyResult<u64> {
+    loop {
+        let slice = deadline.map_or(Duration::from_millis(100), |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        });
+        let pending = py.detach(|| producer.flush(slice));
+        if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(pending);
+        }
+        py.check_signals()?;
+    }
+}
+
 /// The producer behind `loghose.Producer`.
 #[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
 struct NativeProducer {
@@ -389,20 +409,7 @@ impl NativeProducer {
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
         let producer = self.producer(py)?;
-        let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
-        loop {
-            let slice = match deadline {
-                Some(d) => d
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(100)),
-                None => Duration::from_millis(100),
-            };
-            let pending = py.detach(|| producer.flush(slice));
-            if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(pending);
-            }
-            py.check_signals()?;
-        }
+        flush_until(py, producer, deadline_of(timeout))
     }
 
     /// Refuses new records, waits up to `timeout` seconds for delivery, abandons the rest;
@@ -417,20 +424,8 @@ impl NativeProducer {
         if std::process::id() != shared.owner_pid() {
             return Ok((0, Vec::new()));
         }
-        let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
-        loop {
-            let slice = match deadline {
-                Some(d) => d
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(100)),
-                None => Duration::from_millis(100),
-            };
-            let pending = py.detach(|| shared.flush(slice));
-            if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            py.check_signals()?;
-        }
+        let deadline = deadline_of(timeout);
+        flush_until(py, shared, deadline)?;
         // What is left of the timeout (a few seconds without one) lets the reporter thread
         // pass on the last reports before close returns; pending records are already settled
         // unless the deadline passed.
