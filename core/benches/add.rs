@@ -1,5 +1,5 @@
-//! The add path on the S1 workload: encoding one record alone, then `Producer::send` from 1,
-//! 2 and 8 threads. Adds are timed in chunks; between chunks the producer is flushed outside
+//! The add path on the S1 workload as its driver runs it (both records prebuilt, the iteration
+//! number formatted per add): encoding one record alone, then adding from 1, 2 and 8 threads. Adds are timed in chunks; between chunks the producer is flushed outside
 //! the timed part, so the figure is the cost the caller pays per add, not the network's (the
 //! S1 harness measures the whole process).
 //! Multi-thread figures are per add and per core: wall time × min(threads, cores) / adds.
@@ -11,17 +11,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loghose::emulator::{Emulator, EmulatorConfig};
-use loghose::producer::{LogEncoder, Producer, ProducerConfig, SendOptions};
-use loghose::scenarios::s1_log;
+use loghose::producer::{LogEncoder, Producer, ProducerConfig};
+use loghose::scenarios::S1Workload;
 use loghose::wire::scan::KeyPolicy;
 
 /// Adds per timed chunk: fewer than one batch holds, so no batch seals (and no send competes
 /// for the two cores) while the adds are timed.
 const CHUNK: u64 = 10_000;
-
-fn records() -> Vec<Vec<(String, String)>> {
-    (0..1000).map(s1_log).collect()
-}
 
 fn producer(emu: &Emulator) -> Producer {
     let c = emu.credentials().unwrap();
@@ -47,12 +43,7 @@ fn producer(emu: &Emulator) -> Producer {
     .unwrap()
 }
 
-fn timed_adds(
-    p: &Producer,
-    recs: &[Vec<(String, String)>],
-    iters: u64,
-    threads: usize,
-) -> Duration {
+fn timed_adds(p: &Producer, work: &S1Workload, iters: u64, threads: usize) -> Duration {
     let mut total = Duration::ZERO;
     let mut done = 0;
     while done < iters {
@@ -63,8 +54,7 @@ fn timed_adds(
             for t in 0..threads {
                 s.spawn(move || {
                     for i in 0..per_thread {
-                        let r = &recs[((i as usize) * threads + t) % recs.len()];
-                        p.send(r, &SendOptions::default())
+                        work.add(p, i * threads as u64 + t as u64)
                             .expect("buffer has room between flushes");
                     }
                 });
@@ -81,21 +71,19 @@ fn timed_adds(
 }
 
 fn add(c: &mut Criterion) {
-    let recs = records();
+    let work = S1Workload::default();
     let mut g = c.benchmark_group("s1_add");
     g.throughput(Throughput::Elements(1));
     g.bench_function("encode_only", |b| {
         let mut buf = Vec::with_capacity(1 << 20);
-        let mut i = 0usize;
+        let mut n = 0u64;
         b.iter(|| {
             if buf.len() > 900_000 {
                 buf.clear();
             }
             let mut enc = LogEncoder::begin(&mut buf, 1_700_000_000, Some(1), KeyPolicy::Service);
-            for (k, v) in &recs[i % recs.len()] {
-                enc.field_str(k, v).unwrap();
-            }
-            i += 1;
+            work.fill(&mut enc, n).unwrap();
+            n += 1;
             enc.finish(usize::MAX).unwrap()
         })
     });
@@ -107,7 +95,7 @@ fn add(c: &mut Criterion) {
     let p = producer(&emu);
     for threads in [1usize, 2, 8] {
         g.bench_function(format!("send_{threads}_threads"), |b| {
-            b.iter_custom(|iters| timed_adds(&p, &recs, iters, threads))
+            b.iter_custom(|iters| timed_adds(&p, &work, iters, threads))
         });
     }
     g.finish();

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
 use loghose::emulator::{Emulator, EmulatorConfig};
-use loghose::producer::{Producer, ProducerConfig, ProducerError, SendOptions};
-use loghose::scenarios::{s1_log_a, s1_log_b, S1_TAGS, S1_TOPIC};
+use loghose::producer::{Producer, ProducerConfig};
+use loghose::scenarios::{S1Workload, S1_TAGS, S1_TOPIC};
 use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
 use loghose::wire::request::{self, Auth};
@@ -72,76 +72,6 @@ fn proc_status_kb(key: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-struct Workload {
-    a: Vec<(String, String)>,
-    b: Vec<(String, String)>,
-}
-
-impl Workload {
-    fn new() -> Self {
-        Workload {
-            a: s1_log_a(0),
-            b: s1_log_b(),
-        }
-    }
-
-    /// Adds S1 log number `n` (even: the ten-field log of iteration n/2; odd: the four-field one).
-    fn add(&self, p: &Producer, n: u64) -> Result<(), ProducerError> {
-        if n.is_multiple_of(2) {
-            let mut index = itoa_buf(n / 2);
-            let index = index.as_str();
-            p.send_with(
-                &SendOptions::default(),
-                loghose::producer::Track::None,
-                |enc| {
-                    for (k, v) in &self.a[..9] {
-                        enc.field_str(k, v)?;
-                    }
-                    enc.field_str("index", index)
-                },
-            )
-            .map(drop)
-        } else {
-            p.send(&self.b, &SendOptions::default())
-        }
-    }
-
-    fn raw_bytes(&self, n: u64) -> u64 {
-        let fields = if n.is_multiple_of(2) {
-            &self.a
-        } else {
-            &self.b
-        };
-        fields.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
-    }
-}
-
-/// A small stack-formatted decimal.
-struct Itoa {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl Itoa {
-    fn as_str(&mut self) -> &str {
-        std::str::from_utf8(&self.buf[self.start..]).unwrap_or("0")
-    }
-}
-
-fn itoa_buf(mut v: u64) -> Itoa {
-    let mut buf = [0u8; 20];
-    let mut i = 20;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    Itoa { buf, start: i }
-}
-
 fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Producer {
     let mut config = ProducerConfig::preset(&args.preset).expect("preset");
     config.endpoint = endpoint.into();
@@ -174,7 +104,7 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
         loghose::emulator::DEFAULT_ACCESS_KEY_SECRET,
     ));
     let host = "s1.127.0.0.1";
-    let workload = Workload::new();
+    let workload = S1Workload::default();
     let iterations = sent.div_ceil(2) as usize;
     let mut seen = vec![false; iterations];
     let (mut received, mut duplicates, mut wrong, mut b_logs) = (0u64, 0u64, 0u64, 0u64);
@@ -350,7 +280,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let workload = Workload::new();
+    let workload = S1Workload::default();
     let idle_rss = proc_status_kb("VmRSS:");
     println!(
         "S1 `{}` preset, {} s per rate, emulator in a child process at {endpoint}",

@@ -58,6 +58,84 @@ pub fn s1_log(n: u64) -> Vec<(String, String)> {
     }
 }
 
+/// S1 as its driver adds it: both records prebuilt once, the iteration number formatted on the
+/// stack for each ten-field log (as the C benchmark's `sprintf`), fields written straight into
+/// the producer's encoder.
+pub struct S1Workload {
+    /// The ten-field log (its `index` value is replaced on every add).
+    pub a: Vec<(String, String)>,
+    /// The four-field log.
+    pub b: Vec<(String, String)>,
+}
+
+impl Default for S1Workload {
+    fn default() -> Self {
+        S1Workload {
+            a: s1_log_a(0),
+            b: s1_log_b(),
+        }
+    }
+}
+
+impl S1Workload {
+    /// Writes S1 log number `n` into `enc` (even: the ten-field log of iteration `n / 2`; odd:
+    /// the four-field one).
+    #[inline]
+    pub fn fill(
+        &self,
+        enc: &mut crate::producer::LogEncoder<'_>,
+        n: u64,
+    ) -> Result<(), crate::producer::RecordError> {
+        if n.is_multiple_of(2) {
+            for (k, v) in &self.a[..9] {
+                enc.field_str(k, v)?;
+            }
+            let mut index = itoa::Buffer::new();
+            enc.field_str("index", index.format(n / 2))
+        } else {
+            for (k, v) in &self.b {
+                enc.field_str(k, v)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Adds S1 log number `n` to `producer` with the default destination.
+    #[inline]
+    pub fn add(
+        &self,
+        producer: &crate::producer::Producer,
+        n: u64,
+    ) -> Result<(), crate::producer::ProducerError> {
+        producer
+            .send_with(
+                &crate::producer::SendOptions::default(),
+                crate::producer::Track::None,
+                |enc| self.fill(enc, n),
+            )
+            .map(drop)
+    }
+
+    /// Raw bytes (keys + values) of log number `n`.
+    pub fn raw_bytes(&self, n: u64) -> u64 {
+        let fields = if n.is_multiple_of(2) {
+            &self.a
+        } else {
+            &self.b
+        };
+        let index_fix = if n.is_multiple_of(2) {
+            itoa::Buffer::new().format(n / 2).len() as u64 - 1
+        } else {
+            0
+        };
+        fields
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum::<u64>()
+            + index_fix
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

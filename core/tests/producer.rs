@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
 use loghose::producer::{
     CredentialsProvider, DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError,
-    RecordError, SendOptions, SignatureVersion,
+    RecordError, SendOptions, SignatureVersion, Track,
 };
 use loghose::wire::scan::KeyProblem;
 use loghose::wire::sign::Credentials;
@@ -197,6 +197,154 @@ fn batches_seal_on_count_bytes_and_linger() {
     wait_until("three immediate batches", || {
         emu.totals("proj", "now").is_some_and(|t| t.groups == 3)
     });
+}
+
+#[test]
+fn records_that_overflow_a_batch_move_whole_to_the_next_one() {
+    // Records are written straight into their batch; one that would take the batch past
+    // batch_max_bytes is moved out whole, the batch seals, and the record opens the next.
+    let emu = Emulator::start_default().unwrap();
+    let seen: Arc<Mutex<Vec<Arc<DeliveryReport>>>> = Arc::default();
+    let sink = seen.clone();
+    let limit = 4096usize;
+    let p = Producer::build(
+        ProducerConfig {
+            batch_max_bytes: limit,
+            linger_ms: 60_000,
+            logstore: "overflow".into(),
+            ..config(&emu)
+        },
+        None,
+        Some(Box::new(move |reports: &[Arc<DeliveryReport>]| {
+            sink.lock().unwrap().extend(reports.iter().cloned());
+        })),
+    )
+    .unwrap();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let sizes: Vec<usize> = (0..300).map(|_| rng.usize(1..3000)).collect();
+    for (i, size) in sizes.iter().enumerate() {
+        let value = "v".repeat(*size);
+        p.send(
+            &[("id", i.to_string()), ("v", value)],
+            &SendOptions::default(),
+        )
+        .unwrap();
+        if i == 10 {
+            // A bad record between good ones changes nothing.
+            assert!(p
+                .send(&[("id", "x"), ("", "empty key")], &SendOptions::default())
+                .is_err());
+        }
+    }
+    assert_eq!(p.flush(WAIT), 0);
+    p.close(WAIT);
+    let logs = emu.logs("proj", "overflow");
+    let mut got: Vec<(u64, usize)> = logs
+        .iter()
+        .map(|l| {
+            (
+                l.get("id").unwrap().parse().unwrap(),
+                l.get("v").unwrap().len(),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, usize)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i as u64, *s))
+        .collect();
+    // Batches are sent concurrently, so they may arrive in any order.
+    got.sort_unstable();
+    assert_eq!(got, expected, "every record once, whole");
+    let reports = seen.lock().unwrap();
+    assert_eq!(
+        reports.iter().map(|r| r.records as usize).sum::<usize>(),
+        300
+    );
+    // The batch's logs stay within the limit; topic, source and tags are added at seal.
+    let overhead = 200;
+    for r in reports.iter() {
+        assert!(
+            r.raw_bytes <= limit + overhead,
+            "batch of {} bytes",
+            r.raw_bytes
+        );
+    }
+    assert!(
+        reports.len() >= 300 * 1500 / limit,
+        "{} batches",
+        reports.len()
+    );
+    assert_eq!(p.stats().invalid, 1);
+}
+
+#[test]
+fn the_scratch_path_delivers_and_survives_a_fill_that_reenters_the_producer() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        logstore: "scratch".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..100u64 {
+        p.send_with_scratch(&SendOptions::default(), Track::None, |enc| {
+            enc.field_str("id", &i.to_string())?;
+            if i % 10 == 0 {
+                // Foreign code run by a binding's conversion may itself log.
+                p.send(&[("id", (1000 + i).to_string())], &SendOptions::default())
+                    .unwrap();
+            }
+            enc.field_str("kind", "outer")
+        })
+        .unwrap();
+    }
+    // A failing fill through either path stores nothing and counts one invalid record.
+    let bad = |enc: &mut loghose::producer::LogEncoder<'_>| {
+        enc.field_str("id", "bad")?;
+        enc.field_bytes(b"k", b"\xff\xfe")
+    };
+    assert!(p
+        .send_with_scratch(&SendOptions::default(), Track::None, bad)
+        .is_err());
+    assert!(p
+        .send_with(&SendOptions::default(), Track::None, bad)
+        .is_err());
+    assert_eq!(p.flush(WAIT), 0);
+    let mut got = ids(&emu, "scratch");
+    got.sort_unstable();
+    let mut expected: Vec<u64> = (0..100)
+        .chain((0..100).step_by(10).map(|i| 1000 + i))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(got, expected);
+    assert_eq!(p.stats().invalid, 2);
+}
+
+#[test]
+fn a_failed_first_record_leaves_no_empty_batch_behind() {
+    // The record that would have opened a batch fails: nothing is sent, nothing is pending,
+    // and a flush has nothing to wait for.
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 100,
+        logstore: "empty".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    let dest = SendOptions {
+        topic: Some("other"),
+        ..SendOptions::default()
+    };
+    for opts in [SendOptions::default(), dest] {
+        assert!(p.send(&[("__time__", "1")], &opts).is_err());
+    }
+    assert_eq!(p.flush(WAIT), 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(emu.totals("proj", "empty").is_none());
+    assert_eq!(p.stats().queued_bytes, 0);
+    p.send(&[("id", "1")], &SendOptions::default()).unwrap();
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(ids(&emu, "empty"), vec![1]);
 }
 
 #[test]

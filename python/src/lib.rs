@@ -301,7 +301,7 @@ impl NativeProducer {
 
     fn producer(&self, py: Python<'_>) -> PyResult<&Producer> {
         let shared = self.shared(py)?;
-        if std::process::id() != shared.owner_pid() {
+        if loghose::producer::process_id() != shared.owner_pid() {
             return Err(raise(py, "LoghoseError", "this producer was created before fork(); its I/O threads live in the parent. Create a new Producer in the child".into()));
         }
         Ok(shared)
@@ -421,7 +421,7 @@ impl NativeProducer {
         timeout: Option<f64>,
     ) -> PyResult<(u64, Vec<PyDeliveryReport>)> {
         let shared = self.shared(py)?;
-        if std::process::id() != shared.owner_pid() {
+        if loghose::producer::process_id() != shared.owner_pid() {
             return Ok((0, Vec::new()));
         }
         let deadline = deadline_of(timeout);
@@ -463,7 +463,7 @@ impl Drop for NativeProducer {
         let forked = self
             .shared
             .as_ref()
-            .is_some_and(|p| std::process::id() != p.owner_pid());
+            .is_some_and(|p| loghose::producer::process_id() != p.owner_pid());
         if forked {
             // Inherited through fork: its I/O threads are the parent's, so closing would wait
             // for them in vain. Forget it; its records stay with the parent.

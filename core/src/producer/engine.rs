@@ -9,7 +9,8 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -33,8 +34,33 @@ pub(crate) struct ClientKey {
 /// The engine of this process, tagged with the pid that built it.
 static ENGINE: Mutex<Option<(u32, &'static Engine)>> = Mutex::new(None);
 
-fn engine() -> Result<&'static Engine, ProducerError> {
+/// This process's id, cached: the bindings check it on every add (to refuse a producer
+/// inherited through `fork`), and `getpid` is a system call. A fork handler clears the cache
+/// in the child.
+pub fn process_id() -> u32 {
+    static CACHED_PID: AtomicU32 = AtomicU32::new(0);
+    static REGISTER: Once = Once::new();
+    extern "C" fn forget_pid_in_child() {
+        CACHED_PID.store(0, Ordering::Relaxed);
+    }
+    let cached = CACHED_PID.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    REGISTER.call_once(|| {
+        // SAFETY: registers a handler that only stores to an atomic, which is
+        // async-signal-safe and valid in a freshly forked child.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(forget_pid_in_child));
+        }
+    });
     let pid = std::process::id();
+    CACHED_PID.store(pid, Ordering::Relaxed);
+    pid
+}
+
+fn engine() -> Result<&'static Engine, ProducerError> {
+    let pid = process_id();
     let mut slot = ENGINE.lock();
     if let Some((owner, engine)) = *slot {
         if owner == pid {

@@ -45,6 +45,7 @@ use parking_lot::{Condvar, Mutex};
 
 pub use config::{ConfigError, ProducerConfig, SignatureVersion};
 pub use encode::{LogEncoder, RecordError};
+pub use engine::process_id;
 pub use report::{Completion, CompletionError, DeliveryReport, Outcome, Stats};
 
 use crate::wire::hashkey;
@@ -283,6 +284,9 @@ pub(crate) struct Inner {
     buffers: Mutex<Vec<Vec<u8>>>,
     owner_pid: u32,
 }
+
+/// A record's destination (`None`: the producer's own) and time (seconds, nanoseconds).
+type Prepared = (Option<Arc<Destination>>, u32, Option<u32>);
 
 thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
@@ -548,6 +552,94 @@ impl Inner {
             reserved,
             completions,
             tickets,
+        }
+    }
+
+    /// A new open batch for `dest`; notes its linger deadline in `new_deadline`.
+    fn open_batch(
+        &self,
+        dest: &Option<Arc<Destination>>,
+        new_deadline: &mut Option<(Instant, u64)>,
+    ) -> OpenBatch {
+        let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        let opened = Instant::now();
+        if self.config.linger_ms > 0 {
+            *new_deadline = Some((opened + Duration::from_millis(self.config.linger_ms), id));
+        }
+        OpenBatch {
+            id,
+            dest: dest.clone().unwrap_or_else(|| self.default_dest.clone()),
+            buf: self.take_buffer(),
+            records: 0,
+            opened,
+            completions: Vec::new(),
+            tickets: Vec::new(),
+        }
+    }
+
+    /// Counts the record just written at the end of the batch in `slot`, attaches its
+    /// tracking, and seals the batch when it is full (or lingering is off).
+    #[inline]
+    fn commit_record(
+        &self,
+        slot: &mut Option<OpenBatch>,
+        track: Track,
+        sealed: &mut Vec<SealedBatch>,
+        new_deadline: &mut Option<(Instant, u64)>,
+    ) -> Option<Completion> {
+        let batch = slot.as_mut()?;
+        batch.records += 1;
+        let completion = match track {
+            Track::None => None,
+            Track::Ticket(ticket) => {
+                batch.tickets.push(ticket);
+                None
+            }
+            Track::Completion => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                batch.completions.push(tx);
+                Some(Completion { rx })
+            }
+        };
+        let config = &self.config;
+        if config.linger_ms == 0
+            || batch.records >= config.batch_max_count as u32
+            || batch.buf.len() >= config.batch_max_bytes
+        {
+            if let Some(done) = slot.take() {
+                sealed.push(self.seal(done));
+                *new_deadline = None;
+            }
+        }
+        completion
+    }
+
+    /// After the shard is unlocked: arms the new batch's deadline, sends what sealed.
+    #[inline]
+    fn after_append(
+        self: &Arc<Self>,
+        shard: usize,
+        dest: &Option<Arc<Destination>>,
+        new_deadline: Option<(Instant, u64)>,
+        sealed: Vec<SealedBatch>,
+    ) {
+        if let Some((at, batch_id)) = new_deadline {
+            let entry = Deadline {
+                at,
+                batch_id,
+                shard,
+                dest: dest.clone().map(|d| Arc::new(DestinationOrd(d))),
+            };
+            let mut heap = self.timers.lock();
+            let earliest = heap.peek().is_none_or(|Reverse(top)| at < top.at);
+            heap.push(Reverse(entry));
+            drop(heap);
+            if earliest {
+                self.timer_notify.notify_one();
+            }
+        }
+        if !sealed.is_empty() {
+            self.dispatch(sealed);
         }
     }
 
@@ -819,7 +911,7 @@ impl Producer {
         let seed = format!(
             "{}-{}-{:?}-{}",
             config.logstore,
-            std::process::id(),
+            engine::process_id(),
             SystemTime::now(),
             fastrand::u64(..)
         );
@@ -878,7 +970,7 @@ impl Producer {
             failed_reports: Mutex::new(VecDeque::new()),
             reports: Mutex::new(reports.map(|(tx, _)| tx)),
             buffers: Mutex::new(Vec::new()),
-            owner_pid: std::process::id(),
+            owner_pid: engine::process_id(),
         });
         runtime.spawn(timer_loop(Arc::downgrade(&inner), abort_rx));
         let reporter = match reporter {
@@ -946,8 +1038,14 @@ impl Producer {
         completion.ok_or(ProducerError::Closed)
     }
 
-    /// The general add: `fill` writes the record's fields into an encoder (the bindings
-    /// iterate their own dicts and objects here, with no intermediate copy).
+    /// The general add: `fill` writes the record's fields straight into the open batch of
+    /// its destination (the bindings iterate their own dicts and objects here, with no
+    /// intermediate copy).
+    ///
+    /// `fill` runs while one of the producer's accumulator shards is locked: it must not call
+    /// into this producer, block, or run code that might (a binding whose values could run
+    /// foreign code uses [`send_with_scratch`](Producer::send_with_scratch)). A failed `fill`
+    /// leaves the batch exactly as it was.
     pub fn send_with<F>(
         &self,
         opts: &SendOptions<'_>,
@@ -958,39 +1056,158 @@ impl Producer {
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
     {
         let inner = &self.inner;
-        if inner.closed.load(Ordering::Acquire) {
-            inner.dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(ProducerError::Closed);
-        }
-        let result = SCRATCH.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            scratch.clear();
-            let (secs, nanos) = match opts.time {
-                Some(t) => (t, opts.time_ns),
-                None => {
-                    let (s, n) = now_parts();
-                    (s, Some(opts.time_ns.unwrap_or(n)))
+        let prepared = self.prepare(opts);
+        let (dest, secs, nanos) = prepared?;
+        let max_bytes = inner.config.batch_max_bytes;
+        let shard_index = shard_hint() % inner.shards.len();
+        let mut guard = inner.shards[shard_index].lock();
+        let shard = &mut *guard;
+        let mut keyed: Option<OpenBatch> = None;
+        let slot: &mut Option<OpenBatch> = match &dest {
+            None => &mut shard.default_batch,
+            Some(d) => {
+                keyed = shard.batches.remove(d);
+                &mut keyed
+            }
+        };
+        let mut new_deadline = None;
+        let batch = slot.get_or_insert_with(|| inner.open_batch(&dest, &mut new_deadline));
+        let before = batch.buf.len();
+        let encoded = {
+            let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, inner.config.key_policy);
+            fill(&mut enc).and_then(|()| enc.finish(max_bytes))
+        };
+        // The fast path needs the record to fit the batch and its bytes to be reserved without
+        // waiting; otherwise the record is copied out and takes the general path below,
+        // without the lock.
+        let fast = match &encoded {
+            Ok(n) => {
+                let n = *n;
+                let fits = before + n <= max_bytes || batch.records == 0;
+                fits && {
+                    if shard.credit >= n {
+                        shard.credit -= n;
+                        true
+                    } else {
+                        let chunk = n.max(inner.credit_chunk);
+                        if inner.try_reserve(chunk) {
+                            shard.credit += chunk - n;
+                            true
+                        } else {
+                            inner.try_reserve(n)
+                        }
+                    }
                 }
+            }
+            Err(_) => false,
+        };
+        let mut sealed: Vec<SealedBatch> = Vec::new();
+        let mut moved: Option<Vec<u8>> = None;
+        let completion = if fast {
+            shard.accepted += 1;
+            inner.commit_record(slot, track, &mut sealed, &mut new_deadline)
+        } else {
+            if encoded.is_ok() {
+                moved = Some(batch.buf[before..].to_vec());
+                batch.buf.truncate(before);
+            }
+            if batch.records == 0 {
+                // Opened for this record only: forget it (its timer finds nothing).
+                if let Some(empty) = slot.take() {
+                    inner.recycle(empty.buf);
+                }
+                new_deadline = None;
+            }
+            None
+        };
+        if let (Some(d), Some(open)) = (&dest, keyed.take()) {
+            shard.batches.insert(d.clone(), open);
+        }
+        drop(guard);
+        if let Err(e) = encoded {
+            inner.invalid.fetch_add(1, Ordering::Relaxed);
+            return Err(e.into());
+        }
+        inner.after_append(shard_index, &dest, new_deadline, sealed);
+        match moved {
+            Some(log) => self.append(&log, dest, track),
+            None => Ok(completion),
+        }
+    }
+
+    /// [`send_with`](Producer::send_with) for a `fill` that may run foreign code (a
+    /// binding's user-defined conversions): the record is encoded into a thread-local buffer
+    /// with no lock held, then copied into its batch.
+    pub fn send_with_scratch<F>(
+        &self,
+        opts: &SendOptions<'_>,
+        track: Track,
+        fill: F,
+    ) -> Result<Option<Completion>, ProducerError>
+    where
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
+    {
+        let inner = &self.inner;
+        let (dest, secs, nanos) = self.prepare(opts)?;
+        let result = SCRATCH.with(|scratch| {
+            // A fill that re-enters the producer finds the scratch buffer busy and gets a
+            // buffer of its own.
+            let mut own = Vec::new();
+            let mut borrowed = scratch.try_borrow_mut();
+            let buf = match borrowed.as_deref_mut() {
+                Ok(b) => b,
+                Err(_) => &mut own,
             };
-            let mut enc = LogEncoder::begin(&mut scratch, secs, nanos, inner.config.key_policy);
+            buf.clear();
+            let mut enc = LogEncoder::begin(buf, secs, nanos, inner.config.key_policy);
             fill(&mut enc)?;
             enc.finish(inner.config.batch_max_bytes)?;
-            let dest = if opts.is_default() {
-                None
-            } else {
-                Some(inner.destination(opts)?)
-            };
-            Ok::<_, ProducerError>(self.append(&scratch, dest, track))
+            Ok::<_, RecordError>(self.append(buf, dest, track))
         });
         match result {
-            Ok(inner_result) => inner_result,
+            Ok(appended) => appended,
             Err(e) => {
                 inner.invalid.fetch_add(1, Ordering::Relaxed);
-                Err(e)
+                Err(e.into())
             }
         }
     }
 
+    /// What every add does first: refuses when closed, resolves the destination, takes the
+    /// time.
+    #[inline]
+    fn prepare(
+        &self,
+        opts: &SendOptions<'_>,
+    ) -> Result<Prepared, ProducerError> {
+        let inner = &self.inner;
+        if inner.closed.load(Ordering::Acquire) {
+            inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return Err(ProducerError::Closed);
+        }
+        let dest = if opts.is_default() {
+            None
+        } else {
+            match inner.destination(opts) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    inner.invalid.fetch_add(1, Ordering::Relaxed);
+                    return Err(e.into());
+                }
+            }
+        };
+        let (secs, nanos) = match opts.time {
+            Some(t) => (t, opts.time_ns),
+            None => {
+                let (s, n) = now_parts();
+                (s, Some(opts.time_ns.unwrap_or(n)))
+            }
+        };
+        Ok((dest, secs, nanos))
+    }
+
+    /// Appends an encoded log to its batch: the path of records that could not be written in
+    /// place (no room in the batch, or the buffer is full and the policy may block).
     fn append(
         &self,
         log: &[u8],
@@ -1025,8 +1242,6 @@ impl Producer {
             guard = inner.shards[shard_index].lock();
         }
         let max_bytes = inner.config.batch_max_bytes;
-        let max_count = inner.config.batch_max_count as u32;
-        let linger = inner.config.linger_ms;
         let mut sealed: Vec<SealedBatch> = Vec::new();
         let mut new_deadline = None;
         let completion = {
@@ -1047,66 +1262,16 @@ impl Producer {
                     sealed.push(inner.seal(full));
                 }
             }
-            let batch = slot.get_or_insert_with(|| {
-                let id = inner.next_batch.fetch_add(1, Ordering::Relaxed);
-                let opened = Instant::now();
-                if linger > 0 {
-                    new_deadline = Some((opened + Duration::from_millis(linger), id));
-                }
-                OpenBatch {
-                    id,
-                    dest: dest.clone().unwrap_or_else(|| inner.default_dest.clone()),
-                    buf: inner.take_buffer(),
-                    records: 0,
-                    opened,
-                    completions: Vec::new(),
-                    tickets: Vec::new(),
-                }
-            });
+            let batch = slot.get_or_insert_with(|| inner.open_batch(&dest, &mut new_deadline));
             batch.buf.extend_from_slice(log);
-            batch.records += 1;
-            let completion = match track {
-                Track::None => None,
-                Track::Ticket(ticket) => {
-                    batch.tickets.push(ticket);
-                    None
-                }
-                Track::Completion => {
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    batch.completions.push(tx);
-                    Some(Completion { rx })
-                }
-            };
-            if linger == 0 || batch.records >= max_count || batch.buf.len() >= max_bytes {
-                if let Some(done) = slot.take() {
-                    sealed.push(inner.seal(done));
-                    new_deadline = None;
-                }
-            }
+            let completion = inner.commit_record(slot, track, &mut sealed, &mut new_deadline);
             if let (Some(d), Some(open)) = (&dest, keyed.take()) {
                 shard.batches.insert(d.clone(), open);
             }
             completion
         };
         drop(guard);
-        if let Some((at, batch_id)) = new_deadline {
-            let entry = Deadline {
-                at,
-                batch_id,
-                shard: shard_index,
-                dest: dest.map(|d| Arc::new(DestinationOrd(d))),
-            };
-            let mut heap = inner.timers.lock();
-            let earliest = heap.peek().is_none_or(|Reverse(top)| at < top.at);
-            heap.push(Reverse(entry));
-            drop(heap);
-            if earliest {
-                inner.timer_notify.notify_one();
-            }
-        }
-        if !sealed.is_empty() {
-            inner.dispatch(sealed);
-        }
+        inner.after_append(shard_index, &dest, new_deadline, sealed);
         Ok(completion)
     }
 
@@ -1204,7 +1369,7 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
-        if std::process::id() != self.inner.owner_pid {
+        if engine::process_id() != self.inner.owner_pid {
             // Inherited through fork: the I/O threads are the parent's; nothing to wait for.
             return;
         }

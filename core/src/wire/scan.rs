@@ -72,7 +72,7 @@ pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {
         }
         KeyPolicy::Service => {
             // One pass for the common case, printable ASCII; the rest only when needed.
-            if !key.iter().all(|b| (0x20..0x7f).contains(b)) {
+            if !printable_ascii(key) {
                 if key.iter().any(|b| *b < 0x20 || *b == 0x7f) {
                     return Err(KeyProblem::ControlCharacter);
                 }
@@ -86,6 +86,37 @@ pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {
         return Err(KeyProblem::Reserved);
     }
     Ok(())
+}
+
+/// Whether every byte is printable ASCII (0x20..=0x7e), eight bytes per step: keys are
+/// checked on every add, and a byte loop was the largest part of encoding a field.
+#[inline]
+pub fn printable_ascii(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if !printable_word(u64::from_le_bytes(word)) {
+            return false;
+        }
+    }
+    // The tail, padded with a printable byte.
+    let rest = chunks.remainder();
+    let mut word = [b'a'; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    printable_word(u64::from_le_bytes(word))
+}
+
+#[inline]
+fn printable_word(x: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Classic word tricks, exact as a yes/no answer: some byte < 0x20, some byte == 0x7f,
+    // some byte >= 0x80.
+    let below_space = x.wrapping_sub(0x20 * ONES) & !x & HIGH;
+    let del = x ^ (0x7f * ONES);
+    let has_del = del.wrapping_sub(ONES) & !del & HIGH;
+    (x & HIGH) | below_space | has_del == 0
 }
 
 /// A body the service would refuse, with what and where.
@@ -418,6 +449,26 @@ pub fn scan_log_group_list(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_ascii_matches_a_byte_loop() {
+        let naive = |b: &[u8]| b.iter().all(|c| (0x20..0x7f).contains(c));
+        for len in 0..=24usize {
+            for pos in 0..len {
+                for byte in 0..=255u8 {
+                    let mut key = vec![b'k'; len];
+                    key[pos] = byte;
+                    assert_eq!(
+                        printable_ascii(&key),
+                        naive(&key),
+                        "len {len} pos {pos} byte {byte:#x}"
+                    );
+                }
+            }
+            assert!(printable_ascii(&vec![b'~'; len]));
+            assert!(printable_ascii(&vec![b' '; len]));
+        }
+    }
     use crate::wire::proto::{Log, LogContent, LogGroup, LogGroupList, LogTag};
     use prost::Message;
 

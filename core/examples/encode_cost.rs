@@ -1,0 +1,51 @@
+//! Instruction counts of the add path, for `valgrind --tool=callgrind` (repeatable on a noisy
+//! machine, unlike time): `encode` writes S1 logs with the encoder alone; `add` adds them to a
+//! producer whose batches never seal while it runs.
+use loghose::producer::{LogEncoder, Producer, ProducerConfig};
+use loghose::scenarios::S1Workload;
+use loghose::wire::scan::KeyPolicy;
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "encode".into());
+    let n: u64 = std::env::args()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let work = S1Workload::default();
+    match mode.as_str() {
+        "encode" => {
+            let mut buf = Vec::with_capacity(1 << 20);
+            for i in 0..n {
+                if buf.len() > 900_000 {
+                    buf.clear();
+                }
+                let mut enc =
+                    LogEncoder::begin(&mut buf, 1_700_000_000, Some(1), KeyPolicy::Service);
+                work.fill(&mut enc, i).expect("valid S1 log");
+                enc.finish(usize::MAX).expect("fits");
+            }
+            println!("{}", buf.len());
+        }
+        _ => {
+            let config = ProducerConfig {
+                endpoint: "http://127.0.0.1:9".into(),
+                project: "p".into(),
+                logstore: "l".into(),
+                access_key_id: "id".into(),
+                access_key_secret: "secret".into(),
+                batch_max_bytes: 8 << 20,
+                batch_max_count: 40_960,
+                buffer_max_bytes: 128 << 20,
+                linger_ms: 600_000,
+                ..ProducerConfig::preset("server").expect("preset")
+            };
+            let p = Producer::new(config).expect("producer");
+            // Fewer adds than one batch holds (40 960 logs, 8 MiB), so nothing seals.
+            for i in 0..n.min(16_000) {
+                work.add(&p, i).expect("room");
+            }
+            println!("{}", p.pending());
+            std::process::exit(0);
+        }
+    }
+}
