@@ -44,6 +44,56 @@ describe('Producer', () => {
     expect([pairs.topic, pairs.time, pairs.time_ns]).toEqual(['other', 1700000000, 500000000])
   })
 
+  test('plain records read the same through the fast path and through JSON', async () => {
+    // A record sent without options takes the joined-text fast path when it can; with options
+    // it goes as JSON. Both must store exactly the same fields.
+    const p = new lh.Producer(options(emu))
+    const bare = Object.create(null)
+    bare.id = 'bare'
+    bare.k = 'v'
+    class Event { constructor() { this.id = 'class'; this.k = 'v' } }
+    const records = [
+      { id: 'ascii', a: 'x', b: '' },
+      { id: 'nul-in-value', v: 'a\0b\0', w: '\0' },
+      { id: 'numbers', int: 42, neg: -7, zero: -0, float: 1.5, big: 2 ** 60, t: true, f: false },
+      { id: 'unicode', 中文: '日志服务', emoji: '🚀 ok', mixed: 'é\u00ffz' },
+      { id: 'empty-value', e: '' },
+      bare,
+      new Event(),
+    ]
+    for (const r of records) {
+      p.send(r)
+      p.send(r, { logstore: 'json' })
+    }
+    expect(() => p.send({ 'bad\0key': 'v' })).toThrow(lh.InvalidRecordError)
+    expect(() => p.send({ 'bad\0key': 'v' }, { logstore: 'json' })).toThrow(lh.InvalidRecordError)
+    expect(() => p.send({})).toThrow(/no fields/)
+    expect(() => p.send({ '': 'v' })).toThrow(lh.InvalidRecordError)
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const byId = (logs) => Object.fromEntries(logs.map((l) => [fields(l).id, l.contents]))
+    const fast = byId(emu.logs('loghose', 'logs'))
+    const json = byId(emu.logs('loghose', 'json'))
+    expect(Object.keys(fast).sort()).toEqual(records.map((r) => r.id).sort())
+    expect(fast).toEqual(json)
+    expect(fast['nul-in-value']).toEqual([['id', 'nul-in-value'], ['v', 'a\0b\0'], ['w', '\0']])
+    expect(fast.unicode).toEqual([['id', 'unicode'], ['中文', '日志服务'], ['emoji', '🚀 ok'], ['mixed', 'é\u00ffz']])
+    expect(fast.numbers.slice(1, 4)).toEqual([['int', '42'], ['neg', '-7'], ['zero', '0']])
+  })
+
+  test('records around and above the text buffer size arrive whole', async () => {
+    // The fast path copies record text into a reused 64 KiB buffer, growing it when a record
+    // is larger; lengths at the edge must neither be cut nor loop.
+    const p = new lh.Producer(options(emu))
+    // Each record's joined text (`id\0N\0v\0…\0`) is exactly N bytes.
+    const sizes = [65500, 65534, 65535, 65536, 65537, 70000, 300000, 10]
+    for (const n of sizes) p.send({ id: String(n), v: 'x'.repeat(n - 'id'.length - String(n).length - 'v'.length - 4) })
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const got = Object.fromEntries(emu.logs('loghose', 'logs').map((l) => [fields(l).id, fields(l).v.length]))
+    for (const n of sizes) expect(got[String(n)]).toBe(n - 'id'.length - String(n).length - 'v'.length - 4)
+  })
+
   test('sendAsync resolves with reports and rejects with DeliveryError', async () => {
     const p = new lh.Producer(options(emu))
     const reports = await Promise.all(Array.from({ length: 20 }, (_, i) => p.sendAsync({ i: String(i) })))

@@ -32,6 +32,27 @@ RAW_A = sum(len(k) + len(v) for k, v in [("content_key_1", "1" + ALPHABET * 3)]
 RAW_B = sum(len(k) + len(v) for k, v in LOG_B.items())
 
 
+def add_s1_pair(send: Any, index: int) -> None:
+    """One S1 iteration, as the C benchmark's loop: both records built here from literals, the
+    iteration number formatted as text."""
+    send({"content_key_1": "1abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+                           "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+                           "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_2": "2abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_3": "3abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_4": "4abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_5": "5abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_6": "6abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_7": "7abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_8": "8abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_9": "9abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "index": str(index)})
+    send({"LogHub": "Real-time log collection and consumption",
+          "Search/Analytics": "Query and real-time analysis",
+          "Visualized": "dashboard and report functions",
+          "Interconnection": "Grafana and JDBC/SQL92"})
+
+
 def cpu_seconds() -> float:
     return time.process_time()
 
@@ -90,15 +111,7 @@ def run_rate(emu: ChildEmulator, preset: str, rate: int, seconds: int, show_prog
         for _ in range(rate // 2):
             try:
                 # The record is built in the loop, as an application would.
-                send({"content_key_1": "1" + ALPHABET + ALPHABET + ALPHABET, "content_key_2": "2" + ALPHABET,
-                      "content_key_3": "3" + ALPHABET, "content_key_4": "4" + ALPHABET,
-                      "content_key_5": "5" + ALPHABET, "content_key_6": "6" + ALPHABET,
-                      "content_key_7": "7" + ALPHABET, "content_key_8": "8" + ALPHABET,
-                      "content_key_9": "9" + ALPHABET, "index": str(index)})
-                send({"LogHub": "Real-time log collection and consumption",
-                      "Search/Analytics": "Query and real-time analysis",
-                      "Visualized": "dashboard and report functions",
-                      "Interconnection": "Grafana and JDBC/SQL92"})
+                add_s1_pair(send, index)
             except loghose.BufferFullError:
                 refused += 1
             index += 1
@@ -129,12 +142,7 @@ def run_unthrottled(emu: ChildEmulator, preset: str, seconds: int) -> dict[str, 
     stop = t0 + seconds
     while time.perf_counter() < stop:
         for _ in range(500):
-            send({"content_key_1": "1" + ALPHABET + ALPHABET + ALPHABET, "content_key_2": "2" + ALPHABET,
-                  "content_key_3": "3" + ALPHABET, "content_key_4": "4" + ALPHABET,
-                  "content_key_5": "5" + ALPHABET, "content_key_6": "6" + ALPHABET,
-                  "content_key_7": "7" + ALPHABET, "content_key_8": "8" + ALPHABET,
-                  "content_key_9": "9" + ALPHABET, "index": str(n)})
-            send(LOG_B)
+            add_s1_pair(send, n // 2)
             n += 2
     add_secs = time.perf_counter() - t0
     left = producer.flush(300)

@@ -4,7 +4,10 @@
 //! producer logic lives in the engine. Contracts:
 //!
 //! - `send` runs on the caller's thread holding the GIL only while it reads the record (the
-//!   record is encoded straight from the dict or pairs; nothing is copied into Rust maps).
+//!   record is encoded straight from the dict or pairs; nothing is copied into Rust maps). It
+//!   encodes through the engine's scratch path, with no engine lock held: reading a value may
+//!   run Python code (an iterator, an `int` subclass's `__str__`), which may release the GIL
+//!   or log through the same producer.
 //! - Every wait (`flush`, `close`) releases the GIL and waits in 100 ms slices, checking for
 //!   signals between them, so Ctrl-C interrupts it.
 //! - Report callbacks run on the producer's reporter thread, which attaches to Python once per
@@ -175,16 +178,77 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// The text of a `str` (or subclass) as UTF-8, borrowed from the object (CPython caches it);
+/// `None` for anything else. Runs no Python code.
+///
+/// # Safety
+/// `obj` must be a valid object pointer; the returned slice lives as long as the object.
+unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Result<&'a str, ()>> {
+    // SAFETY: `obj` is valid (caller); both calls only read it.
+    unsafe {
+        if pyo3::ffi::PyUnicode_Check(obj) == 0 {
+            return None;
+        }
+        let mut size: pyo3::ffi::Py_ssize_t = 0;
+        let data = pyo3::ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+        if data.is_null() {
+            // A lone surrogate: not encodable; the Python error is left for the caller.
+            return Some(Err(()));
+        }
+        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+        // CPython's UTF-8 form of a str is valid UTF-8 by construction.
+        Some(Ok(std::str::from_utf8_unchecked(bytes)))
+    }
+}
+
+/// Writes the fields of a dict. Keys and values that are both `str` (the usual record) are
+/// read straight from CPython, without reference counting or Python code; anything else takes
+/// [`put_field`]. A dict resized meanwhile (by a conversion's Python code) is an error, as in
+/// Python's own iteration.
+fn put_dict(
+    enc: &mut LogEncoder<'_>,
+    dict: &Bound<'_, PyDict>,
+    type_error: &mut Option<PyErr>,
+) -> Result<(), RecordError> {
+    let py = dict.py();
+    let ptr = dict.as_ptr();
+    // SAFETY: `ptr` is a live dict (we hold `dict`); PyDict_Next hands out borrowed pointers,
+    // used only until the next step or turned into owned references before any Python code
+    // can run.
+    unsafe {
+        let size = pyo3::ffi::PyDict_Size(ptr);
+        let mut pos: pyo3::ffi::Py_ssize_t = 0;
+        let mut key: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        while pyo3::ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) != 0 {
+            if let (Some(Ok(k)), Some(Ok(v))) = (str_utf8(key), str_utf8(value)) {
+                enc.field_bytes_utf8(k.as_bytes(), v)?;
+                continue;
+            }
+            if !pyo3::ffi::PyErr_Occurred().is_null() {
+                pyo3::ffi::PyErr_Clear();
+            }
+            let k = Bound::from_borrowed_ptr(py, key);
+            let v = Bound::from_borrowed_ptr(py, value);
+            put_field(enc, &k, &v, type_error)?;
+            if pyo3::ffi::PyDict_Size(ptr) != size {
+                *type_error = Some(pyo3::exceptions::PyRuntimeError::new_err(
+                    "dictionary changed size during send",
+                ));
+                return Err(RecordError::Empty);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn put_contents(
     enc: &mut LogEncoder<'_>,
     contents: &Bound<'_, PyAny>,
     type_error: &mut Option<PyErr>,
 ) -> Result<(), RecordError> {
     if let Ok(dict) = contents.cast::<PyDict>() {
-        for (k, v) in dict.iter() {
-            put_field(enc, &k, &v, type_error)?;
-        }
-        return Ok(());
+        return put_dict(enc, dict, type_error);
     }
     let items = match contents.try_iter() {
         Ok(it) => it,
@@ -375,7 +439,7 @@ impl NativeProducer {
         };
         let mut type_error = None;
         let track = ticket.map_or(Track::None, Track::Ticket);
-        let result = producer.send_with(&opts, track, |enc| {
+        let result = producer.send_with_scratch(&opts, track, |enc| {
             put_contents(enc, contents, &mut type_error)
         });
         match (result, type_error) {
@@ -392,7 +456,7 @@ impl NativeProducer {
         for record in records.try_iter()? {
             let record = record?;
             let mut type_error = None;
-            let result = producer.send_with(&SendOptions::default(), Track::None, |enc| {
+            let result = producer.send_with_scratch(&SendOptions::default(), Track::None, |enc| {
                 put_contents(enc, &record, &mut type_error)
             });
             match (result, type_error) {

@@ -1176,10 +1176,7 @@ impl Producer {
     /// What every add does first: refuses when closed, resolves the destination, takes the
     /// time.
     #[inline]
-    fn prepare(
-        &self,
-        opts: &SendOptions<'_>,
-    ) -> Result<Prepared, ProducerError> {
+    fn prepare(&self, opts: &SendOptions<'_>) -> Result<Prepared, ProducerError> {
         let inner = &self.inner;
         if inner.closed.load(Ordering::Acquire) {
             inner.dropped.fetch_add(1, Ordering::Relaxed);
