@@ -316,13 +316,27 @@ fn now_parts() -> (u32, u32) {
 /// Hands freed heap memory back to the system. A burst seals batch buffers faster than they
 /// are sent; once sent, glibc keeps their megabytes in the heaps of the threads that freed
 /// them (its mmap threshold rises after the first large free), so the process would stay at
-/// its peak. Trimming after each dropped buffer keeps RSS near what is in use; it costs tens
-/// of microseconds, once per batch beyond the two kept for reuse.
+/// its peak. Trimming keeps RSS near what is in use; it walks the heaps' free lists, so it
+/// runs at most every 100 ms (a producer dropping hundreds of buffers a second under
+/// sustained overload would otherwise spend a share of a core on it).
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory to the system; it is thread-safe.
-    unsafe {
-        libc::malloc_trim(0);
+    {
+        static LAST_TRIM_MS: AtomicU64 = AtomicU64::new(0);
+        let now_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let last = LAST_TRIM_MS.load(Ordering::Relaxed);
+        if now_ms.saturating_sub(last) >= 100
+            && LAST_TRIM_MS
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: malloc_trim only returns free memory to the system; it is thread-safe.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
     }
 }
 
