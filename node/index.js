@@ -99,32 +99,44 @@ function recordJson(contents) {
   return JSON.stringify(contents)
 }
 
-/** The fast path's framing for a plain object: `key \0 value \0` per field, when every value
- * is a string, boolean or safe integer (these read the same on both paths); null otherwise.
- * The number of fields is left in `joinedCount`. */
+/** One field in the fast path's framing, `key \0 value \0`, when the value is a string,
+ * boolean or safe integer (these read the same on both paths); null otherwise. */
+function joinedField(key, value) {
+  switch (typeof value) {
+    case 'string':
+      return key + '\0' + value + '\0'
+    case 'boolean':
+      return key + (value ? '\0true\0' : '\0false\0')
+    case 'number':
+      return Number.isSafeInteger(value) ? key + '\0' + value + '\0' : null
+    default:
+      return null
+  }
+}
+
+/** A plain object or an array of [string, value] pairs in the fast path's framing; null for
+ * anything else (which goes as JSON). The number of fields is left in `joinedCount`. */
 let joinedCount = 0
 function joinedFields(contents) {
-  const proto = Object.getPrototypeOf(contents)
-  if (proto !== Object.prototype && proto !== null) return null
   let joined = ''
   let count = 0
-  for (const key in contents) {
-    const value = contents[key]
-    switch (typeof value) {
-      case 'string':
-        joined += key + '\0' + value + '\0'
-        break
-      case 'boolean':
-        joined += key + (value ? '\0true\0' : '\0false\0')
-        break
-      case 'number':
-        if (!Number.isSafeInteger(value)) return null
-        joined += key + '\0' + value + '\0'
-        break
-      default:
-        return null
+  if (Array.isArray(contents)) {
+    for (const pair of contents) {
+      if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') return null
+      const field = joinedField(pair[0], pair[1])
+      if (field === null) return null
+      joined += field
+      count += 1
     }
-    count += 1
+  } else {
+    const proto = Object.getPrototypeOf(contents)
+    if (proto !== Object.prototype && proto !== null) return null
+    for (const key in contents) {
+      const field = joinedField(key, contents[key])
+      if (field === null) return null
+      joined += field
+      count += 1
+    }
   }
   joinedCount = count
   return count === 0 ? null : joined
@@ -208,7 +220,7 @@ class Producer extends EventEmitter {
   }
 
   _send(contents, opts, ticket) {
-    if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object' && !Array.isArray(contents)) {
+    if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object') {
       const joined = joinedFields(contents)
       let sent = false
       try {

@@ -64,7 +64,13 @@ describe('Producer', () => {
     for (const r of records) {
       p.send(r)
       p.send(r, { logstore: 'json' })
+      // The same record as pairs, through both paths.
+      const pairs = Object.entries(r).map(([k, v]) => [k, k === 'id' ? `${v}-pairs` : v])
+      p.send(pairs)
+      p.send(pairs, { logstore: 'json' })
     }
+    p.send([['id', 'dup'], ['k', '1'], ['k', '2']])
+    p.send([['id', 'dup'], ['k', '1'], ['k', '2']], { logstore: 'json' })
     expect(() => p.send({ 'bad\0key': 'v' })).toThrow(lh.InvalidRecordError)
     expect(() => p.send({ 'bad\0key': 'v' }, { logstore: 'json' })).toThrow(lh.InvalidRecordError)
     expect(() => p.send({})).toThrow(/no fields/)
@@ -74,8 +80,11 @@ describe('Producer', () => {
     const byId = (logs) => Object.fromEntries(logs.map((l) => [fields(l).id, l.contents]))
     const fast = byId(emu.logs('loghose', 'logs'))
     const json = byId(emu.logs('loghose', 'json'))
-    expect(Object.keys(fast).sort()).toEqual(records.map((r) => r.id).sort())
+    const ids = records.map((r) => r.id)
+    expect(Object.keys(fast).sort()).toEqual([...ids, ...ids.map((id) => `${id}-pairs`), 'dup'].sort())
     expect(fast).toEqual(json)
+    expect(fast.dup).toEqual([['id', 'dup'], ['k', '1'], ['k', '2']])
+    expect(fast['numbers-pairs'].slice(1)).toEqual(fast.numbers.slice(1))
     expect(fast['nul-in-value']).toEqual([['id', 'nul-in-value'], ['v', 'a\0b\0'], ['w', '\0']])
     expect(fast.unicode).toEqual([['id', 'unicode'], ['中文', '日志服务'], ['emoji', '🚀 ok'], ['mixed', 'é\u00ffz']])
     expect(fast.numbers.slice(1, 4)).toEqual([['int', '42'], ['neg', '-7'], ['zero', '0']])
