@@ -4,7 +4,8 @@
 // runs scenario S1 (the C producer's server benchmark) from Node against the emulator, in a
 // child process so CPU and memory are the producer's, and prints the S1 table; it also
 // reports the event loop's delay (perf_hooks.monitorEventLoopDelay) and compares object vs
-// array-of-pairs vs sendMany. `npx loghose emulator` serves until stdin closes.
+// array-of-pairs vs sendMany. `npx loghose middleware` runs scenario S3 (an HTTP service that
+// logs every request). `npx loghose emulator` serves until stdin closes.
 
 const { spawn } = require('node:child_process')
 const { monitorEventLoopDelay } = require('node:perf_hooks')
@@ -201,6 +202,91 @@ async function bench(argv) {
   }
 }
 
+/** Scenario S3 in Node: an HTTP service that logs one access record per request through
+ * loghose, loaded over keep-alive connections by a child process. Reports requests/s and the
+ * service's event loop delay without logging, with loghose, and with console logging to a
+ * file, one phase after the other. */
+async function middleware(argv) {
+  const opts = { seconds: 10, connections: 50, ...args(argv) }
+  const emu = await startEmulator()
+  const http = require('node:http')
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const path = require('node:path')
+  const logFile = path.join(os.tmpdir(), `loghose-s3-${process.pid}.log`)
+  const fileConsole = new console.Console(fs.createWriteStream(logFile))
+  const producer = lh.Producer.fromPreset('server', {
+    endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret,
+    project: 's3', logstore: 'access', topic: 'http',
+  })
+  let mode = 'none'
+  let served = 0
+  const server = http.createServer((req, res) => {
+    const started = process.hrtime.bigint()
+    res.end('ok')
+    const record = {
+      method: req.method, path: req.url, status: 200, bytes: 2,
+      micros: Number(process.hrtime.bigint() - started) / 1000 | 0, agent: req.headers['user-agent'] || '',
+    }
+    if (mode === 'loghose') producer.send(record)
+    else if (mode === 'console') fileConsole.log(JSON.stringify(record))
+    served += 1
+  })
+  server.keepAliveTimeout = 60000
+  await new Promise((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${server.address().port}/api/items?id=1`
+  const rows = []
+  try {
+    for (const phase of ['none', 'loghose', 'console']) {
+      mode = phase
+      served = 0
+      const delay = monitorEventLoopDelay({ resolution: 1 })
+      delay.enable()
+      const load = spawn(process.execPath, [__filename, 'load', url, String(opts.seconds), String(opts.connections)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const loadDone = new Promise((r) => load.on('exit', r))
+      const t0 = Date.now()
+      await loadDone
+      delay.disable()
+      rows.push({ phase, rps: served / ((Date.now() - t0) / 1000), maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6 })
+    }
+    const left = await producer.flush(60000)
+    await producer.close({ timeoutMs: 10000 })
+    const got = (await (await fetch(`${emu.endpoint}/_emulator/totals?project=s3&logstore=access`)).json()).logs
+    const base = rows[0].rps
+    console.log(`S3 middleware from Node: ${opts.connections} keep-alive connections for ${opts.seconds} s per phase, load from a child process\n`)
+    console.log('| logging | requests/s | ratio to none | loop delay max ms | loop delay p99 ms |')
+    console.log('|---|---:|---:|---:|---:|')
+    for (const r of rows) console.log(`| ${r.phase} | ${r.rps.toFixed(0)} | ${(r.rps / base).toFixed(2)} | ${r.maxMs.toFixed(2)} | ${r.p99Ms.toFixed(2)} |`)
+    console.log(`\nloghose records received by the emulator: ${got}; pending after flush: ${left}`)
+  } finally {
+    server.close()
+    server.closeAllConnections?.()
+    emu.child.stdin.end()
+    fs.rmSync(logFile, { force: true })
+  }
+}
+
+/** The load generator of `middleware`: `connections` keep-alive connections, each sending
+ * its next request as soon as the answer arrives, for `seconds`. */
+function load(url, seconds, connections) {
+  const http = require('node:http')
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Number(connections) })
+  const stopAt = Date.now() + Number(seconds) * 1000
+  let open = Number(connections)
+  const next = () => {
+    if (Date.now() >= stopAt) {
+      open -= 1
+      if (open === 0) agent.destroy()
+      return
+    }
+    http.get(url, { agent }, (res) => {
+      res.resume()
+      res.on('end', next)
+    }).on('error', next)
+  }
+  for (let i = 0; i < open; i++) next()
+}
+
 function serveEmulator() {
   const emu = new lh.Emulator({ retentionBytes: 64 << 20 })
   console.log(JSON.stringify({ endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret }))
@@ -210,8 +296,10 @@ function serveEmulator() {
 
 const [command, ...rest] = process.argv.slice(2)
 if (command === 'bench') bench(rest)
+else if (command === 'middleware') middleware(rest)
+else if (command === 'load') load(...rest)
 else if (command === 'emulator') serveEmulator()
 else {
-  console.error('usage: loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N] | loghose emulator')
+  console.error('usage: loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N] | loghose middleware [--seconds N] [--connections N] | loghose emulator')
   process.exitCode = 2
 }
