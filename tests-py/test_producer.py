@@ -51,6 +51,46 @@ def test_every_record_arrives_once_with_converted_values(emu):
     assert (pairs["topic"], pairs["time"], pairs["time_ns"]) == ("other", 1_700_000_000, 250_000_000)
 
 
+def test_dicts_read_the_same_on_the_direct_path_and_the_general_one(emu):
+    """A dict's str keys and values are read straight from CPython; every other value takes the
+    general conversion, which may run Python code. Both must store the same fields."""
+
+    class Text(str):
+        pass
+
+    class Loud(int):
+        def __str__(self):
+            # Python code during a send, logging through the same producer.
+            p.send({"id": "from-__str__"})
+            return "loud"
+
+    with producer(emu) as p:
+        p.send({"id": "mixed", "s": "text", "n": 5, "t": Text("sub"), "b": b"raw", "u": "日志 🚀", "e": ""})
+        p.send([("id", "mixed-pairs"), ("s", "text"), ("n", 5), ("t", Text("sub")), ("b", b"raw"),
+                ("u", "日志 🚀"), ("e", "")])
+        p.send({"id": "loud", "v": Loud(1)})
+        with pytest.raises(loghose.InvalidRecordError):
+            p.send({"id": "bad", "\x00key": "v"})
+        with pytest.raises(UnicodeEncodeError):
+            p.send({"id": "surrogate", "v": "\udc80"})
+
+        class Shrinking(int):
+            def __str__(self):
+                record.clear()
+                return "1"
+
+        record = {"id": "resized", "v": Shrinking(1), "w": "x"}
+        with pytest.raises(RuntimeError, match="changed size"):
+            p.send(record)
+        assert p.flush(30) == 0
+    by_id = {contents(log)["id"]: log["contents"] for log in emu.logs("loghose", "logs")}
+    assert sorted(by_id) == ["from-__str__", "loud", "mixed", "mixed-pairs"]
+    expected = [["s", "text"], ["n", "5"], ["t", "sub"], ["b", "raw"], ["u", "日志 🚀"], ["e", ""]]
+    assert by_id["mixed"] == [["id", "mixed"], *expected]
+    assert by_id["mixed-pairs"] == [["id", "mixed-pairs"], *expected]
+    assert by_id["loud"] == [["id", "loud"], ["v", "loud"]]
+
+
 def test_send_many_and_destinations(emu):
     with producer(emu) as p:
         assert p.send_many([{"i": str(i)} for i in range(50)]) == 50
