@@ -4,10 +4,11 @@
 //! producer logic lives in the engine. Contracts:
 //!
 //! - `send` runs on the caller's thread holding the GIL only while it reads the record (the
-//!   record is encoded straight from the dict or pairs; nothing is copied into Rust maps). It
-//!   encodes through the engine's scratch path, with no engine lock held: reading a value may
-//!   run Python code (an iterator, an `int` subclass's `__str__`), which may release the GIL
-//!   or log through the same producer.
+//!   record is encoded straight from the dict or pairs; nothing is copied into Rust maps). A
+//!   dict of `str` keys and values is written straight into its batch (reading it runs no
+//!   Python code); anything else goes through the engine's scratch path, with no engine lock
+//!   held, because reading a value may run Python code (an iterator, an `int` subclass's
+//!   `__str__`), which may release the GIL or log through the same producer.
 //! - Every wait (`flush`, `close`) releases the GIL and waits in 100 ms slices, checking for
 //!   signals between them, so Ctrl-C interrupts it.
 //! - Report callbacks run on the producer's reporter thread, which attaches to Python once per
@@ -242,6 +243,63 @@ fn put_dict(
     Ok(())
 }
 
+/// Writes a dict whose keys and values are all `str`, read straight from CPython; declines
+/// (`Ok(false)`) at the first other key or value. Runs no Python code, so it may run inside
+/// the engine's in-place add.
+fn put_dict_direct(
+    enc: &mut LogEncoder<'_>,
+    dict: &Bound<'_, PyDict>,
+) -> Result<bool, RecordError> {
+    let ptr = dict.as_ptr();
+    // SAFETY: `ptr` is a live dict (we hold `dict`) and no Python code runs during the loop,
+    // so the borrowed pointers from PyDict_Next stay valid while they are used.
+    unsafe {
+        let mut pos: pyo3::ffi::Py_ssize_t = 0;
+        let mut key: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        while pyo3::ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) != 0 {
+            let Some(Ok(k)) = str_utf8(key) else {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            };
+            let Some(Ok(v)) = str_utf8(value) else {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            };
+            enc.field_bytes_utf8(k.as_bytes(), v)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Queues one record: a dict of `str` is written straight into its batch; anything else (or a
+/// dict holding other values) goes through the engine's scratch path, where converting a value
+/// may run Python code.
+fn send_record(
+    py: Python<'_>,
+    producer: &Producer,
+    opts: &SendOptions<'_>,
+    track: Track,
+    contents: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    if let Ok(dict) = contents.cast::<PyDict>() {
+        match producer.try_send_in_place(opts, track, |enc| put_dict_direct(enc, dict)) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {}
+            Err(e) => return Err(producer_error(py, e)),
+        }
+    }
+    let mut type_error = None;
+    let result = producer.send_with_scratch(opts, track, |enc| {
+        put_contents(enc, contents, &mut type_error)
+    });
+    match (result, type_error) {
+        (_, Some(e)) => Err(e),
+        (Ok(_), None) => Ok(()),
+        (Err(e), None) => Err(producer_error(py, e)),
+    }
+}
+
 fn put_contents(
     enc: &mut LogEncoder<'_>,
     contents: &Bound<'_, PyAny>,
@@ -437,16 +495,8 @@ impl NativeProducer {
             project,
             logstore,
         };
-        let mut type_error = None;
         let track = ticket.map_or(Track::None, Track::Ticket);
-        let result = producer.send_with_scratch(&opts, track, |enc| {
-            put_contents(enc, contents, &mut type_error)
-        });
-        match (result, type_error) {
-            (_, Some(e)) => Err(e),
-            (Ok(_), None) => Ok(()),
-            (Err(e), None) => Err(producer_error(py, e)),
-        }
+        send_record(py, producer, &opts, track, contents)
     }
 
     /// Queues many records; returns how many were accepted before the first error (raised).
@@ -455,15 +505,8 @@ impl NativeProducer {
         let mut count = 0;
         for record in records.try_iter()? {
             let record = record?;
-            let mut type_error = None;
-            let result = producer.send_with_scratch(&SendOptions::default(), Track::None, |enc| {
-                put_contents(enc, &record, &mut type_error)
-            });
-            match (result, type_error) {
-                (_, Some(e)) => return Err(e),
-                (Ok(_), None) => count += 1,
-                (Err(e), None) => return Err(producer_error(py, e)),
-            }
+            send_record(py, producer, &SendOptions::default(), Track::None, &record)?;
+            count += 1;
         }
         Ok(count)
     }

@@ -1087,6 +1087,26 @@ impl Producer {
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
     {
+        match self.try_send_in_place(opts, track, |enc| fill(enc).map(|()| true))? {
+            Some(completion) => Ok(completion),
+            // The fill above never declines.
+            None => Err(ProducerError::Engine("in-place add declined".into())),
+        }
+    }
+
+    /// [`send_with`](Producer::send_with) whose `fill` may decline with `Ok(false)` when it
+    /// meets a value it cannot read without running foreign code: what it wrote is rolled
+    /// back, nothing is counted, and `Ok(None)` tells the caller to send the record through
+    /// [`send_with_scratch`](Producer::send_with_scratch) instead.
+    pub fn try_send_in_place<F>(
+        &self,
+        opts: &SendOptions<'_>,
+        track: Track,
+        fill: F,
+    ) -> Result<Option<Option<Completion>>, ProducerError>
+    where
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
+    {
         let inner = &self.inner;
         let prepared = self.prepare(opts);
         let (dest, secs, nanos) = prepared?;
@@ -1107,13 +1127,18 @@ impl Producer {
         let before = batch.buf.len();
         let encoded = {
             let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, inner.config.key_policy);
-            fill(&mut enc).and_then(|()| enc.finish(max_bytes))
+            match fill(&mut enc) {
+                Ok(true) => enc.finish(max_bytes).map(Some),
+                // Dropping the encoder rolls the batch back.
+                Ok(false) => Ok(None),
+                Err(e) => Err(e),
+            }
         };
         // The fast path needs the record to fit the batch and its bytes to be reserved without
         // waiting; otherwise the record is copied out and takes the general path below,
         // without the lock.
         let fast = match &encoded {
-            Ok(n) => {
+            Ok(Some(n)) => {
                 let n = *n;
                 let fits = before + n <= max_bytes || batch.records == 0;
                 fits && {
@@ -1131,7 +1156,7 @@ impl Producer {
                     }
                 }
             }
-            Err(_) => false,
+            Ok(None) | Err(_) => false,
         };
         let mut sealed: Vec<SealedBatch> = Vec::new();
         let mut moved: Option<Vec<u8>> = None;
@@ -1139,7 +1164,7 @@ impl Producer {
             shard.accepted += 1;
             inner.commit_record(slot, track, &mut sealed, &mut new_deadline)
         } else {
-            if encoded.is_ok() {
+            if let Ok(Some(_)) = encoded {
                 moved = Some(batch.buf[before..].to_vec());
                 batch.buf.truncate(before);
             }
@@ -1156,14 +1181,18 @@ impl Producer {
             shard.batches.insert(d.clone(), open);
         }
         drop(guard);
-        if let Err(e) = encoded {
-            inner.invalid.fetch_add(1, Ordering::Relaxed);
-            return Err(e.into());
+        match encoded {
+            Err(e) => {
+                inner.invalid.fetch_add(1, Ordering::Relaxed);
+                return Err(e.into());
+            }
+            Ok(None) => return Ok(None),
+            Ok(Some(_)) => {}
         }
         inner.after_append(shard_index, &dest, new_deadline, sealed);
         match moved {
-            Some(log) => self.append(&log, dest, track),
-            None => Ok(completion),
+            Some(log) => self.append(&log, dest, track).map(Some),
+            None => Ok(Some(completion)),
         }
     }
 
