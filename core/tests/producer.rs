@@ -321,6 +321,43 @@ fn the_scratch_path_delivers_and_survives_a_fill_that_reenters_the_producer() {
 }
 
 #[test]
+fn a_declined_in_place_add_leaves_no_trace() {
+    // A binding's fill may decline half-way (it met a value it must convert with foreign
+    // code): the batch is rolled back, nothing is counted, and the caller retries elsewhere.
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        logstore: "declined".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    let decline = |enc: &mut loghose::producer::LogEncoder<'_>| {
+        enc.field_str("id", "half")?;
+        Ok(false)
+    };
+    // On a fresh batch, then on a batch that already holds a record.
+    assert!(p
+        .try_send_in_place(&SendOptions::default(), Track::None, decline)
+        .unwrap()
+        .is_none());
+    p.send(&[("id", "1")], &SendOptions::default()).unwrap();
+    assert!(p
+        .try_send_in_place(&SendOptions::default(), Track::None, decline)
+        .unwrap()
+        .is_none());
+    let kept = p
+        .try_send_in_place(&SendOptions::default(), Track::None, |enc| {
+            enc.field_str("id", "2")?;
+            Ok(true)
+        })
+        .unwrap();
+    assert!(kept.is_some());
+    assert_eq!(p.flush(WAIT), 0);
+    let stats = p.stats();
+    assert_eq!((stats.invalid, stats.dropped, stats.delivered), (0, 0, 2));
+    assert_eq!(ids(&emu, "declined"), vec![1, 2]);
+}
+
+#[test]
 fn a_failed_first_record_leaves_no_empty_batch_behind() {
     // The record that would have opened a batch fails: nothing is sent, nothing is pending,
     // and a flush has nothing to wait for.
