@@ -316,10 +316,11 @@ fn now_parts() -> (u32, u32) {
 /// Hands freed heap memory back to the system. A burst seals batch buffers faster than they
 /// are sent; once sent, glibc keeps their megabytes in the heaps of the threads that freed
 /// them (its mmap threshold rises after the first large free), so the process would stay at
-/// its peak. Trimming keeps RSS near what is in use; it walks the heaps' free lists, so it
-/// runs at most every 100 ms (a producer dropping hundreds of buffers a second under
-/// sustained overload would otherwise spend a share of a core on it).
-fn release_free_memory() {
+/// its peak. Trimming keeps RSS near what is in use; it walks the heaps' free lists, so while
+/// buffers are being dropped it runs at most every 100 ms (a producer dropping hundreds of
+/// buffers a second under sustained overload would otherwise spend a share of a core on it),
+/// and once more, `at_rest`, when the last batch in flight completes (at most every 10 ms).
+pub(crate) fn release_free_memory(at_rest: bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         static LAST_TRIM_MS: AtomicU64 = AtomicU64::new(0);
@@ -327,7 +328,8 @@ fn release_free_memory() {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let last = LAST_TRIM_MS.load(Ordering::Relaxed);
-        if now_ms.saturating_sub(last) >= 100
+        let interval = if at_rest { 10 } else { 100 };
+        if now_ms.saturating_sub(last) >= interval
             && LAST_TRIM_MS
                 .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
@@ -338,6 +340,8 @@ fn release_free_memory() {
             }
         }
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = at_rest;
 }
 
 /// This host's address as the endpoint would see it (no packet is sent).
@@ -427,7 +431,7 @@ impl Inner {
             }
         }
         drop(buf);
-        release_free_memory();
+        release_free_memory(false);
     }
 
     fn try_reserve(&self, n: usize) -> bool {

@@ -396,6 +396,9 @@ fn finish(
         pack_id: batch.pack_id,
         tickets: batch.tickets,
     });
-    inner.in_flight.fetch_sub(1, Ordering::Relaxed);
+    if inner.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+        // The last batch in flight is done: a burst is over, hand its memory back.
+        super::release_free_memory(true);
+    }
     inner.complete(report, batch.reserved, batch.completions);
 }
