@@ -92,19 +92,24 @@ pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {
 /// checked on every add, and a byte loop was the largest part of encoding a field.
 #[inline]
 pub fn printable_ascii(bytes: &[u8]) -> bool {
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
+    let n = bytes.len();
+    if n < 8 {
+        return bytes.iter().all(|b| (0x20..0x7f).contains(b));
+    }
+    let word_at = |at: usize| {
         let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        if !printable_word(u64::from_le_bytes(word)) {
+        word.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(word)
+    };
+    let mut at = 0;
+    while at + 8 < n {
+        if !printable_word(word_at(at)) {
             return false;
         }
+        at += 8;
     }
-    // The tail, padded with a printable byte.
-    let rest = chunks.remainder();
-    let mut word = [b'a'; 8];
-    word[..rest.len()].copy_from_slice(rest);
-    printable_word(u64::from_le_bytes(word))
+    // The last eight bytes, overlapping what was checked: no partial word to assemble.
+    printable_word(word_at(n - 8))
 }
 
 #[inline]
