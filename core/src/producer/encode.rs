@@ -64,6 +64,25 @@ fn lossy(key: &[u8]) -> String {
     String::from_utf8_lossy(key).chars().take(160).collect()
 }
 
+#[cold]
+#[inline(never)]
+fn invalid_key(key: &[u8], problem: KeyProblem) -> RecordError {
+    RecordError::InvalidKey {
+        key: lossy(key),
+        problem,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn value_too_large(key: &[u8], len: usize) -> RecordError {
+    RecordError::ValueTooLarge {
+        key: lossy(key),
+        len,
+        limit: MAX_VALUE_BYTES,
+    }
+}
+
 /// Bytes reserved for a log's length prefix: a two-byte varint covers logs below 16 KiB, so
 /// the usual log is written once and never moved; a shorter one (below 128 bytes) or a longer
 /// one is shifted once in `finish`.
@@ -109,7 +128,7 @@ impl<'b> LogEncoder<'b> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, key: &[u8], value: &[u8]) {
         let (klen, vlen) = (key.len(), value.len());
         let inner = 2 + varint_len(klen) + klen + varint_len(vlen) + vlen;
@@ -141,24 +160,21 @@ impl<'b> LogEncoder<'b> {
     }
 
     /// Adds a field given as text (UTF-8 guaranteed by the type).
-    #[inline]
+    #[inline(always)]
     pub fn field_str(&mut self, key: &str, value: &str) -> Result<(), RecordError> {
         self.field_bytes_utf8(key.as_bytes(), value)
     }
 
     /// Adds a field whose key is bytes (checked) and whose value is text.
-    #[inline]
+    // Inlined into the caller's field loop (a call per field cost a tenth of the encoding);
+    // the error paths stay out of line.
+    #[inline(always)]
     pub fn field_bytes_utf8(&mut self, key: &[u8], value: &str) -> Result<(), RecordError> {
-        check_key(key, self.policy).map_err(|problem| RecordError::InvalidKey {
-            key: lossy(key),
-            problem,
-        })?;
+        if let Err(problem) = check_key(key, self.policy) {
+            return Err(invalid_key(key, problem));
+        }
         if value.len() > MAX_VALUE_BYTES {
-            return Err(RecordError::ValueTooLarge {
-                key: lossy(key),
-                len: value.len(),
-                limit: MAX_VALUE_BYTES,
-            });
+            return Err(value_too_large(key, value.len()));
         }
         self.put(key, value.as_bytes());
         Ok(())
