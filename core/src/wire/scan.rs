@@ -55,7 +55,7 @@ impl std::fmt::Display for KeyProblem {
 }
 
 /// Checks one field key against `policy`.
-#[inline]
+#[inline(always)]
 pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {
     if key.is_empty() {
         return Err(KeyProblem::Empty);
@@ -82,10 +82,16 @@ pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {
             }
         }
     }
-    if key[0] == b'_' && RESERVED_KEYS.iter().any(|r| r.as_bytes() == key) {
+    if key[0] == b'_' && is_reserved(key) {
         return Err(KeyProblem::Reserved);
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn is_reserved(key: &[u8]) -> bool {
+    RESERVED_KEYS.iter().any(|r| r.as_bytes() == key)
 }
 
 /// Whether every byte is printable ASCII (0x20..=0x7e), eight bytes per step: keys are
