@@ -434,6 +434,23 @@ impl Inner {
         release_free_memory(false);
     }
 
+    /// Reserves `n` bytes without waiting: from a shard's `credit` when it has enough, else a
+    /// chunk from the shared budget (the rest becomes credit), else exactly `n`.
+    #[inline]
+    fn reserve_now(&self, credit: &mut usize, n: usize) -> bool {
+        if *credit >= n {
+            *credit -= n;
+            return true;
+        }
+        let chunk = n.max(self.credit_chunk);
+        if self.try_reserve(chunk) {
+            *credit += chunk - n;
+            true
+        } else {
+            self.try_reserve(n)
+        }
+    }
+
     fn try_reserve(&self, n: usize) -> bool {
         let limit = self.config.buffer_max_bytes;
         self.used_bytes
@@ -1145,20 +1162,7 @@ impl Producer {
             Ok(Some(n)) => {
                 let n = *n;
                 let fits = before + n <= max_bytes || batch.records == 0;
-                fits && {
-                    if shard.credit >= n {
-                        shard.credit -= n;
-                        true
-                    } else {
-                        let chunk = n.max(inner.credit_chunk);
-                        if inner.try_reserve(chunk) {
-                            shard.credit += chunk - n;
-                            true
-                        } else {
-                            inner.try_reserve(n)
-                        }
-                    }
-                }
+                fits && inner.reserve_now(&mut shard.credit, n)
             }
             Ok(None) | Err(_) => false,
         };
@@ -1283,18 +1287,7 @@ impl Producer {
         // chunk (or exactly n) from the shared budget; only a full buffer takes the slow path,
         // which may block, without holding the shard.
         let mut guard = inner.shards[shard_index].lock();
-        let prepaid = if guard.credit >= n {
-            guard.credit -= n;
-            true
-        } else {
-            let chunk = n.max(inner.credit_chunk);
-            if inner.try_reserve(chunk) {
-                guard.credit += chunk - n;
-                true
-            } else {
-                inner.try_reserve(n)
-            }
-        };
+        let prepaid = inner.reserve_now(&mut guard.credit, n);
         if !prepaid {
             drop(guard);
             if let Err(e) = inner.reserve(n) {
