@@ -110,6 +110,52 @@ async fn every_codec_and_path_form_is_accepted_and_stored_exactly() {
 }
 
 #[tokio::test]
+async fn compressed_bodies_are_held_compressed_and_read_back_whole() {
+    // One shard with room for 64 KiB: eight groups of about 40 KiB each fit only compressed.
+    let emu = Emulator::start(EmulatorConfig {
+        shard_count: 1,
+        retention_bytes: 64 << 10,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let client = client();
+    let auth = v1(&emu);
+    let mut sent = Vec::new();
+    for codec in [Compression::Lz4, Compression::Zstd, Compression::Deflate] {
+        for _ in 0..8 {
+            let g = sample_group(1000);
+            let raw = g.encode_to_vec();
+            assert!(raw.len() > 32 << 10);
+            let reply = send(
+                &client,
+                &emu,
+                &put_request(HOST, codec.name(), &raw, codec, &auth),
+            )
+            .await;
+            assert_eq!(
+                reply.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&reply.body)
+            );
+            sent.push(g);
+        }
+        let totals = emu.totals("proj", codec.name()).unwrap();
+        assert_eq!((totals.groups, totals.retained_groups), (8, 8), "{codec:?}");
+        assert_stored_exactly(&emu, "proj", codec.name(), &sent[sent.len() - 8..]);
+    }
+    // Uncompressed, the same budget holds one group and a bit.
+    for _ in 0..8 {
+        let raw = sample_group(1000).encode_to_vec();
+        let req = put_request(HOST, "plain", &raw, Compression::None, &auth);
+        assert_eq!(send(&client, &emu, &req).await.status, 200);
+    }
+    let totals = emu.totals("proj", "plain").unwrap();
+    assert_eq!(totals.groups, 8);
+    assert!(totals.retained_groups <= 2, "{totals:?}");
+}
+
+#[tokio::test]
 async fn project_comes_from_the_host_or_the_default() {
     let emu = Emulator::start_default().unwrap();
     let client = client();

@@ -84,8 +84,9 @@ pub struct EmulatorConfig {
     pub auto_create: bool,
     /// Shards of an auto-created logstore. Default 2.
     pub shard_count: u32,
-    /// Bytes of accepted (uncompressed) groups kept per logstore; older groups are dropped
-    /// first, totals stay exact. Default 256 MiB.
+    /// Bytes of accepted groups kept per logstore, counted as held: a compressed PutLogs body
+    /// is kept (and counted) compressed. Older groups are dropped first, totals stay exact.
+    /// Default 256 MiB.
     pub retention_bytes: usize,
     /// Largest accepted difference between a request's date and the clock, in seconds.
     /// Default 900 (the service's ±15 minutes).

@@ -7,7 +7,7 @@
 //! (v1, v4 or bearer, with STS tokens and ±15 min date skew), the project and logstore,
 //! `x-log-bodyrawsize`, Content-MD5, the compression type, decompression to exactly the
 //! declared size, then a zero-copy validation of the `LogGroup` (or `LogGroupList` in
-//! `batch_group` mode). Accepted groups are stored as validated bytes. The SLS read APIs
+//! `batch_group` mode). Accepted groups are stored as they arrived (compressed), once valid. The SLS read APIs
 //! (ListShards, GetCursor, PullLogs) and the unauthenticated `/_emulator/` test API are served
 //! here too. Every answer carries a lowercase `x-log-requestid`.
 //!
@@ -28,6 +28,12 @@ use md5::Digest as _;
 use parking_lot::Mutex;
 
 use super::error::ApiError;
+
+thread_local! {
+    /// Per server thread decompression area for validating PutLogs bodies (they are stored
+    /// compressed, so the decoded bytes are only needed while checking them).
+    static DECODE_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 use super::faults::{Fault, Faults};
 use super::store::{Missing, Placement, Store, StoredGroup};
 use super::EmulatorConfig;
@@ -655,19 +661,6 @@ impl Service {
         }
         let codec =
             Compression::from_header(head.header("x-log-compresstype")).map_err(codec_error)?;
-        let raw = if codec == Compression::None {
-            if body.len() != raw_size {
-                return Err(codec_error(CodecError::SizeMismatch {
-                    codec: "none",
-                    declared: raw_size,
-                    actual: body.len(),
-                }));
-            }
-            body.clone()
-        } else {
-            Bytes::from(compress::decompress(codec, &body, raw_size).map_err(codec_error)?)
-        };
-
         let hash_key = head.param("key").or_else(|| head.header("x-log-hashkey"));
         let placement = match hash_key {
             None => Placement::LoadBalance,
@@ -678,26 +671,37 @@ impl Service {
                 )
             })?),
         };
-        let received = unix_now();
-        let policy = self.config.key_policy;
-        let groups: Vec<StoredGroup> = if head.header("x-log-mode") == Some("batch_group") {
-            scan::scan_log_group_list(&raw, policy)
-                .map_err(scan_error)?
-                .into_iter()
-                .map(|(range, summary)| StoredGroup {
-                    body: raw.slice(range),
+        let groups = DECODE_SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let raw = compress::decompress_into(codec, &body, raw_size, &mut scratch)
+                .map_err(codec_error)?;
+            let received = unix_now();
+            let policy = self.config.key_policy;
+            if head.header("x-log-mode") == Some("batch_group") {
+                // Each group of the list is kept on its own, so these are kept uncompressed.
+                let raw = Bytes::copy_from_slice(raw);
+                Ok(scan::scan_log_group_list(&raw, policy)
+                    .map_err(scan_error)?
+                    .into_iter()
+                    .map(|(range, summary)| StoredGroup {
+                        raw_size: range.len(),
+                        body: raw.slice(range),
+                        codec: Compression::None,
+                        received,
+                        logs: summary.logs,
+                    })
+                    .collect::<Vec<_>>())
+            } else {
+                let summary = scan::scan_log_group(raw, policy).map_err(scan_error)?;
+                Ok(vec![StoredGroup {
+                    body: body.clone(),
+                    codec,
+                    raw_size,
                     received,
                     logs: summary.logs,
-                })
-                .collect()
-        } else {
-            let summary = scan::scan_log_group(&raw, policy).map_err(scan_error)?;
-            vec![StoredGroup {
-                body: raw.clone(),
-                received,
-                logs: summary.logs,
-            }]
-        };
+                }])
+            }
+        })?;
         let logs: u64 = groups.iter().map(|g| u64::from(g.logs)).sum();
         let group_count = groups.len() as u64;
         self.store
@@ -833,7 +837,7 @@ impl Service {
                 })?,
         };
         let end_cursor = head.param("end_cursor").map(decode_cursor).transpose()?;
-        let (raw, groups, next) = self
+        let (chosen, next) = self
             .store
             .with_logstore(&project, logstore, |ls| {
                 let s = ls.shards.get(shard as usize)?;
@@ -844,19 +848,20 @@ impl Service {
                     .max(start);
                 // Like the service, answer with fewer groups rather than an oversized body:
                 // at most 10 MiB raw, but always at least one group.
-                let mut raw = Vec::new();
-                let mut taken = 0u64;
+                let mut chosen = Vec::new();
+                let mut raw_len = 0usize;
                 let range = (start - s.first_seq) as usize..(limit - s.first_seq) as usize;
                 for g in s.groups.range(range) {
-                    if taken > 0 && raw.len() + g.body.len() + 10 > MAX_RAW_BODY_BYTES {
+                    if !chosen.is_empty() && raw_len + g.raw_size + 10 > MAX_RAW_BODY_BYTES {
                         break;
                     }
-                    raw.push(0x0a);
-                    put_varint(&mut raw, g.body.len() as u64);
-                    raw.extend_from_slice(&g.body);
-                    taken += 1;
+                    // The group's field tag, its length varint, the group.
+                    raw_len +=
+                        1 + prost::encoding::encoded_len_varint(g.raw_size as u64) + g.raw_size;
+                    chosen.push(g.clone());
                 }
-                Some((raw, taken, start + taken))
+                let next = start + chosen.len() as u64;
+                Some((chosen, next))
             })
             .map_err(|m| missing(m, &project, logstore))?
             .ok_or_else(|| {
@@ -866,6 +871,21 @@ impl Service {
                     format!("shard {shard} does not exist"),
                 )
             })?;
+        // Decompressed outside the store's lock.
+        let groups = chosen.len() as u64;
+        let mut raw = Vec::new();
+        for g in &chosen {
+            let group = g.raw().map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalServerError",
+                    e.to_string(),
+                )
+            })?;
+            raw.push(0x0a);
+            put_varint(&mut raw, group.len() as u64);
+            raw.extend_from_slice(&group);
+        }
         let codec = match head.header("accept-encoding").map(str::trim) {
             Some(e) if e.eq_ignore_ascii_case("lz4") => Compression::Lz4,
             Some(e) if e.eq_ignore_ascii_case("zstd") => Compression::Zstd,

@@ -1,8 +1,10 @@
 //! What the emulator accepted, per project / logstore / shard, plus exact running totals.
 //!
-//! Groups are kept as their validated, uncompressed protobuf bytes and decoded only when read
-//! back. Each shard keeps at most its share of the logstore's retention budget: when a new
-//! group would exceed it, the oldest groups are dropped (their sequence numbers stay used, so
+//! Groups are kept as they arrived, after validation: a PutLogs body is kept compressed (logs
+//! compress tenfold and more, and a benchmark streaming hundreds of megabytes a second then
+//! neither fills memory nor spends its CPU faulting fresh pages in), and is decompressed and
+//! decoded only when read back. Each shard keeps at most its share of the logstore's retention
+//! budget, counted in bytes held: when a new group would exceed it, the oldest groups are dropped (their sequence numbers stay used, so
 //! cursors remain valid), while the totals keep counting everything ever accepted. This keeps
 //! long benchmarks from exhausting memory. One mutex guards the map; callers hold it only to
 //! append or copy out, never while decoding or doing I/O.
@@ -13,18 +15,33 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use prost::Message;
 
+use crate::wire::compress::{self, CodecError, Compression};
 use crate::wire::hashkey;
 use crate::wire::proto::LogGroup;
 
 /// One accepted group.
 #[derive(Clone, Debug)]
 pub struct StoredGroup {
-    /// Uncompressed `LogGroup` bytes, exactly as sent.
+    /// The `LogGroup` bytes exactly as sent, compressed with `codec`.
     pub body: Bytes,
+    /// How `body` is compressed (`None`: it is the `LogGroup` itself).
+    pub codec: Compression,
+    /// The `LogGroup`'s size uncompressed.
+    pub raw_size: usize,
     /// Server receive time, unix seconds.
     pub received: u32,
     /// Number of logs in it.
     pub logs: u32,
+}
+
+impl StoredGroup {
+    /// The uncompressed `LogGroup` bytes.
+    pub fn raw(&self) -> Result<Bytes, CodecError> {
+        match self.codec {
+            Compression::None => Ok(self.body.clone()),
+            codec => compress::decompress(codec, &self.body, self.raw_size).map(Bytes::from),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -248,19 +265,22 @@ impl Store {
     /// Every retained log of a logstore, shard by shard in arrival order, decoded.
     pub(crate) fn logs(&self, project: &str, logstore: &str) -> Vec<StoredLog> {
         // Copy the (reference-counted) bodies out, then decode without the lock.
-        let groups: Vec<(u32, Bytes)> = self
+        let groups: Vec<(u32, StoredGroup)> = self
             .with_logstore(project, logstore, |ls| {
                 ls.shards
                     .iter()
                     .enumerate()
-                    .flat_map(|(i, s)| s.groups.iter().map(move |g| (i as u32, g.body.clone())))
+                    .flat_map(|(i, s)| s.groups.iter().map(move |g| (i as u32, g.clone())))
                     .collect()
             })
             .unwrap_or_default();
         let mut out = Vec::new();
-        for (shard, body) in groups {
+        for (shard, stored) in groups {
             // Bodies were validated on the way in; a failure here would be an emulator bug.
-            let Ok(group) = LogGroup::decode(body) else {
+            let Ok(group) = stored.raw().map(LogGroup::decode) else {
+                continue;
+            };
+            let Ok(group) = group else {
                 continue;
             };
             let tags: Vec<(String, String)> = group
@@ -290,6 +310,8 @@ mod tests {
 
     fn group(bytes: usize) -> StoredGroup {
         StoredGroup {
+            codec: Compression::None,
+            raw_size: bytes,
             body: Bytes::from(vec![0u8; bytes]),
             received: 0,
             logs: 2,

@@ -181,66 +181,88 @@ pub fn compress_with_scratch(
 
 /// Decodes `body` into exactly `raw_size` bytes, or fails.
 pub fn decompress(codec: Compression, body: &[u8], raw_size: usize) -> Result<Vec<u8>, CodecError> {
+    let mut out = Vec::new();
+    let n = decompress_into(codec, body, raw_size, &mut out)?.len();
+    out.truncate(n);
+    Ok(out)
+}
+
+/// Decodes `body` into exactly `raw_size` bytes at the start of `scratch`, or fails; returns
+/// the decoded bytes. The scratch keeps its length between calls (bytes past the returned
+/// slice are left over from earlier calls), so a reader that decodes a steady stream of bodies
+/// touches no fresh memory and zeroes nothing after the first.
+pub fn decompress_into<'s>(
+    codec: Compression,
+    body: &[u8],
+    raw_size: usize,
+    scratch: &'s mut Vec<u8>,
+) -> Result<&'s [u8], CodecError> {
     if raw_size > MAX_RAW_BODY_BYTES {
         return Err(CodecError::RawSizeTooLarge {
             declared: raw_size,
             limit: MAX_RAW_BODY_BYTES,
         });
     }
-    let codec_name = codec.name();
-    let check = |out: Vec<u8>| {
-        if out.len() == raw_size {
-            Ok(out)
-        } else {
-            Err(CodecError::SizeMismatch {
-                codec: codec_name,
-                declared: raw_size,
-                actual: out.len(),
-            })
-        }
+    let mismatch = |actual: usize| CodecError::SizeMismatch {
+        codec: codec.name(),
+        declared: raw_size,
+        actual,
     };
-    match codec {
-        Compression::None => check(body.to_vec()),
+    let written = match codec {
+        Compression::None => {
+            if body.len() != raw_size {
+                return Err(mismatch(body.len()));
+            }
+            scratch.clear();
+            scratch.extend_from_slice(body);
+            body.len()
+        }
         Compression::Lz4 => {
-            let mut out = vec![0u8; raw_size];
-            let written =
-                lz4_flex::block::decompress_into(body, &mut out).map_err(|e| match e {
+            if scratch.len() < raw_size {
+                scratch.resize(raw_size, 0);
+            }
+            lz4_flex::block::decompress_into(body, &mut scratch[..raw_size]).map_err(
+                |e| match e {
                     lz4_flex::block::DecompressError::OutputTooSmall { expected, .. } => {
-                        CodecError::SizeMismatch {
-                            codec: "lz4",
-                            declared: raw_size,
-                            actual: expected,
-                        }
+                        mismatch(expected)
                     }
                     other => CodecError::Corrupt {
                         codec: "lz4",
                         reason: other.to_string(),
                     },
-                })?;
-            out.truncate(written);
-            check(out)
+                },
+            )?
         }
         Compression::Zstd => {
             // One byte of headroom tells "exactly raw_size" apart from "more than raw_size".
-            let out =
-                zstd::bulk::decompress(body, raw_size + 1).map_err(|e| CodecError::Corrupt {
+            scratch.clear();
+            scratch.reserve(raw_size + 1);
+            let mut decoder = zstd::bulk::Decompressor::new().map_err(|e| CodecError::Corrupt {
+                codec: "zstd",
+                reason: e.to_string(),
+            })?;
+            decoder
+                .decompress_to_buffer(body, scratch)
+                .map_err(|e| CodecError::Corrupt {
                     codec: "zstd",
                     reason: e.to_string(),
-                })?;
-            check(out)
+                })?
         }
         Compression::Deflate => {
-            let mut out = Vec::with_capacity(raw_size);
+            scratch.clear();
             flate2::read::ZlibDecoder::new(body)
                 .take(raw_size as u64 + 1)
-                .read_to_end(&mut out)
+                .read_to_end(scratch)
                 .map_err(|e| CodecError::Corrupt {
                     codec: "deflate",
                     reason: e.to_string(),
-                })?;
-            check(out)
+                })?
         }
+    };
+    if written != raw_size {
+        return Err(mismatch(written));
     }
+    Ok(&scratch[..raw_size])
 }
 
 #[cfg(test)]
@@ -288,6 +310,28 @@ mod tests {
                     body.capacity(),
                     "exact size, the scratch keeps the bound"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_reused_decode_scratch_returns_exactly_each_body() {
+        // Large, then small, then a wrong declared size: leftovers never leak into a result.
+        let mut scratch = Vec::new();
+        let large = b"0123456789abcdef".repeat(4096);
+        let small = b"hello".repeat(7);
+        for codec in ALL {
+            for raw in [&large[..], &small[..], &large[..100]] {
+                let body = compress(codec, raw).unwrap();
+                let back = decompress_into(codec, &body, raw.len(), &mut scratch).unwrap();
+                assert_eq!(back, raw, "{codec:?}");
+                for declared in [raw.len() - 1, raw.len() + 1] {
+                    assert!(
+                        decompress_into(codec, &body, declared, &mut scratch).is_err(),
+                        "{codec:?} declared {declared} for {}",
+                        raw.len()
+                    );
+                }
             }
         }
     }
