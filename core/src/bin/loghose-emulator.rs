@@ -44,7 +44,8 @@ struct Args {
     /// Shards of each new logstore.
     #[arg(long, default_value_t = 2)]
     shards: u32,
-    /// MiB of accepted logs kept per logstore (older ones are dropped; counters stay exact).
+    /// MiB of accepted logs kept per logstore, as received (compressed bodies stay compressed;
+    /// older ones are dropped; counters stay exact).
     #[arg(long, default_value_t = 256)]
     retention_mib: usize,
     /// Accept only keys matching [A-Za-z_][A-Za-z0-9_]*.
