@@ -202,8 +202,9 @@ async fn attempt(inner: &Inner, batch: &SealedBatch, body: &[u8]) -> Verdict {
 }
 
 thread_local! {
-    /// Per I/O thread compression working area (grows to the largest batch's bound, then stays).
-    static COMPRESS_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Per I/O thread compression working area (grows to the largest batch's bound, then stays;
+    /// resident only where bodies were written).
+    static COMPRESS_AREA: std::cell::RefCell<compress::CompressArea> = const { std::cell::RefCell::new(compress::CompressArea::new()) };
 }
 
 /// Full-jitter backoff before retry number `retry` (1-based).
@@ -220,9 +221,8 @@ fn backoff(inner: &Inner, retry: u32, floor: Duration) -> Duration {
 pub(crate) async fn deliver(inner: Arc<Inner>, mut batch: SealedBatch) {
     inner.in_flight.fetch_add(1, Ordering::Relaxed);
     let codec = inner.config.compression;
-    let compressed = COMPRESS_SCRATCH.with(|scratch| {
-        compress::compress_with_scratch(codec, &batch.raw, &mut scratch.borrow_mut())
-    });
+    let compressed = COMPRESS_AREA
+        .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));
     inner.recycle(std::mem::take(&mut batch.raw));
     let body = match compressed {
         Ok(b) => b,

@@ -140,40 +140,65 @@ pub fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
     }
 }
 
-/// Encodes `raw` into an exact-size buffer, using `scratch` as the working area. The scratch
-/// keeps its size between calls (the producer keeps one per I/O thread), so a steady stream of
-/// batches makes no large transient allocation.
-pub fn compress_with_scratch(
+/// A reusable working area for compressing bodies: anonymous memory, mapped on first use and
+/// remapped larger when a bigger body needs it. Its pages start as the kernel's shared zero page,
+/// so only the pages a body actually fills become resident: a batch of logs that compresses to
+/// a hundredth of its size keeps a hundredth of the codec's output bound in memory, however
+/// large the bound. (A heap buffer would have to be zero-filled to the whole bound first.)
+#[derive(Default)]
+pub struct CompressArea {
+    map: Option<memmap2::MmapMut>,
+}
+
+impl CompressArea {
+    /// An empty area; nothing is mapped until the first body.
+    pub const fn new() -> Self {
+        CompressArea { map: None }
+    }
+
+    /// At least `len` writable bytes.
+    fn slice(&mut self, len: usize) -> Result<&mut [u8], CodecError> {
+        let map = match self.map.take() {
+            Some(map) if map.len() >= len => self.map.insert(map),
+            _ => {
+                // Whole MiBs, so slightly larger batches do not remap every time.
+                let size = len.max(1).div_ceil(1 << 20) << 20;
+                let map = memmap2::MmapMut::map_anon(size).map_err(|e| CodecError::Encode {
+                    codec: "working area",
+                    reason: e.to_string(),
+                })?;
+                self.map.insert(map)
+            }
+        };
+        Ok(&mut map[..len])
+    }
+}
+
+/// Encodes `raw` into an exact-size buffer, using `area` as the working area (the producer
+/// keeps one per I/O thread), so a steady stream of batches makes no large allocation.
+pub fn compress_with_area(
     codec: Compression,
     raw: &[u8],
-    scratch: &mut Vec<u8>,
+    area: &mut CompressArea,
 ) -> Result<Vec<u8>, CodecError> {
     match codec {
         Compression::Lz4 => {
-            let max = lz4_flex::block::get_maximum_output_size(raw.len());
-            if scratch.len() < max {
-                scratch.resize(max, 0);
-            }
-            let n =
-                lz4_flex::block::compress_into(raw, scratch).map_err(|e| CodecError::Encode {
-                    codec: "lz4",
-                    reason: e.to_string(),
-                })?;
-            Ok(scratch[..n].to_vec())
+            let out = area.slice(lz4_flex::block::get_maximum_output_size(raw.len()))?;
+            let n = lz4_flex::block::compress_into(raw, out).map_err(|e| CodecError::Encode {
+                codec: "lz4",
+                reason: e.to_string(),
+            })?;
+            Ok(out[..n].to_vec())
         }
         Compression::Zstd => {
-            let max = zstd::zstd_safe::compress_bound(raw.len());
-            if scratch.len() < max {
-                scratch.resize(max, 0);
-            }
-            let n =
-                zstd::bulk::compress_to_buffer(raw, &mut scratch[..], ZSTD_LEVEL).map_err(|e| {
-                    CodecError::Encode {
-                        codec: "zstd",
-                        reason: e.to_string(),
-                    }
-                })?;
-            Ok(scratch[..n].to_vec())
+            let out = area.slice(zstd::zstd_safe::compress_bound(raw.len()))?;
+            let n = zstd::bulk::compress_to_buffer(raw, out, ZSTD_LEVEL).map_err(|e| {
+                CodecError::Encode {
+                    codec: "zstd",
+                    reason: e.to_string(),
+                }
+            })?;
+            Ok(out[..n].to_vec())
         }
         other => compress(other, raw),
     }
@@ -294,11 +319,18 @@ mod tests {
     }
 
     #[test]
-    fn scratch_compression_matches_plain_compression() {
-        let mut scratch = Vec::new();
-        let raw = b"abcabcabc hello hello hello".repeat(100);
-        for codec in ALL {
-            let body = compress_with_scratch(codec, &raw, &mut scratch).unwrap();
+    fn area_compression_matches_plain_compression() {
+        let mut area = CompressArea::new();
+        let small = b"abcabcabc hello hello hello".repeat(100);
+        let mut rng = fastrand::Rng::with_seed(3);
+        // Incompressible and larger than the first mapping: the area grows.
+        let large: Vec<u8> = (0..3 << 20).map(|_| rng.u8(..)).collect();
+        for (codec, raw) in ALL
+            .iter()
+            .flat_map(|&c| [(c, &small), (c, &large), (c, &small)])
+        {
+            let raw = raw.as_slice();
+            let body = compress_with_area(codec, raw, &mut area).unwrap();
             assert_eq!(
                 decompress(codec, &body, raw.len()).unwrap(),
                 raw,
@@ -308,7 +340,7 @@ mod tests {
                 assert_eq!(
                     body.len(),
                     body.capacity(),
-                    "exact size, the scratch keeps the bound"
+                    "exact size, the area keeps the bound"
                 );
             }
         }
