@@ -306,7 +306,22 @@ fn shard_hint() -> usize {
     })
 }
 
+/// The wall clock as (seconds, nanoseconds) since the epoch, for records added without a time.
+/// On Unix straight from `clock_gettime`: `SystemTime::now` plus `duration_since` costs about
+/// a third more, measurable on a path that runs once per record.
+#[inline]
 fn now_parts() -> (u32, u32) {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes only the timespec it is given.
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) } == 0 && ts.tv_sec >= 0 {
+            return (ts.tv_sec as u32, ts.tv_nsec as u32);
+        }
+    }
     let d = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
