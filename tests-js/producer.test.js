@@ -172,6 +172,9 @@ describe('Producer', () => {
     expect(result.undelivered).toBeGreaterThan(0)
     expect(result.failed.every((r) => r.code === 'ProducerClosed')).toBe(true)
     expect(() => p.send({ a: '1' })).toThrow(lh.ProducerClosedError)
+    // The JSON path (a fraction) and the tracked path refuse the same way.
+    expect(() => p.send({ a: 1.5 })).toThrow(lh.ProducerClosedError)
+    await expect(p.sendAsync({ a: '1' })).rejects.toBeInstanceOf(lh.ProducerClosedError)
     emu.clearFaults()
   })
 

@@ -25,6 +25,7 @@ use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Error, Result, Status, Task};
 use napi::{JsString, JsValue};
 use napi_derive::napi;
+use smallvec::SmallVec;
 
 fn fail(code: &str, message: impl std::fmt::Display) -> Error {
     Error::new(Status::GenericFailure, format!("{code}|{message}"))
@@ -244,6 +245,24 @@ fn encode_json(
 
 type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
 
+/// Queues one record given as JSON.
+fn send_json(producer: &Producer, json: &str, opts: &SendOptions<'_>, track: Track) -> Result<()> {
+    let mut failure = None;
+    let result = producer.send_with(opts, track, |enc| match encode_json(enc, json) {
+        Ok(()) => Ok(()),
+        Err(JsonRecordError::Record(e)) => Err(e),
+        Err(JsonRecordError::Type(message)) => {
+            failure = Some(message);
+            Err(RecordError::Empty)
+        }
+    });
+    match (result, failure) {
+        (_, Some(message)) => Err(fail("TypeError", message)),
+        (Ok(_), None) => Ok(()),
+        (Err(e), None) => Err(producer_error(e)),
+    }
+}
+
 /// The producer behind `require('loghose').Producer`.
 #[napi]
 pub struct NativeProducer {
@@ -253,20 +272,7 @@ pub struct NativeProducer {
 impl NativeProducer {
     fn send_record(&self, json: &str, opts: &SendOptions<'_>, track: Track) -> Result<()> {
         let producer = self.get()?;
-        let mut failure = None;
-        let result = producer.send_with(opts, track, |enc| match encode_json(enc, json) {
-            Ok(()) => Ok(()),
-            Err(JsonRecordError::Record(e)) => Err(e),
-            Err(JsonRecordError::Type(message)) => {
-                failure = Some(message);
-                Err(RecordError::Empty)
-            }
-        });
-        match (result, failure) {
-            (_, Some(message)) => Err(fail("TypeError", message)),
-            (Ok(_), None) => Ok(()),
-            (Err(e), None) => Err(producer_error(e)),
-        }
+        send_json(&producer, json, opts, track)
     }
 
     fn get(&self) -> Result<Arc<Producer>> {
@@ -320,14 +326,15 @@ impl NativeProducer {
     }
 
     /// A handle for [`producer_send`]: calling a plain function with an external costs far
-    /// less than a class method call, which matters on the per-record path.
+    /// less than a class method call, which matters on the per-record path. The handle holds
+    /// the engine producer itself, so a send takes no lock; once the producer is closed (by
+    /// `close`, or by the environment's cleanup) the engine refuses records with
+    /// `ProducerClosedError`.
     #[napi]
-    pub fn handle(&self) -> External<SendHandle> {
-        External::new(SendHandle {
-            native: NativeProducer {
-                producer: self.producer.clone(),
-            },
-        })
+    pub fn handle(&self) -> Result<External<SendHandle>> {
+        Ok(External::new(SendHandle {
+            producer: self.get()?,
+        }))
     }
 
     /// Queues one record with per-record options and an optional ticket for its report.
@@ -407,15 +414,18 @@ impl NativeProducer {
 
 /// What [`NativeProducer::handle`] wraps.
 pub struct SendHandle {
-    native: NativeProducer,
+    producer: Arc<Producer>,
 }
 
 /// The per-record fast path: queues one record given as JSON through a producer handle.
 #[napi]
 pub fn producer_send(handle: &External<SendHandle>, record_json: String) -> Result<()> {
-    handle
-        .native
-        .send_record(&record_json, &SendOptions::default(), Track::None)
+    send_json(
+        &handle.producer,
+        &record_json,
+        &SendOptions::default(),
+        Track::None,
+    )
 }
 
 /// The per-record fast path for plain records: the facade joins the fields as
@@ -502,7 +512,7 @@ fn with_utf8<R>(text: &JsString<'_>, f: impl FnOnce(&str) -> R) -> Result<R> {
 
 /// Collects the positions of the NUL bytes into `out`, eight bytes per step (fields are short,
 /// so a search call per field costs more than the scan); false if there are more than `limit`.
-fn nul_positions(bytes: &[u8], out: &mut Vec<usize>, limit: usize) -> bool {
+fn nul_positions(bytes: &[u8], out: &mut SmallVec<[usize; 64]>, limit: usize) -> bool {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     let mut chunks = bytes.chunks_exact(8);
     let mut base = 0;
@@ -536,15 +546,16 @@ fn send_joined(handle: &External<SendHandle>, joined: &str, count: u32) -> Resul
     // Where every NUL is, in one vectorised pass; exactly two per field, the last at the end.
     let bytes = joined.as_bytes();
     let expected = 2 * count as usize;
-    let mut ends: Vec<usize> = Vec::with_capacity(expected);
+    // On the stack for records of up to 32 fields: an allocation per send is measurable.
+    let mut ends: SmallVec<[usize; 64]> = SmallVec::new();
     if !nul_positions(bytes, &mut ends, expected) {
         return Ok(false);
     }
     if count == 0 || ends.len() != expected || ends.last() != Some(&(bytes.len() - 1)) {
         return Ok(false);
     }
-    let producer = handle.native.get()?;
-    producer
+    handle
+        .producer
         .send_with(&SendOptions::default(), Track::None, |enc| {
             let mut start = 0;
             for pair in ends.chunks_exact(2) {
