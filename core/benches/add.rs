@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loghose::emulator::{Emulator, EmulatorConfig};
-use loghose::producer::{LogEncoder, Producer, ProducerConfig};
+use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
 use loghose::scenarios::S1Workload;
 use loghose::wire::scan::KeyPolicy;
 
@@ -75,7 +75,7 @@ fn add(c: &mut Criterion) {
     let mut g = c.benchmark_group("s1_add");
     g.throughput(Throughput::Elements(1));
     g.bench_function("encode_only", |b| {
-        let mut buf = Vec::with_capacity(1 << 20);
+        let mut buf = BatchBuf::with_capacity(1 << 20);
         let mut n = 0u64;
         b.iter(|| {
             if buf.len() > 900_000 {

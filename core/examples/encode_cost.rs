@@ -1,7 +1,7 @@
 //! Instruction counts of the add path, for `valgrind --tool=callgrind` (repeatable on a noisy
 //! machine, unlike time): `encode` writes S1 logs with the encoder alone; `add` adds them to a
 //! producer whose batches never seal while it runs.
-use loghose::producer::{LogEncoder, Producer, ProducerConfig};
+use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
 use loghose::scenarios::S1Workload;
 use loghose::wire::scan::KeyPolicy;
 
@@ -14,7 +14,7 @@ fn main() {
     let work = S1Workload::default();
     match mode.as_str() {
         "encode" => {
-            let mut buf = Vec::with_capacity(1 << 20);
+            let mut buf = BatchBuf::with_capacity(1 << 20);
             for i in 0..n {
                 if buf.len() > 900_000 {
                     buf.clear();

@@ -6,6 +6,7 @@
 //! field is checked here (key rules, UTF-8, value size), and a failure leaves the buffer as it
 //! was, so one bad record never damages the others. Runs on the caller's thread, lock-free.
 
+use super::buffer::BatchBuf;
 use crate::wire::limits::MAX_VALUE_BYTES;
 use crate::wire::scan::{check_key, KeyPolicy, KeyProblem};
 
@@ -93,7 +94,7 @@ const _: () = assert!(LEN_RESERVE == 2);
 /// Writes one log into a buffer. Create with [`LogEncoder::begin`], add fields, then
 /// [`finish`](LogEncoder::finish); dropping it without finishing rolls the buffer back.
 pub struct LogEncoder<'b> {
-    buf: &'b mut Vec<u8>,
+    buf: &'b mut BatchBuf,
     start: usize,
     policy: KeyPolicy,
     fields: u32,
@@ -103,7 +104,12 @@ pub struct LogEncoder<'b> {
 
 impl<'b> LogEncoder<'b> {
     /// Starts a log at `time` (unix seconds) at the end of `buf`.
-    pub fn begin(buf: &'b mut Vec<u8>, time: u32, time_ns: Option<u32>, policy: KeyPolicy) -> Self {
+    pub fn begin(
+        buf: &'b mut BatchBuf,
+        time: u32,
+        time_ns: Option<u32>,
+        policy: KeyPolicy,
+    ) -> Self {
         let start = buf.len();
         // Tag, length reserve, time tag, time varint (at most five bytes).
         let most = 1 + LEN_RESERVE + 1 + 5;
@@ -313,7 +319,8 @@ mod tests {
     use prost::Message;
 
     fn encode(fields: &[(&str, &str)], ns: Option<u32>) -> Vec<u8> {
-        let mut buf = b"prefix".to_vec();
+        let mut buf = BatchBuf::new();
+        buf.extend_from_slice(b"prefix");
         let mut enc = LogEncoder::begin(&mut buf, 1_700_000_000, ns, KeyPolicy::Service);
         for (k, v) in fields {
             enc.field_str(k, v).unwrap();
@@ -383,7 +390,8 @@ mod tests {
 
     #[test]
     fn a_bad_field_rolls_the_buffer_back() {
-        let mut buf = b"keep".to_vec();
+        let mut buf = BatchBuf::new();
+        buf.extend_from_slice(b"keep");
         {
             let mut enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
             enc.field_str("ok", "1").unwrap();
@@ -404,17 +412,17 @@ mod tests {
                 Err(RecordError::ValueTooLarge { .. })
             ));
         }
-        assert_eq!(buf, b"keep");
+        assert_eq!(&buf[..], b"keep");
         let enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
         assert_eq!(enc.finish(100).unwrap_err(), RecordError::Empty);
-        assert_eq!(buf, b"keep");
+        assert_eq!(&buf[..], b"keep");
         let mut enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
         enc.field_str("k", &"v".repeat(200)).unwrap();
         assert!(matches!(
             enc.finish(100),
             Err(RecordError::RecordTooLarge { limit: 100, .. })
         ));
-        assert_eq!(buf, b"keep");
+        assert_eq!(&buf[..], b"keep");
     }
 
     #[test]

@@ -19,6 +19,9 @@
 //! - Memory is bounded: the raw bytes of open and sealed batches plus the compressed bytes of
 //!   in-flight and retrying batches never exceed `buffer_max_bytes` (a batch's reservation
 //!   shrinks to its compressed size once compressed, since the raw buffer is then recycled).
+//!   Batch buffers are memory mappings of their own ([`buffer`]): pages become resident as
+//!   they are written and go back to the system when a buffer is dropped; two are kept for
+//!   reuse (more while the budget is over half full, until the producer is at rest).
 //! - Nothing is lost silently: a record is either refused by `send` (with a typed error, and
 //!   counted as dropped or invalid) or accepted, and every accepted record ends in exactly one
 //!   delivery report, delivered or failed (counted by code).
@@ -29,6 +32,7 @@
 //! Report callbacks run on the producer's own reporter thread, in batches, never on the I/O
 //! runtime; a panicking callback is counted and the producer lives on.
 
+pub mod buffer;
 pub mod config;
 pub mod encode;
 mod engine;
@@ -45,6 +49,7 @@ use std::time::{Duration, Instant, SystemTime};
 use md5::Digest as _;
 use parking_lot::{Condvar, Mutex};
 
+pub use buffer::BatchBuf;
 pub use config::{ConfigError, ProducerConfig, SignatureVersion};
 pub use encode::{LogEncoder, RecordError};
 pub use engine::process_id;
@@ -183,7 +188,7 @@ pub(crate) struct Destination {
 struct OpenBatch {
     id: u64,
     dest: Arc<Destination>,
-    buf: Vec<u8>,
+    buf: BatchBuf,
     records: u32,
     opened: Instant,
     completions: Vec<tokio::sync::oneshot::Sender<Arc<DeliveryReport>>>,
@@ -193,7 +198,7 @@ struct OpenBatch {
 pub(crate) struct SealedBatch {
     pub(crate) id: u64,
     pub(crate) dest: Arc<Destination>,
-    pub(crate) raw: Vec<u8>,
+    pub(crate) raw: BatchBuf,
     pub(crate) raw_len: usize,
     pub(crate) records: u32,
     pub(crate) opened: Instant,
@@ -281,9 +286,10 @@ pub(crate) struct Inner {
     failures_by_code: Mutex<std::collections::BTreeMap<String, u64>>,
     failed_reports: Mutex<VecDeque<Arc<DeliveryReport>>>,
     reports: Mutex<Option<std::sync::mpsc::Sender<Arc<DeliveryReport>>>>,
-    /// Batch buffers whose contents were sent, kept for the next batches so steady
-    /// operation neither reallocates nor page-faults (at most two).
-    buffers: Mutex<Vec<Vec<u8>>>,
+    /// Batch buffers whose contents were sent, kept for the next batches so that steady
+    /// operation maps no memory and faults no pages in: two normally, more while the buffer
+    /// is over half full (see [`Inner::recycle`]).
+    buffers: Mutex<Vec<BatchBuf>>,
     owner_pid: u32,
 }
 
@@ -291,7 +297,7 @@ pub(crate) struct Inner {
 type Prepared = (Option<Arc<Destination>>, u32, Option<u32>);
 
 thread_local! {
-    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
+    static SCRATCH: RefCell<BatchBuf> = RefCell::new(BatchBuf::with_capacity(4096));
     static SHARD_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
@@ -328,13 +334,12 @@ fn now_parts() -> (u32, u32) {
     (d.as_secs() as u32, d.subsec_nanos())
 }
 
-/// Hands freed heap memory back to the system. A burst seals batch buffers faster than they
-/// are sent; once sent, glibc keeps their megabytes in the heaps of the threads that freed
-/// them (its mmap threshold rises after the first large free), so the process would stay at
-/// its peak. Trimming keeps RSS near what is in use; it walks the heaps' free lists, so while
-/// buffers are being dropped it runs at most every 100 ms (a producer dropping hundreds of
-/// buffers a second under sustained overload would otherwise spend a share of a core on it),
-/// and once more, `at_rest`, when the last batch in flight completes (at most every 10 ms).
+/// Hands freed heap memory back to the system. Batch buffers are mappings of their own and go
+/// back when dropped ([`BatchBuf`]); what a burst leaves in glibc's heaps besides them
+/// (compressed bodies, HTTP buffers, records copied out of full batches) would otherwise keep
+/// the process near its peak. Trimming walks the heaps' free lists, so while buffers are being
+/// dropped it runs at most every 100 ms, and once more, `at_rest`, when the last batch in
+/// flight completes (at most every 10 ms).
 pub(crate) fn release_free_memory(at_rest: bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -426,20 +431,32 @@ impl Inner {
         }
     }
 
-    fn take_buffer(&self) -> Vec<u8> {
-        // Full capacity at once: untouched pages cost no memory, and the buffer never
-        // reallocates (reallocation fragments the heap and grows RSS under load).
+    fn take_buffer(&self) -> BatchBuf {
+        // Full capacity at once: untouched pages cost no memory, and the buffer never grows.
         self.buffers
             .lock()
             .pop()
-            .unwrap_or_else(|| Vec::with_capacity(self.config.batch_max_bytes + 1024))
+            .unwrap_or_else(|| BatchBuf::with_capacity(self.config.batch_max_bytes + 1024))
     }
 
-    /// Keeps a sent batch's buffer for reuse.
-    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
+    /// Keeps a sent batch's buffer for reuse: two at most normally, so an idle or lightly
+    /// loaded producer holds little. While the buffer is over half full (sustained overload,
+    /// the budget taken by batches waiting to be compressed and sent), up to as many as the
+    /// budget holds batches: that memory is the user's budget in use anyway, and a fresh buffer
+    /// per batch would fault every page of it in again (a tenth of the cost of a log). The
+    /// extra buffers go back to the system when the last batch in flight completes
+    /// ([`Inner::at_rest`]).
+    pub(crate) fn recycle(&self, mut buf: BatchBuf) {
         if buf.capacity() <= 2 * self.config.batch_max_bytes + 4096 {
+            let pressed =
+                self.used_bytes.load(Ordering::Relaxed) > self.config.buffer_max_bytes / 2;
+            let keep = if pressed {
+                (self.config.buffer_max_bytes / self.config.batch_max_bytes.max(1)).max(2)
+            } else {
+                2
+            };
             let mut pool = self.buffers.lock();
-            if pool.len() < 2 {
+            if pool.len() < keep {
                 buf.clear();
                 pool.push(buf);
                 return;
@@ -447,6 +464,18 @@ impl Inner {
         }
         drop(buf);
         release_free_memory(false);
+    }
+
+    /// The last batch in flight completed: gives back the buffers kept for overload and the
+    /// allocator's free memory.
+    pub(crate) fn at_rest(&self) {
+        let extra: Vec<BatchBuf> = {
+            let mut pool = self.buffers.lock();
+            let keep = pool.len().min(2);
+            pool.split_off(keep)
+        };
+        drop(extra);
+        release_free_memory(true);
     }
 
     /// Reserves `n` bytes without waiting: from a shard's `credit` when it has enough, else a
@@ -590,24 +619,27 @@ impl Inner {
             tickets,
         } = batch;
         let reserved = buf.len();
+        // The group's tail: topic, source, tags, pack id.
+        let mut tail = Vec::with_capacity(256);
         if !dest.topic.is_empty() {
-            put_len_field(&mut buf, 0x1a, dest.topic.as_bytes());
+            put_len_field(&mut tail, 0x1a, dest.topic.as_bytes());
         }
-        put_len_field(&mut buf, 0x22, dest.source.as_bytes());
+        put_len_field(&mut tail, 0x22, dest.source.as_bytes());
         let mut tag = Vec::with_capacity(64);
         for (k, v) in &self.config.tags {
             tag.clear();
             put_len_field(&mut tag, 0x0a, k.as_bytes());
             put_len_field(&mut tag, 0x12, v.as_bytes());
-            put_len_field(&mut buf, 0x32, &tag);
+            put_len_field(&mut tail, 0x32, &tag);
         }
         let pack_id = format!("{}-{:X}", self.pack_prefix, id);
         if self.config.pack_id {
             tag.clear();
             put_len_field(&mut tag, 0x0a, b"__pack_id__");
             put_len_field(&mut tag, 0x12, pack_id.as_bytes());
-            put_len_field(&mut buf, 0x32, &tag);
+            put_len_field(&mut tail, 0x32, &tag);
         }
+        buf.extend_from_slice(&tail);
         let raw_len = buf.len();
         SealedBatch {
             id,
@@ -1236,7 +1268,7 @@ impl Producer {
         let result = SCRATCH.with(|scratch| {
             // A fill that re-enters the producer finds the scratch buffer busy and gets a
             // buffer of its own.
-            let mut own = Vec::new();
+            let mut own = BatchBuf::new();
             let mut borrowed = scratch.try_borrow_mut();
             let buf = match borrowed.as_deref_mut() {
                 Ok(b) => b,
@@ -1448,5 +1480,50 @@ impl Drop for Producer {
         } else {
             let _ = self.inner.abort.send(true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_buffer_pool_grows_only_under_pressure_and_shrinks_at_rest() {
+        let config = ProducerConfig {
+            access_key_id: "id".into(),
+            access_key_secret: "secret".into(),
+            buffer_max_bytes: 8 << 20,
+            batch_max_bytes: 1 << 20,
+            ..ProducerConfig::new("http://127.0.0.1:9", "proj", "store")
+        };
+        let producer = Producer::new(config).unwrap();
+        let inner = &producer.inner;
+        let buffer = || BatchBuf::with_capacity((1 << 20) + 1024);
+        for _ in 0..6 {
+            inner.recycle(buffer());
+        }
+        assert_eq!(inner.buffers.lock().len(), 2, "two kept normally");
+        // Over half the budget in use: as many as the budget holds batches.
+        inner.used_bytes.fetch_add(5 << 20, Ordering::Relaxed);
+        for _ in 0..12 {
+            inner.recycle(buffer());
+        }
+        assert_eq!(inner.buffers.lock().len(), 8);
+        // Oversized buffers (a batch grown by a huge record) are never kept.
+        inner.buffers.lock().clear();
+        inner.recycle(BatchBuf::with_capacity(8 << 20));
+        assert!(inner.buffers.lock().is_empty());
+        for _ in 0..8 {
+            inner.recycle(buffer());
+        }
+        inner.used_bytes.fetch_sub(5 << 20, Ordering::Relaxed);
+        inner.at_rest();
+        assert_eq!(
+            inner.buffers.lock().len(),
+            2,
+            "the extra ones are given back"
+        );
+        let reused = inner.take_buffer();
+        assert!(reused.is_empty() && reused.capacity() >= 1 << 20);
     }
 }

@@ -398,7 +398,7 @@ fn finish(
     });
     if inner.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
         // The last batch in flight is done: a burst is over, hand its memory back.
-        super::release_free_memory(true);
+        inner.at_rest();
     }
     inner.complete(report, batch.reserved, batch.completions);
 }

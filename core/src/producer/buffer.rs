@@ -1,0 +1,223 @@
+//! Batch buffers: growable byte buffers, each in an anonymous memory mapping of its own.
+//!
+//! Why not `Vec<u8>`: a batch buffer is megabytes, filled once and freed after compression.
+//! glibc serves the first such allocations with `mmap`, but once one is freed it raises its
+//! mmap threshold above them and serves the next ones from its heaps, where freed buffers stay
+//! resident until a trim and leave holes; in a burst, RSS climbs by several buffers' worth
+//! above what is in use. A mapping of our own is returned to the system the moment it is
+//! dropped, and its pages cost memory only once written (a batch mapped at its 4 MiB limit that
+//! seals at 1.8 MB never makes the rest resident).
+//!
+//! Guarantees: the bytes `..len()` are what was written; growth beyond the capacity maps a
+//! larger region and copies (rare: a batch is mapped at its full limit up front). A mapping that
+//! cannot be made is an allocation failure and aborts the process, as `Vec` does. Owned by one
+//! thread at a time (whoever holds the batch); no locking.
+
+use std::alloc::Layout;
+use std::ops::{Deref, DerefMut};
+
+use memmap2::MmapMut;
+
+/// A growable byte buffer in its own anonymous mapping; see the module notes.
+#[derive(Default)]
+pub struct BatchBuf {
+    /// `None` until the first byte is needed.
+    map: Option<MmapMut>,
+    len: usize,
+}
+
+impl BatchBuf {
+    /// An empty buffer that maps nothing yet.
+    pub const fn new() -> Self {
+        BatchBuf { map: None, len: 0 }
+    }
+
+    /// An empty buffer with room for `capacity` bytes (address space only: pages become
+    /// resident when written).
+    pub fn with_capacity(capacity: usize) -> Self {
+        let mut buf = BatchBuf::new();
+        if capacity > 0 {
+            buf.remap(capacity);
+        }
+        buf
+    }
+
+    /// Bytes written.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is written.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes that fit without growing.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.map.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// Forgets the contents; the mapping (and its resident pages) stays for reuse.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Keeps the first `len` bytes (no effect if there are fewer).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Makes room for `additional` more bytes.
+    #[inline]
+    pub fn reserve(&mut self, additional: usize) {
+        let needed = self.len.saturating_add(additional);
+        if needed > self.capacity() {
+            self.grow(needed);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, needed: usize) {
+        let doubled = self.capacity().saturating_mul(2);
+        self.remap(needed.max(doubled).max(4096));
+    }
+
+    fn remap(&mut self, capacity: usize) {
+        let Ok(mut map) = MmapMut::map_anon(capacity) else {
+            let layout = Layout::from_size_align(capacity, 1).unwrap_or(Layout::new::<u8>());
+            std::alloc::handle_alloc_error(layout);
+        };
+        if let Some(old) = &self.map {
+            map[..self.len].copy_from_slice(&old[..self.len]);
+        }
+        self.map = Some(map);
+    }
+
+    /// The start of the buffer, for writing up to `capacity()` bytes before [`set_len`].
+    ///
+    /// [`set_len`]: BatchBuf::set_len
+    #[inline]
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        match &mut self.map {
+            Some(map) => map.as_mut_ptr(),
+            None => std::ptr::NonNull::dangling().as_ptr(),
+        }
+    }
+
+    /// Sets the number of bytes written.
+    ///
+    /// # Safety
+    /// `len` must be at most `capacity()`, and every byte below it written (mapped memory reads
+    /// as zeros, so this is about meaning, not soundness of the bytes themselves).
+    #[inline]
+    pub unsafe fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= self.capacity());
+        self.len = len;
+    }
+
+    /// Appends `bytes`.
+    #[inline]
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        let start = self.len;
+        if let Some(map) = &mut self.map {
+            map[start..start + bytes.len()].copy_from_slice(bytes);
+        }
+        self.len += bytes.len();
+    }
+
+    /// Grows to `len` bytes filled with `value`, or truncates to `len`.
+    pub fn resize(&mut self, len: usize, value: u8) {
+        if len <= self.len {
+            self.len = len;
+            return;
+        }
+        self.reserve(len - self.len);
+        let start = self.len;
+        if let Some(map) = &mut self.map {
+            map[start..len].fill(value);
+        }
+        self.len = len;
+    }
+}
+
+impl Deref for BatchBuf {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match &self.map {
+            Some(map) => &map[..self.len],
+            None => &[],
+        }
+    }
+}
+
+impl DerefMut for BatchBuf {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        match &mut self.map {
+            Some(map) => &mut map[..len],
+            None => &mut [],
+        }
+    }
+}
+
+impl std::fmt::Debug for BatchBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchBuf")
+            .field("len", &self.len)
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_keeps_its_bytes_and_truncates() {
+        let mut buf = BatchBuf::new();
+        assert!(buf.is_empty() && buf.capacity() == 0 && buf.as_ref() == b"");
+        let mut expected = Vec::new();
+        for i in 0..20_000u32 {
+            let piece = i.to_le_bytes();
+            buf.extend_from_slice(&piece);
+            expected.extend_from_slice(&piece);
+        }
+        assert_eq!(&buf[..], &expected[..]);
+        assert!(buf.capacity() >= buf.len());
+        buf.resize(buf.len() + 3, 7);
+        expected.resize(expected.len() + 3, 7);
+        assert_eq!(&buf[..], &expected[..]);
+        buf.truncate(10);
+        buf[0] = 9;
+        assert_eq!(buf.len(), 10);
+        assert_eq!(buf[0], 9);
+        let capacity = buf.capacity();
+        buf.clear();
+        assert!(buf.is_empty() && buf.capacity() == capacity);
+    }
+
+    #[test]
+    fn raw_writes_up_to_the_capacity_are_kept() {
+        let mut buf = BatchBuf::with_capacity(100);
+        buf.extend_from_slice(b"ab");
+        buf.reserve(5);
+        // SAFETY: five bytes were reserved past the end.
+        unsafe {
+            let end = buf.as_mut_ptr().add(buf.len());
+            std::ptr::copy_nonoverlapping(b"cdefg".as_ptr(), end, 5);
+            buf.set_len(buf.len() + 5);
+        }
+        assert_eq!(&buf[..], b"abcdefg");
+    }
+}
