@@ -15,21 +15,42 @@
 
 use std::alloc::Layout;
 use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
 
 use memmap2::MmapMut;
 
 /// A growable byte buffer in its own anonymous mapping; see the module notes.
-#[derive(Default)]
 pub struct BatchBuf {
-    /// `None` until the first byte is needed.
-    map: Option<MmapMut>,
+    /// The mapping's start (dangling while nothing is mapped) and size, kept beside it so the
+    /// per-field operations cost what `Vec`'s do.
+    ptr: NonNull<u8>,
+    cap: usize,
     len: usize,
+    /// Owns the memory; `None` until the first byte is needed.
+    map: Option<MmapMut>,
+}
+
+// SAFETY: a BatchBuf owns its mapping exclusively, as a Vec<u8> owns its allocation; the raw
+// pointer only caches the mapping's address.
+unsafe impl Send for BatchBuf {}
+// SAFETY: shared references only read.
+unsafe impl Sync for BatchBuf {}
+
+impl Default for BatchBuf {
+    fn default() -> Self {
+        BatchBuf::new()
+    }
 }
 
 impl BatchBuf {
     /// An empty buffer that maps nothing yet.
     pub const fn new() -> Self {
-        BatchBuf { map: None, len: 0 }
+        BatchBuf {
+            ptr: NonNull::dangling(),
+            cap: 0,
+            len: 0,
+            map: None,
+        }
     }
 
     /// An empty buffer with room for `capacity` bytes (address space only: pages become
@@ -57,7 +78,7 @@ impl BatchBuf {
     /// Bytes that fit without growing.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.map.as_ref().map_or(0, |m| m.len())
+        self.cap
     }
 
     /// Forgets the contents; the mapping (and its resident pages) stays for reuse.
@@ -75,8 +96,8 @@ impl BatchBuf {
     /// Makes room for `additional` more bytes.
     #[inline]
     pub fn reserve(&mut self, additional: usize) {
-        let needed = self.len.saturating_add(additional);
-        if needed > self.capacity() {
+        if additional > self.cap - self.len {
+            let needed = self.len.saturating_add(additional);
             self.grow(needed);
         }
     }
@@ -93,9 +114,9 @@ impl BatchBuf {
             let layout = Layout::from_size_align(capacity, 1).unwrap_or(Layout::new::<u8>());
             std::alloc::handle_alloc_error(layout);
         };
-        if let Some(old) = &self.map {
-            map[..self.len].copy_from_slice(&old[..self.len]);
-        }
+        map[..self.len].copy_from_slice(&self[..]);
+        self.ptr = NonNull::new(map.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        self.cap = map.len();
         self.map = Some(map);
     }
 
@@ -104,10 +125,7 @@ impl BatchBuf {
     /// [`set_len`]: BatchBuf::set_len
     #[inline]
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        match &mut self.map {
-            Some(map) => map.as_mut_ptr(),
-            None => std::ptr::NonNull::dangling().as_ptr(),
-        }
+        self.ptr.as_ptr()
     }
 
     /// Sets the number of bytes written.
@@ -117,7 +135,7 @@ impl BatchBuf {
     /// as zeros, so this is about meaning, not soundness of the bytes themselves).
     #[inline]
     pub unsafe fn set_len(&mut self, len: usize) {
-        debug_assert!(len <= self.capacity());
+        debug_assert!(len <= self.cap);
         self.len = len;
     }
 
@@ -125,9 +143,14 @@ impl BatchBuf {
     #[inline]
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.reserve(bytes.len());
-        let start = self.len;
-        if let Some(map) = &mut self.map {
-            map[start..start + bytes.len()].copy_from_slice(bytes);
+        // SAFETY: `reserve` made room for `bytes` past `len`; a caller's slice cannot overlap
+        // this buffer's spare capacity (nothing can borrow it).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.ptr.as_ptr().add(self.len),
+                bytes.len(),
+            );
         }
         self.len += bytes.len();
     }
@@ -139,9 +162,9 @@ impl BatchBuf {
             return;
         }
         self.reserve(len - self.len);
-        let start = self.len;
-        if let Some(map) = &mut self.map {
-            map[start..len].fill(value);
+        // SAFETY: `reserve` made room up to `len`.
+        unsafe {
+            std::ptr::write_bytes(self.ptr.as_ptr().add(self.len), value, len - self.len);
         }
         self.len = len;
     }
@@ -152,21 +175,16 @@ impl Deref for BatchBuf {
 
     #[inline]
     fn deref(&self) -> &[u8] {
-        match &self.map {
-            Some(map) => &map[..self.len],
-            None => &[],
-        }
+        // SAFETY: `ptr` is valid for `cap >= len` bytes (or dangling with `len == 0`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl DerefMut for BatchBuf {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        let len = self.len;
-        match &mut self.map {
-            Some(map) => &mut map[..len],
-            None => &mut [],
-        }
+        // SAFETY: as in `deref`, and `&mut self` makes the borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
