@@ -414,6 +414,47 @@ fn many_open_batches_share_one_timer() {
 }
 
 #[test]
+fn seventy_thousand_open_batches_fit_in_the_process() {
+    // More open batches than the kernel allows mappings per process (65 530 by default): small
+    // batches must not take a mapping each. Nothing listens, and close abandons them all.
+    let p = Producer::new(ProducerConfig {
+        access_key_id: "id".into(),
+        access_key_secret: "secret".into(),
+        linger_ms: 60_000,
+        max_attempts: 1,
+        ..ProducerConfig::new("http://127.0.0.1:9", "proj", "store")
+    })
+    .unwrap();
+    let started = Instant::now();
+    for i in 0..70_000u32 {
+        let source = format!("device-{i}");
+        p.send(
+            &[("id", i.to_string())],
+            &SendOptions {
+                source: Some(&source),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let stats = p.stats();
+    assert_eq!((stats.accepted, stats.queued_records), (70_000, 70_000));
+    assert!(
+        stats.queued_bytes < 16 << 20,
+        "{} bytes queued",
+        stats.queued_bytes
+    );
+    let report = p.close(Duration::from_millis(10));
+    assert_eq!(
+        report.undelivered, 70_000,
+        "exact, past the 10 000 reports kept"
+    );
+    assert_eq!(report.failed.len(), 10_000);
+    assert_eq!(p.stats().failed, 70_000);
+    assert!(started.elapsed() < WAIT);
+}
+
+#[test]
 fn destinations_topics_sources_and_shard_keys_are_kept_apart() {
     let emu = Emulator::start(EmulatorConfig {
         shard_count: 4,

@@ -8,10 +8,16 @@
 //! dropped, and its pages cost memory only once written (a batch mapped at its 4 MiB limit that
 //! seals at 1.8 MB never makes the rest resident).
 //!
-//! Guarantees: the bytes `..len()` are what was written; growth beyond the capacity maps a
-//! larger region and copies (rare: a batch is mapped at its full limit up front). A mapping that
-//! cannot be made is an allocation failure and aborts the process, as `Vec` does. Owned by one
-//! thread at a time (whoever holds the batch); no locking.
+//! Small buffers stay on the heap: a producer may hold 100 000 open batches of a log or two each
+//! (one per device, scenario S4), and a mapping each would cost a system call per batch and run
+//! into the kernel's limit on mappings per process (65 530 by default). A buffer moves to a
+//! mapping of its own when it grows past [`MAP_THRESHOLD`].
+//!
+//! Guarantees: the bytes `..len()` are what was written; growth beyond the capacity allocates
+//! a larger region and copies (rare for the default destination's batches, which are mapped at
+//! their full limit up front). A region that cannot be had is an allocation failure and aborts
+//! the process, as `Vec` does. Owned by one thread at a time (whoever holds the batch); no
+//! locking.
 
 use std::alloc::Layout;
 use std::ops::{Deref, DerefMut};
@@ -19,19 +25,30 @@ use std::ptr::NonNull;
 
 use memmap2::MmapMut;
 
-/// A growable byte buffer in its own anonymous mapping; see the module notes.
+/// Capacity from which a buffer lives in a mapping of its own rather than on the heap.
+pub const MAP_THRESHOLD: usize = 256 << 10;
+
+/// Where a buffer's bytes live.
+enum Storage {
+    Empty,
+    Heap(Vec<u8>),
+    Map(MmapMut),
+}
+
+/// A growable byte buffer, on the heap while small and in its own anonymous mapping once
+/// large; see the module notes.
 pub struct BatchBuf {
-    /// The mapping's start (dangling while nothing is mapped) and size, kept beside it so the
-    /// per-field operations cost what `Vec`'s do.
+    /// The storage's start (dangling while empty) and size, kept beside it so the per-field
+    /// operations cost what `Vec`'s do.
     ptr: NonNull<u8>,
     cap: usize,
     len: usize,
-    /// Owns the memory; `None` until the first byte is needed.
-    map: Option<MmapMut>,
+    /// Owns the memory.
+    storage: Storage,
 }
 
-// SAFETY: a BatchBuf owns its mapping exclusively, as a Vec<u8> owns its allocation; the raw
-// pointer only caches the mapping's address.
+// SAFETY: a BatchBuf owns its storage exclusively, as a Vec<u8> owns its allocation; the raw
+// pointer only caches the storage's address.
 unsafe impl Send for BatchBuf {}
 // SAFETY: shared references only read.
 unsafe impl Sync for BatchBuf {}
@@ -49,18 +66,23 @@ impl BatchBuf {
             ptr: NonNull::dangling(),
             cap: 0,
             len: 0,
-            map: None,
+            storage: Storage::Empty,
         }
     }
 
-    /// An empty buffer with room for `capacity` bytes (address space only: pages become
-    /// resident when written).
+    /// An empty buffer with room for `capacity` bytes: mapped from [`MAP_THRESHOLD`] up
+    /// (address space only: pages become resident when written), else on the heap.
     pub fn with_capacity(capacity: usize) -> Self {
         let mut buf = BatchBuf::new();
         if capacity > 0 {
-            buf.remap(capacity);
+            buf.reallocate(capacity);
         }
         buf
+    }
+
+    /// Whether the bytes live in a mapping of their own.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.storage, Storage::Map(_))
     }
 
     /// Bytes written.
@@ -106,18 +128,30 @@ impl BatchBuf {
     #[inline(never)]
     fn grow(&mut self, needed: usize) {
         let doubled = self.capacity().saturating_mul(2);
-        self.remap(needed.max(doubled).max(4096));
+        self.reallocate(needed.max(doubled).max(256));
     }
 
-    fn remap(&mut self, capacity: usize) {
-        let Ok(mut map) = MmapMut::map_anon(capacity) else {
-            let layout = Layout::from_size_align(capacity, 1).unwrap_or(Layout::new::<u8>());
-            std::alloc::handle_alloc_error(layout);
+    /// Moves the contents to new storage of `capacity` bytes.
+    fn reallocate(&mut self, capacity: usize) {
+        let mut storage = if capacity >= MAP_THRESHOLD {
+            let Ok(map) = MmapMut::map_anon(capacity) else {
+                let layout = Layout::from_size_align(capacity, 1).unwrap_or(Layout::new::<u8>());
+                std::alloc::handle_alloc_error(layout);
+            };
+            Storage::Map(map)
+        } else {
+            Storage::Heap(vec![0; capacity])
         };
-        map[..self.len].copy_from_slice(&self[..]);
-        self.ptr = NonNull::new(map.as_mut_ptr()).unwrap_or(NonNull::dangling());
-        self.cap = map.len();
-        self.map = Some(map);
+        let (ptr, cap) = match &mut storage {
+            Storage::Map(map) => (map.as_mut_ptr(), map.len()),
+            Storage::Heap(vec) => (vec.as_mut_ptr(), vec.len()),
+            Storage::Empty => (NonNull::dangling().as_ptr(), 0),
+        };
+        // SAFETY: the new storage holds `cap >= len` bytes and is distinct from the old one.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), ptr, self.len) };
+        self.ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
+        self.cap = cap;
+        self.storage = storage;
     }
 
     /// The start of the buffer, for writing up to `capacity()` bytes before [`set_len`].
@@ -193,6 +227,7 @@ impl std::fmt::Debug for BatchBuf {
         f.debug_struct("BatchBuf")
             .field("len", &self.len)
             .field("capacity", &self.capacity())
+            .field("mapped", &self.is_mapped())
             .finish()
     }
 }
@@ -213,6 +248,7 @@ mod tests {
         }
         assert_eq!(&buf[..], &expected[..]);
         assert!(buf.capacity() >= buf.len());
+        assert!(!buf.is_mapped(), "80 000 bytes stay on the heap");
         buf.resize(buf.len() + 3, 7);
         expected.resize(expected.len() + 3, 7);
         assert_eq!(&buf[..], &expected[..]);
@@ -223,6 +259,21 @@ mod tests {
         let capacity = buf.capacity();
         buf.clear();
         assert!(buf.is_empty() && buf.capacity() == capacity);
+    }
+
+    #[test]
+    fn small_buffers_stay_on_the_heap_and_move_to_a_mapping_whole() {
+        let mut buf = BatchBuf::with_capacity(100);
+        assert!(!buf.is_mapped());
+        buf.extend_from_slice(b"head");
+        buf.resize(MAP_THRESHOLD - 1, 1);
+        assert!(!buf.is_mapped());
+        buf.extend_from_slice(b"tail");
+        assert!(buf.is_mapped());
+        assert_eq!(&buf[..4], b"head");
+        assert!(buf[4..MAP_THRESHOLD - 1].iter().all(|&b| b == 1));
+        assert_eq!(&buf[MAP_THRESHOLD - 1..], b"tail");
+        assert!(BatchBuf::with_capacity(MAP_THRESHOLD).is_mapped());
     }
 
     #[test]

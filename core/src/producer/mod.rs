@@ -431,12 +431,19 @@ impl Inner {
         }
     }
 
-    fn take_buffer(&self) -> BatchBuf {
-        // Full capacity at once: untouched pages cost no memory, and the buffer never grows.
-        self.buffers
-            .lock()
-            .pop()
-            .unwrap_or_else(|| BatchBuf::with_capacity(self.config.batch_max_bytes + 1024))
+    /// A buffer for a new batch: a kept one if there is one. Otherwise the default
+    /// destination's batch is mapped at its full limit at once (untouched pages cost no memory
+    /// and it never grows); a batch for another destination starts small on the heap and grows,
+    /// since there may be 100 000 of them open with a log or two each.
+    fn take_buffer(&self, default_destination: bool) -> BatchBuf {
+        if let Some(buf) = self.buffers.lock().pop() {
+            return buf;
+        }
+        if default_destination {
+            BatchBuf::with_capacity(self.config.batch_max_bytes + 1024)
+        } else {
+            BatchBuf::new()
+        }
     }
 
     /// Keeps a sent batch's buffer for reuse: two at most normally, so an idle or lightly
@@ -447,7 +454,9 @@ impl Inner {
     /// extra buffers go back to the system when the last batch in flight completes
     /// ([`Inner::at_rest`]).
     pub(crate) fn recycle(&self, mut buf: BatchBuf) {
-        if buf.capacity() <= 2 * self.config.batch_max_bytes + 4096 {
+        // Only full-size buffers are worth keeping (a small keyed batch's is not).
+        let full = self.config.batch_max_bytes.min(buffer::MAP_THRESHOLD);
+        if (full..=2 * self.config.batch_max_bytes + 4096).contains(&buf.capacity()) {
             let pressed =
                 self.used_bytes.load(Ordering::Relaxed) > self.config.buffer_max_bytes / 2;
             let keep = if pressed {
@@ -669,7 +678,7 @@ impl Inner {
         OpenBatch {
             id,
             dest: dest.clone().unwrap_or_else(|| self.default_dest.clone()),
-            buf: self.take_buffer(),
+            buf: self.take_buffer(dest.is_none()),
             records: 0,
             opened,
             completions: Vec::new(),
@@ -1419,7 +1428,8 @@ impl Producer {
         let failed: Vec<Arc<DeliveryReport>> =
             inner.failed_reports.lock().iter().cloned().collect();
         CloseReport {
-            undelivered: pending + failed.iter().map(|r| u64::from(r.records)).sum::<u64>(),
+            // From the exact counter: the reports kept are only the most recent 10 000.
+            undelivered: pending + inner.failed.load(Ordering::Relaxed),
             failed,
         }
     }
@@ -1523,7 +1533,7 @@ mod tests {
             2,
             "the extra ones are given back"
         );
-        let reused = inner.take_buffer();
+        let reused = inner.take_buffer(false);
         assert!(reused.is_empty() && reused.capacity() >= 1 << 20);
     }
 }
