@@ -11,6 +11,7 @@ const { spawn } = require('node:child_process')
 const { monitorEventLoopDelay } = require('node:perf_hooks')
 const readline = require('node:readline')
 const lh = require('./index.js')
+const { recordA, recordB } = require('./s1-records.js')
 
 const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
 
@@ -33,33 +34,6 @@ function startEmulator() {
 async function totals(endpoint, logstore) {
   const resp = await fetch(`${endpoint}/_emulator/totals?project=s1&logstore=${logstore}`)
   return resp.json()
-}
-
-/** One S1 ten-field record, built from literals as the C benchmark's loop builds its
- * arguments, with the iteration number formatted as text. */
-function recordA(index) {
-  return {
-    content_key_1: '1abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_2: '2abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_3: '3abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_4: '4abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_5: '5abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_6: '6abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_7: '7abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_8: '8abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_9: '9abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    index: String(index),
-  }
-}
-
-/** The S1 four-field record, built in the loop too. */
-function recordB() {
-  return {
-    LogHub: 'Real-time log collection and consumption',
-    'Search/Analytics': 'Query and real-time analysis',
-    Visualized: 'dashboard and report functions',
-    Interconnection: 'Grafana and JDBC/SQL92',
-  }
 }
 
 function median(values) {

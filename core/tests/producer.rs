@@ -384,15 +384,9 @@ fn a_failed_first_record_leaves_no_empty_batch_behind() {
     assert_eq!(ids(&emu, "empty"), vec![1]);
 }
 
-#[test]
-fn many_open_batches_share_one_timer() {
-    let emu = Emulator::start_default().unwrap();
-    let p = Producer::new(ProducerConfig {
-        linger_ms: 200,
-        ..config(&emu)
-    })
-    .unwrap();
-    for i in 0..2_000 {
+/// One record per source `device-{i}`, so each opens a batch of its own.
+fn send_one_per_device(p: &Producer, devices: u32) {
+    for i in 0..devices {
         let source = format!("device-{i}");
         p.send(
             &[("id", i.to_string())],
@@ -403,6 +397,17 @@ fn many_open_batches_share_one_timer() {
         )
         .unwrap();
     }
+}
+
+#[test]
+fn many_open_batches_share_one_timer() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 200,
+        ..config(&emu)
+    })
+    .unwrap();
+    send_one_per_device(&p, 2_000);
     wait_until("2000 linger-sealed batches", || {
         emu.totals("proj", "store").is_some_and(|t| t.logs == 2_000)
     });
@@ -426,17 +431,7 @@ fn seventy_thousand_open_batches_fit_in_the_process() {
     })
     .unwrap();
     let started = Instant::now();
-    for i in 0..70_000u32 {
-        let source = format!("device-{i}");
-        p.send(
-            &[("id", i.to_string())],
-            &SendOptions {
-                source: Some(&source),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    }
+    send_one_per_device(&p, 70_000);
     let stats = p.stats();
     assert_eq!((stats.accepted, stats.queued_records), (70_000, 70_000));
     assert!(

@@ -8,30 +8,7 @@
 //   node node/bench/send-cost.js [sends-per-round]
 
 const lh = require('../index.js')
-
-function recordA(index) {
-  return {
-    content_key_1: '1abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_2: '2abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_3: '3abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_4: '4abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_5: '5abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_6: '6abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_7: '7abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_8: '8abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    content_key_9: '9abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+',
-    index: String(index),
-  }
-}
-
-function recordB() {
-  return {
-    LogHub: 'Real-time log collection and consumption',
-    'Search/Analytics': 'Query and real-time analysis',
-    Visualized: 'dashboard and report functions',
-    Interconnection: 'Grafana and JDBC/SQL92',
-  }
-}
+const { recordA, recordB } = require('../s1-records.js')
 
 /** The facade's framing, `key \0 value \0 …`, for records of strings. */
 function joined(contents) {
