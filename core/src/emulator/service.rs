@@ -7,9 +7,9 @@
 //! (v1, v4 or bearer, with STS tokens and ±15 min date skew), the project and logstore,
 //! `x-log-bodyrawsize`, Content-MD5, the compression type, decompression to exactly the
 //! declared size, then a zero-copy validation of the `LogGroup` (or `LogGroupList` in
-//! `batch_group` mode). Accepted groups are stored as they arrived (compressed), once valid. The SLS read APIs
-//! (ListShards, GetCursor, PullLogs) and the unauthenticated `/_emulator/` test API are served
-//! here too. Every answer carries a lowercase `x-log-requestid`.
+//! `batch_group` mode). Accepted groups are stored as they arrived (compressed), once valid.
+//! The SLS read APIs (ListShards, GetCursor, PullLogs) and the unauthenticated `/_emulator/`
+//! test API are served here too. Every answer carries a lowercase `x-log-requestid`.
 //!
 //! Runs on whichever thread calls it (the server's tokio workers); it never blocks except on
 //! the store's short mutex.
@@ -28,12 +28,6 @@ use md5::Digest as _;
 use parking_lot::Mutex;
 
 use super::error::ApiError;
-
-thread_local! {
-    /// Per server thread decompression area for validating PutLogs bodies (they are stored
-    /// compressed, so the decoded bytes are only needed while checking them).
-    static DECODE_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
 use super::faults::{Fault, Faults};
 use super::store::{Missing, Placement, Store, StoredGroup};
 use super::EmulatorConfig;
@@ -43,6 +37,12 @@ use crate::wire::limits::{API_VERSION, MAX_RAW_BODY_BYTES};
 use crate::wire::proto::put_varint;
 use crate::wire::scan::{self, ScanError};
 use crate::wire::sign::{self, Authorization, EMPTY_BODY_SHA256, V1_SIGNATURE_METHOD};
+
+thread_local! {
+    /// Per server thread decompression area for validating PutLogs bodies (they are stored
+    /// compressed, so the decoded bytes are only needed while checking them).
+    static DECODE_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Exact running totals of what the emulator saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
