@@ -1,9 +1,10 @@
 'use strict'
 // loghose for Node.js: the hand-written facade over the napi-rs addon (./native.js).
 //
-// `send` is synchronous and cheap: the record crosses as one JSON string and is encoded and
-// checked field by field by the engine; nothing blocks the event loop. Reports arrive in batches through one
-// weak threadsafe function, so an idle producer never keeps the process alive; while records
+// `send` is synchronous and cheap: a plain record crosses as one string of its keys and values,
+// their lengths in an array shared with the addon (other records cross as JSON), and is encoded
+// and checked field by field by the engine; nothing blocks the event loop. Reports arrive in
+// batches through one weak threadsafe function, so an idle producer never keeps the process alive; while records
 // are pending, a ref'd timer keeps the loop alive (bounded by `exitTimeoutMs` without
 // progress) so a script that ends without `close()` still delivers. A throwing `delivery`
 // listener is caught and re-emitted as `error` (only if someone listens); it never reaches
@@ -73,10 +74,25 @@ function plain(value) {
   return t === 'string' || (t === 'number' && Number.isFinite(value)) || t === 'boolean'
 }
 
-/** The record as JSON for the addon, which encodes it in order and checks every field. The
- * common case (plain strings, numbers, booleans) is one JSON.stringify; Buffers and bigints
- * are converted first. */
+/** The record as JSON for the addon, which encodes it in order and checks every field. Lone
+ * surrogates become U+FFFD, as on the fast path (V8 writes them so as UTF-8; as JSON escapes
+ * they would not decode). */
 function recordJson(contents) {
+  const json = rawRecordJson(contents)
+  // Only a lone surrogate (or a literal backslash before "ud") puts this in the JSON.
+  return json.includes('\\ud') ? rawRecordJson(wellFormed(contents)) : json
+}
+
+function wellFormed(contents) {
+  const fix = (v) => (typeof v === 'string' ? v.toWellFormed() : v)
+  const fields = Array.isArray(contents) ? contents : Object.entries(contents)
+  const fixed = fields.map((pair) => (Array.isArray(pair) && pair.length === 2 ? [fix(pair[0]), fix(pair[1])] : pair))
+  return Array.isArray(contents) ? fixed : Object.fromEntries(fixed)
+}
+
+/** The common case (plain strings, numbers, booleans) is one JSON.stringify; Buffers and
+ * bigints are converted first. */
+function rawRecordJson(contents) {
   if (Array.isArray(contents)) {
     let simple = true
     for (const pair of contents) {
@@ -99,47 +115,56 @@ function recordJson(contents) {
   return JSON.stringify(contents)
 }
 
-/** One field in the fast path's framing, `key \0 value \0`, when the value is a string,
- * boolean or safe integer (these read the same on both paths); null otherwise. */
-function joinedField(key, value) {
+/** A field value as the fast path sends it: strings as they are, booleans and safe integers as
+ * text (read the same on both paths); null for anything else. */
+function fieldText(value) {
   switch (typeof value) {
     case 'string':
-      return key + '\0' + value + '\0'
+      return value
     case 'boolean':
-      return key + (value ? '\0true\0' : '\0false\0')
+      return value ? 'true' : 'false'
     case 'number':
-      return Number.isSafeInteger(value) ? key + '\0' + value + '\0' : null
+      return Number.isSafeInteger(value) ? String(value) : null
     default:
       return null
   }
 }
 
-/** A plain object or an array of [string, value] pairs in the fast path's framing; null for
- * anything else (which goes as JSON). The number of fields is left in `joinedCount`. */
-let joinedCount = 0
-function joinedFields(contents) {
-  let joined = ''
-  let count = 0
+/** A plain object or an array of [string, value] pairs in the fast path's framing: keys and
+ * values concatenated, each one's length (UTF-16 units) in `lengths` (no separators: each
+ * extra piece of a concatenation costs when V8 flattens it). Null for anything else, or for
+ * more fields than `lengths` holds (these go as JSON). The number of fields is left in
+ * `framedCount`. */
+let framedCount = 0
+function framedFields(contents, lengths) {
+  let text = ''
+  let n = 0
+  const limit = lengths.length
   if (Array.isArray(contents)) {
     for (const pair of contents) {
-      if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') return null
-      const field = joinedField(pair[0], pair[1])
-      if (field === null) return null
-      joined += field
-      count += 1
+      if (!Array.isArray(pair) || pair.length !== 2) return null
+      const key = pair[0]
+      const value = fieldText(pair[1])
+      if (typeof key !== 'string' || value === null || n === limit) return null
+      text = text + key + value
+      lengths[n] = key.length
+      lengths[n + 1] = value.length
+      n += 2
     }
   } else {
     const proto = Object.getPrototypeOf(contents)
     if (proto !== Object.prototype && proto !== null) return null
     for (const key in contents) {
-      const field = joinedField(key, contents[key])
-      if (field === null) return null
-      joined += field
-      count += 1
+      const value = fieldText(contents[key])
+      if (value === null || n === limit) return null
+      text = text + key + value
+      lengths[n] = key.length
+      lengths[n + 1] = value.length
+      n += 2
     }
   }
-  joinedCount = count
-  return count === 0 ? null : joined
+  framedCount = n >> 1
+  return n === 0 ? null : text
 }
 
 const PRESETS = {
@@ -177,6 +202,8 @@ class Producer extends EventEmitter {
       throw translate(err)
     }
     this._handle = this._native.handle()
+    this._sendFields = this._native.fieldsSender()
+    this._lengths = this._sendFields.lengths
     this._statsTimer = null
     this._finalStats = null
     if (options.statsIntervalMs > 0) {
@@ -221,10 +248,10 @@ class Producer extends EventEmitter {
 
   _send(contents, opts, ticket) {
     if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object') {
-      const joined = joinedFields(contents)
+      const text = framedFields(contents, this._lengths)
       let sent = false
       try {
-        sent = joined !== null && native.producerSendFields(this._handle, joined, joinedCount)
+        sent = text !== null && this._sendFields(text, framedCount)
       } catch (err) {
         throw translate(err)
       }

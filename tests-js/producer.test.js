@@ -45,8 +45,9 @@ describe('Producer', () => {
   })
 
   test('plain records read the same through the fast path and through JSON', async () => {
-    // A record sent without options takes the joined-text fast path when it can; with options
-    // it goes as JSON. Both must store exactly the same fields.
+    // A record sent without options takes the fast path (keys and values concatenated, their
+    // UTF-16 lengths in a shared array) when it can; with options it goes as JSON. Both must
+    // store exactly the same fields, whatever the text holds.
     const p = new lh.Producer(options(emu))
     const bare = Object.create(null)
     bare.id = 'bare'
@@ -57,6 +58,13 @@ describe('Producer', () => {
       { id: 'nul-in-value', v: 'a\0b\0', w: '\0' },
       { id: 'numbers', int: 42, neg: -7, zero: -0, float: 1.5, big: 2 ** 60, t: true, f: false },
       { id: 'unicode', 中文: '日志服务', emoji: '🚀 ok', mixed: 'é\u00ffz' },
+      { id: 'astral-edges', '🚀': '🚀', k: '𝄞', '𝄞𝄞': 'a🚀', e: '' },
+      // Lone surrogates read as U+FFFD on both paths; the pair split between a key and its
+      // value does not frame, so that record goes as JSON.
+      { id: 'lone-surrogate', v: 'a\ud800b', w: '\udc00' },
+      { id: 'split-pair', 'k\ud83d': '\ude80x' },
+      // 300 fields: more than the fast path's lengths array holds, so it goes as JSON.
+      Object.fromEntries([['id', 'many'], ...Array.from({ length: 299 }, (_, i) => [`f${i}`, `v${i}`])]),
       { id: 'empty-value', e: '' },
       bare,
       new Event(),
@@ -87,20 +95,26 @@ describe('Producer', () => {
     expect(fast['numbers-pairs'].slice(1)).toEqual(fast.numbers.slice(1))
     expect(fast['nul-in-value']).toEqual([['id', 'nul-in-value'], ['v', 'a\0b\0'], ['w', '\0']])
     expect(fast.unicode).toEqual([['id', 'unicode'], ['中文', '日志服务'], ['emoji', '🚀 ok'], ['mixed', 'é\u00ffz']])
+    expect(fast['astral-edges']).toEqual([['id', 'astral-edges'], ['🚀', '🚀'], ['k', '𝄞'], ['𝄞𝄞', 'a🚀'], ['e', '']])
+    expect(fast['lone-surrogate']).toEqual([['id', 'lone-surrogate'], ['v', 'a\ufffdb'], ['w', '\ufffd']])
+    expect(fast['split-pair']).toEqual([['id', 'split-pair'], ['k\ufffd', '\ufffdx']])
+    expect(fast.many.length).toBe(300)
+    expect(fast.many[299]).toEqual(['f298', 'v298'])
     expect(fast.numbers.slice(1, 4)).toEqual([['int', '42'], ['neg', '-7'], ['zero', '0']])
   })
 
   test('records around and above the text buffer size arrive whole', async () => {
-    // The fast path copies record text into a reused 64 KiB buffer, growing it when a record
+    // The fast path copies record text into a reused 16 KiB buffer, growing it when a record
     // is larger; lengths at the edge must neither be cut nor loop.
     const p = new lh.Producer(options(emu))
-    // Each record's joined text (`id\0N\0v\0…\0`) is exactly N bytes.
-    const sizes = [65500, 65534, 65535, 65536, 65537, 70000, 300000, 10]
-    for (const n of sizes) p.send({ id: String(n), v: 'x'.repeat(n - 'id'.length - String(n).length - 'v'.length - 4) })
+    // Each record's text (`idNv…`, keys and values concatenated) is exactly N bytes.
+    const valueLength = (n) => n - 'id'.length - String(n).length - 'v'.length
+    const sizes = [16380, 16382, 16383, 16384, 16385, 16386, 70000, 300000, 10]
+    for (const n of sizes) p.send({ id: String(n), v: 'x'.repeat(valueLength(n)) })
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const got = Object.fromEntries(emu.logs('loghose', 'logs').map((l) => [fields(l).id, fields(l).v.length]))
-    for (const n of sizes) expect(got[String(n)]).toBe(n - 'id'.length - String(n).length - 'v'.length - 4)
+    for (const n of sizes) expect(got[String(n)]).toBe(valueLength(n))
   })
 
   test('sendAsync resolves with reports and rejects with DeliveryError', async () => {
@@ -148,6 +162,12 @@ describe('Producer', () => {
     expect(() => p.send({ k: Buffer.from([0xff, 0xfe]) })).toThrow(/UTF-8/)
     expect(() => p.send({ k: 'v'.repeat(1024 * 1024 + 1) })).toThrow(/limit/)
     expect(() => p.send({ k: 'v' }, { shardKey: 'not-hex' })).toThrow(/shard_key/)
+    // The addon's raw per-record function refuses misuse without queuing anything.
+    expect(() => p._sendFields(42, 1)).toThrow(/must be a string/)
+    expect(() => p._sendFields('kv', 257)).toThrow(/up to 256/)
+    expect(() => p._sendFields('kv')).toThrow(/two arguments/)
+    p._lengths.set([1, 5])
+    expect(p._sendFields('kv', 1)).toBe(false)
     p.send({ id: 'after' })
     expect(await p.flush(30000)).toBe(0)
     await p.close()

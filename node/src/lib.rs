@@ -9,9 +9,14 @@
 //!   keeps the loop alive only while records are pending.
 //! - When the environment (the main thread or a worker) exits, a cleanup hook closes the
 //!   producer with a short bound and stops its threads; JavaScript is not called then.
+//! - The per-record path (`fieldsSender`) is a raw Node-API function bound to its producer: the
+//!   record's keys and values arrive as one string, their lengths in a `Uint32Array` shared
+//!   with the facade, and are written straight into the batch; no lock, no allocation.
 //! - Errors carry their class as a `Code|message` prefix that the facade turns into `Error`
 //!   subclasses with `code`.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,12 +25,10 @@ use loghose::producer::{
     DeliveryReport, Producer, ProducerConfig, ProducerError, RecordError, ReportCallback,
     SendOptions, Track,
 };
-use napi::bindgen_prelude::{AsyncTask, External, Function};
+use napi::bindgen_prelude::{AsyncTask, External, Function, Unknown};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Error, Result, Status, Task};
-use napi::{JsString, JsValue};
 use napi_derive::napi;
-use smallvec::SmallVec;
 
 fn fail(code: &str, message: impl std::fmt::Display) -> Error {
     Error::new(Status::GenericFailure, format!("{code}|{message}"))
@@ -337,6 +340,81 @@ impl NativeProducer {
         }))
     }
 
+    /// A JavaScript function `(text, count) => boolean` bound to this producer, with the
+    /// `Uint32Array` its field lengths go in as its `lengths` property: the per-record fast
+    /// path (see [`send_fields_callback`]). Like the handle, it holds the engine producer
+    /// itself, so a send takes no lock and is refused once the producer is closed.
+    #[napi(
+        ts_return_type = "((text: string, count: number) => boolean) & { lengths: Uint32Array }"
+    )]
+    pub fn fields_sender(&self, env: Env) -> Result<Unknown<'_>> {
+        let sender = Rc::new(FieldsSender::new(self.get()?));
+        let lengths = sender.lengths;
+        let failed = || Error::from_reason("LoghoseError|could not create the send function");
+        let env = env.raw();
+        let name = "sendFields";
+        let mut function = std::ptr::null_mut();
+        let mut buffer = std::ptr::null_mut();
+        let mut array = std::ptr::null_mut();
+        // SAFETY: each `Rc::into_raw` share is handed to exactly one finaliser, which releases
+        // it; a share whose owner was not created is released here. The lengths' memory lives
+        // in the sender, so it outlives both the function and the array buffer.
+        unsafe {
+            let share = Rc::into_raw(sender.clone()).cast_mut();
+            if napi::sys::napi_create_function(
+                env,
+                name.as_ptr().cast(),
+                name.len() as isize,
+                Some(send_fields_callback),
+                share.cast(),
+                &mut function,
+            ) != napi::sys::Status::napi_ok
+            {
+                drop(Rc::from_raw(share));
+                return Err(failed());
+            }
+            if napi::sys::napi_add_finalizer(
+                env,
+                function,
+                std::ptr::null_mut(),
+                Some(release_fields_sender),
+                share.cast(),
+                std::ptr::null_mut(),
+            ) != napi::sys::Status::napi_ok
+            {
+                drop(Rc::from_raw(share));
+                return Err(failed());
+            }
+            let share = Rc::into_raw(sender).cast_mut();
+            if napi::sys::napi_create_external_arraybuffer(
+                env,
+                lengths.cast(),
+                2 * MAX_FAST_FIELDS * std::mem::size_of::<u32>(),
+                Some(release_fields_sender),
+                share.cast(),
+                &mut buffer,
+            ) != napi::sys::Status::napi_ok
+            {
+                drop(Rc::from_raw(share));
+                return Err(failed());
+            }
+            if napi::sys::napi_create_typedarray(
+                env,
+                napi::sys::TypedarrayType::uint32_array,
+                2 * MAX_FAST_FIELDS,
+                buffer,
+                0,
+                &mut array,
+            ) != napi::sys::Status::napi_ok
+                || napi::sys::napi_set_named_property(env, function, c"lengths".as_ptr(), array)
+                    != napi::sys::Status::napi_ok
+            {
+                return Err(failed());
+            }
+            Ok(Unknown::from_raw_unchecked(env, function))
+        }
+    }
+
     /// Queues one record with per-record options and an optional ticket for its report.
     #[napi]
     #[allow(clippy::too_many_arguments)]
@@ -428,144 +506,272 @@ pub fn producer_send(handle: &External<SendHandle>, record_json: String) -> Resu
     )
 }
 
-/// The per-record fast path for plain records: the facade joins the fields as
-/// `key \0 value \0 …` (`count` pairs; string concatenation is several times cheaper than
-/// `JSON.stringify` in V8), and the fields are written straight into the batch. Returns false,
-/// queuing nothing, when the text holds more NULs than the framing (a NUL inside a key or
-/// value): the facade then sends the record as JSON.
-#[napi]
-pub fn producer_send_fields(
-    handle: &External<SendHandle>,
-    joined: JsString<'_>,
-    count: u32,
-) -> Result<bool> {
-    with_utf8(&joined, |joined| send_joined(handle, joined, count))?
+/// What a fields sender (see [`NativeProducer::fields_sender`]) is bound to: the engine
+/// producer, the buffer the record text is copied into, and the field lengths the facade writes
+/// before each call (shared with JavaScript as a `Uint32Array` over the same memory). Used only
+/// on the JavaScript thread of the environment that created it (functions and array buffers do
+/// not cross isolates); owned jointly by the function and the array buffer, each releasing its
+/// share when collected.
+struct FieldsSender {
+    producer: Arc<Producer>,
+    text: RefCell<Vec<u8>>,
+    /// `2 * MAX_FAST_FIELDS` lengths in UTF-16 code units: key, value, key, value, …
+    lengths: *mut u32,
 }
 
-thread_local! {
-    /// Where record text is copied out of V8, reused by every send of the thread.
-    static TEXT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(64 << 10));
+/// Fields per record on the fast path; larger records go as JSON.
+const MAX_FAST_FIELDS: usize = 256;
+
+/// The record-text buffer a fields sender starts with (S1's larger record is about 700 bytes).
+const TEXT_CAPACITY: usize = 16 << 10;
+
+impl FieldsSender {
+    fn new(producer: Arc<Producer>) -> Self {
+        let lengths = Box::into_raw(vec![0u32; 2 * MAX_FAST_FIELDS].into_boxed_slice());
+        FieldsSender {
+            producer,
+            text: RefCell::new(Vec::with_capacity(TEXT_CAPACITY)),
+            lengths: lengths.cast(),
+        }
+    }
+
+    /// The first `n` lengths the facade wrote.
+    fn lengths(&self, n: usize) -> &[u32] {
+        // SAFETY: `lengths` holds `2 * MAX_FAST_FIELDS` initialised u32s (callers keep `n`
+        // within that) for as long as `self` lives; JavaScript writes them only between calls,
+        // on this thread, so nothing changes them while this slice is read.
+        unsafe { std::slice::from_raw_parts(self.lengths, n.min(2 * MAX_FAST_FIELDS)) }
+    }
 }
 
-/// Runs `f` on a JavaScript string's UTF-8 text, copied once into a reused buffer (asking V8
-/// for the length first would walk the string twice).
-fn with_utf8<R>(text: &JsString<'_>, f: impl FnOnce(&str) -> R) -> Result<R> {
-    let value = text.value();
-    TEXT.with(|cell| {
-        let mut own = Vec::new();
-        let mut borrowed = cell.try_borrow_mut();
-        let buf = match borrowed.as_deref_mut() {
-            Ok(b) => b,
-            Err(_) => &mut own,
+impl Drop for FieldsSender {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` as a boxed slice of this length, freed once, here.
+        drop(unsafe {
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.lengths,
+                2 * MAX_FAST_FIELDS,
+            ))
+        });
+    }
+}
+
+/// The per-record fast path for plain records, as a raw Node-API callback bound to one producer
+/// through the function's data pointer: `send(text, count) -> boolean`. The facade concatenates
+/// the record's keys and values (`key value key value …`, no separators: every extra piece of a
+/// V8 cons string costs when V8 flattens it) and writes each one's length into the shared
+/// `lengths`; the fields are written straight into the batch. Returns false, queuing nothing,
+/// when the text does not split as the lengths say (which only a surrogate pair spanning two
+/// pieces can cause): the facade then sends the record as JSON. Errors are thrown as
+/// `Class|message`.
+///
+/// Raw rather than `#[napi]` because this is the per-record path: the generated glue's argument
+/// conversion and borrow bookkeeping cost about as much as the engine's add.
+unsafe extern "C" fn send_fields_callback(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    let outcome = std::panic::catch_unwind(|| {
+        let mut argc = 2usize;
+        let mut argv = [std::ptr::null_mut(); 2];
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
+        // was created with, alive until the function itself is collected.
+        let status = unsafe {
+            napi::sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut data,
+            )
         };
-        loop {
-            let capacity = buf.capacity();
-            let mut written = 0usize;
-            // SAFETY: V8 writes at most `capacity` bytes (text and a final NUL) into the
-            // buffer's allocation and reports how many text bytes it wrote.
-            let status = unsafe {
-                napi::sys::napi_get_value_string_utf8(
-                    value.env,
-                    value.value,
-                    buf.as_mut_ptr().cast(),
-                    capacity,
-                    &mut written,
-                )
+        if status != napi::sys::Status::napi_ok || data.is_null() || argc < 2 {
+            return Err(Error::from_reason(
+                "TypeError|send(text, count) takes two arguments",
+            ));
+        }
+        // SAFETY: see above; only shared access, on this thread.
+        let sender = unsafe { &*data.cast::<FieldsSender>() };
+        let mut count = 0u32;
+        // SAFETY: a value handed to this callback, read in its scope.
+        let status = unsafe { napi::sys::napi_get_value_uint32(env, argv[1], &mut count) };
+        if status != napi::sys::Status::napi_ok || count as usize > MAX_FAST_FIELDS {
+            return Err(Error::from_reason(format!(
+                "TypeError|count must be a number of fields up to {MAX_FAST_FIELDS}"
+            )));
+        }
+        let Ok(mut buf) = sender.text.try_borrow_mut() else {
+            return Err(Error::from_reason("LoghoseError|send re-entered"));
+        };
+        let lengths = sender.lengths(2 * count as usize);
+        // SAFETY: as above.
+        unsafe {
+            with_utf8(env, argv[0], &mut buf, |text| {
+                send_framed(&sender.producer, text, lengths)
+            })
+        }?
+    });
+    let sent = match outcome {
+        Ok(Ok(sent)) => sent,
+        Ok(Err(e)) => return throw(env, &e.reason),
+        Err(_) => {
+            return throw(
+                env,
+                "LoghoseError|internal error in send (a bug; please report it)",
+            )
+        }
+    };
+    let mut value = std::ptr::null_mut();
+    // SAFETY: creating a primitive in the callback's scope.
+    unsafe { napi::sys::napi_get_boolean(env, sent, &mut value) };
+    value
+}
+
+/// Throws a JavaScript `Error` with `message` (the facade reads its `Class|` prefix); returns
+/// the null value a callback returns after throwing.
+fn throw(env: napi::sys::napi_env, message: &str) -> napi::sys::napi_value {
+    let message = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: a NUL-terminated message, thrown in the callback's scope.
+    unsafe { napi::sys::napi_throw_error(env, std::ptr::null(), message.as_ptr()) };
+    std::ptr::null_mut()
+}
+
+/// Releases one share of a fields sender when its function or its lengths' array buffer is
+/// collected (or the environment is torn down).
+unsafe extern "C" fn release_fields_sender(
+    _env: napi::sys::napi_env,
+    _data: *mut std::ffi::c_void,
+    hint: *mut std::ffi::c_void,
+) {
+    // SAFETY: `hint` is one of the two `Rc::into_raw` shares made in `fields_sender`, each
+    // released exactly once.
+    drop(unsafe { Rc::from_raw(hint.cast::<FieldsSender>().cast_const()) });
+}
+
+/// Runs `f` on a JavaScript string's UTF-8 text, copied once into `buf` (asking V8 for the
+/// length first would walk the string twice).
+///
+/// # Safety
+/// `value` is a live value of `env`'s current scope.
+unsafe fn with_utf8<R>(
+    env: napi::sys::napi_env,
+    value: napi::sys::napi_value,
+    buf: &mut Vec<u8>,
+    f: impl FnOnce(&str) -> R,
+) -> Result<R> {
+    loop {
+        let capacity = buf.capacity();
+        let mut written = 0usize;
+        // SAFETY: V8 writes at most `capacity` bytes (text and a final NUL) into the buffer's
+        // allocation and reports how many text bytes it wrote.
+        let status = unsafe {
+            napi::sys::napi_get_value_string_utf8(
+                env,
+                value,
+                buf.as_mut_ptr().cast(),
+                capacity,
+                &mut written,
+            )
+        };
+        if status != napi::sys::Status::napi_ok {
+            return Err(Error::from_reason(
+                "TypeError|the record text must be a string",
+            ));
+        }
+        if written + 1 < capacity {
+            // SAFETY: V8 initialised the first `written` bytes, and the text is whole (not cut
+            // at the buffer's end). Node converts with REPLACE_INVALID_UTF8, so it is valid
+            // UTF-8 (a lone surrogate becomes U+FFFD).
+            let text = unsafe {
+                buf.set_len(written);
+                std::str::from_utf8_unchecked(buf)
             };
-            if status != napi::sys::Status::napi_ok {
-                return Err(Error::new(Status::StringExpected, "expected a string"));
+            let out = f(text);
+            if buf.capacity() > 1 << 20 {
+                // One huge record does not keep its buffer for the producer's life.
+                *buf = Vec::with_capacity(TEXT_CAPACITY);
             }
-            if written + 1 < capacity {
-                // SAFETY: V8 initialised the first `written` bytes, and the text is whole
-                // (not cut at the buffer's end). Node converts with REPLACE_INVALID_UTF8, so
-                // it is valid UTF-8 (a lone surrogate becomes U+FFFD).
-                let text = unsafe {
-                    buf.set_len(written);
-                    std::str::from_utf8_unchecked(buf)
-                };
-                let out = f(text);
-                if buf.capacity() > 1 << 20 {
-                    // One huge record does not keep its buffer for the thread's life.
-                    *buf = Vec::with_capacity(64 << 10);
+            return Ok(out);
+        }
+        // The text may have been cut: ask for its length and make room.
+        let mut needed = 0usize;
+        // SAFETY: a null buffer asks only for the length.
+        unsafe {
+            napi::sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut needed)
+        };
+        // Room for the text, its NUL and one spare byte, so that the next call is seen to be
+        // whole.
+        buf.clear();
+        buf.reserve(needed + 2);
+    }
+}
+
+/// Splits `text` (UTF-8) into pieces of `lengths[i]` UTF-16 code units each, as JavaScript
+/// measured them; None when the lengths do not add up to the text. ASCII text (the common
+/// case: as many bytes as code units) splits by the lengths directly; otherwise each piece is
+/// walked character by character.
+fn split_by_utf16_lengths<'t>(
+    text: &'t str,
+    lengths: &[u32],
+    mut on_piece: impl FnMut(usize, &'t str) -> std::result::Result<(), RecordError>,
+) -> Option<std::result::Result<(), RecordError>> {
+    let units: u64 = lengths.iter().map(|&n| u64::from(n)).sum();
+    let ascii = units == text.len() as u64;
+    let mut rest = text;
+    for (i, &len) in lengths.iter().enumerate() {
+        let len = len as usize;
+        let end = if ascii {
+            len
+        } else {
+            let mut left = len;
+            let mut end = 0;
+            for c in rest.chars() {
+                if left == 0 {
+                    break;
                 }
-                return Ok(out);
+                // A surrogate pair counts two; one split between two pieces cannot be.
+                left = left.checked_sub(c.len_utf16())?;
+                end += c.len_utf8();
             }
-            // The text may have been cut: ask for its length and make room.
-            let mut needed = 0usize;
-            // SAFETY: a null buffer asks only for the length.
-            unsafe {
-                napi::sys::napi_get_value_string_utf8(
-                    value.env,
-                    value.value,
-                    std::ptr::null_mut(),
-                    0,
-                    &mut needed,
-                )
-            };
-            // Room for the text, its NUL and one spare byte, so that the next call is seen to
-            // be whole.
-            buf.clear();
-            buf.reserve(needed + 2);
+            if left != 0 {
+                return None;
+            }
+            end
+        };
+        let (piece, tail) = rest.split_at_checked(end)?;
+        if let Err(e) = on_piece(i, piece) {
+            return Some(Err(e));
         }
-    })
+        rest = tail;
+    }
+    rest.is_empty().then_some(Ok(()))
 }
 
-/// Collects the positions of the NUL bytes into `out`, eight bytes per step (fields are short,
-/// so a search call per field costs more than the scan); false if there are more than `limit`.
-fn nul_positions(bytes: &[u8], out: &mut SmallVec<[usize; 64]>, limit: usize) -> bool {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut base = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        // Exactly the high bit of every zero byte.
-        let mut zeros = !(((w & LOW7).wrapping_add(LOW7)) | w | LOW7);
-        while zeros != 0 {
-            if out.len() == limit {
-                return false;
-            }
-            out.push(base + zeros.trailing_zeros() as usize / 8);
-            zeros &= zeros - 1;
-        }
-        base += 8;
-    }
-    for (i, b) in chunks.remainder().iter().enumerate() {
-        if *b == 0 {
-            if out.len() == limit {
-                return false;
-            }
-            out.push(base + i);
-        }
-    }
-    true
-}
-
-fn send_joined(handle: &External<SendHandle>, joined: &str, count: u32) -> Result<bool> {
-    // Where every NUL is, in one vectorised pass; exactly two per field, the last at the end.
-    let bytes = joined.as_bytes();
-    let expected = 2 * count as usize;
-    // On the stack for records of up to 32 fields: an allocation per send is measurable.
-    let mut ends: SmallVec<[usize; 64]> = SmallVec::new();
-    if !nul_positions(bytes, &mut ends, expected) {
+/// Queues one record framed as [`send_fields_callback`] describes; false when the framing does
+/// not hold (nothing queued, nothing counted).
+fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool> {
+    let units: u64 = lengths.iter().map(|&n| u64::from(n)).sum();
+    if lengths.is_empty()
+        || (units != text.len() as u64
+            && split_by_utf16_lengths(text, lengths, |_, _| Ok(())).is_none())
+    {
         return Ok(false);
     }
-    if count == 0 || ends.len() != expected || ends.last() != Some(&(bytes.len() - 1)) {
-        return Ok(false);
-    }
-    handle
-        .producer
+    producer
         .send_with(&SendOptions::default(), Track::None, |enc| {
-            let mut start = 0;
-            for pair in ends.chunks_exact(2) {
-                // The NULs are ASCII, so every piece between them is UTF-8.
-                let key = &joined[start..pair[0]];
-                let value = &joined[pair[0] + 1..pair[1]];
-                enc.field_str(key, value)?;
-                start = pair[1] + 1;
-            }
-            Ok(())
+            let mut key = "";
+            split_by_utf16_lengths(text, lengths, |i, piece| {
+                if i % 2 == 0 {
+                    key = piece;
+                    Ok(())
+                } else {
+                    enc.field_str(key, piece)
+                }
+            })
+            // Checked above; unreachable.
+            .unwrap_or(Err(RecordError::Empty))
         })
         .map(|_| true)
         .map_err(producer_error)
