@@ -91,6 +91,31 @@ def test_dicts_read_the_same_on_the_direct_path_and_the_general_one(emu):
     assert by_id["loud"] == [["id", "loud"], ["v", "loud"]]
 
 
+def test_send_takes_every_form_of_call_and_reads_every_kind_of_str(emu):
+    """``send(contents)`` is a native fastcall entry that reads compact ASCII strings inline;
+    every other call goes on to the full method, and other strings through CPython's UTF-8."""
+    with producer(emu) as p:
+        assert p.send.__name__ == "send"
+        p.send({"id": "ascii", "k": "v" * 100, "empty": ""})
+        p.send({"id": "kinds", "café": "é", "ÿ": "latin-1 range", "日志": "两字节", "🚀": "four 🚀 bytes"})
+        p.send(contents={"id": "keyword"})
+        p.send({"id": "topic"}, topic="t", time=1700000000)
+        p.send([("id", "tuple-pairs")])
+        with pytest.raises(TypeError):
+            p.send()
+        with pytest.raises(TypeError):
+            p.send({"a": "1"}, {"b": "2"})
+        with pytest.raises(TypeError):
+            p.send({"a": "1"}, colour="blue")
+        assert p.flush(30) == 0
+    by_id = {contents(log)["id"]: log for log in emu.logs("loghose", "logs")}
+    assert sorted(by_id) == ["ascii", "keyword", "kinds", "topic", "tuple-pairs"]
+    assert by_id["ascii"]["contents"] == [["id", "ascii"], ["k", "v" * 100], ["empty", ""]]
+    assert by_id["kinds"]["contents"] == [["id", "kinds"], ["café", "é"], ["ÿ", "latin-1 range"],
+                                          ["日志", "两字节"], ["🚀", "four 🚀 bytes"]]
+    assert (by_id["topic"]["topic"], by_id["topic"]["time"]) == ("t", 1700000000)
+
+
 def test_send_many_and_destinations(emu):
     with producer(emu) as p:
         assert p.send_many([{"i": str(i)} for i in range(50)]) == 50

@@ -80,8 +80,8 @@ class Producer:
         self._callback_errors = 0
         self._pid = os.getpid()
         self._native = _native.NativeProducer(_config_json(options), self._on_reports)
-        # The hot path goes straight to the native method.
-        self.send = self._native.send
+        # The hot path goes straight to native code: `send` bound to this producer.
+        self.send = self._native.sender()
         _live.add(self)
 
     @classmethod

@@ -190,6 +190,9 @@ unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Result<&'a str, 
         if pyo3::ffi::PyUnicode_Check(obj) == 0 {
             return None;
         }
+        if let Some(text) = compact_ascii(obj) {
+            return Some(Ok(text));
+        }
         let mut size: pyo3::ffi::Py_ssize_t = 0;
         let data = pyo3::ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
         if data.is_null() {
@@ -200,6 +203,34 @@ unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Result<&'a str, 
         // CPython's UTF-8 form of a str is valid UTF-8 by construction.
         Some(Ok(std::str::from_utf8_unchecked(bytes)))
     }
+}
+
+/// The text of a compact ASCII `str` (nearly every key and most values), read from the object
+/// itself: its characters follow the header and are their own UTF-8.
+///
+/// # Safety
+/// `obj` must be a valid `str`; the returned slice lives as long as the object.
+#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy, Py_3_14)))]
+#[inline(always)]
+unsafe fn compact_ascii<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
+    // SAFETY: `obj` is a str (caller), so it starts with a PyASCIIObject header; a compact
+    // ASCII str stores its `length` one-byte characters right after that header.
+    unsafe {
+        if pyo3::ffi::PyUnicode_IS_COMPACT_ASCII(obj) == 0 {
+            return None;
+        }
+        let data = obj.cast::<pyo3::ffi::PyASCIIObject>().add(1).cast::<u8>();
+        let bytes = std::slice::from_raw_parts(data, pyo3::ffi::PyUnicode_GET_LENGTH(obj) as usize);
+        Some(std::str::from_utf8_unchecked(bytes))
+    }
+}
+
+/// Where CPython's `str` layout is not available, every string goes through
+/// `PyUnicode_AsUTF8AndSize`.
+#[cfg(any(Py_LIMITED_API, PyPy, GraalPy, Py_3_14))]
+#[inline(always)]
+unsafe fn compact_ascii<'a>(_obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
+    None
 }
 
 /// Writes the fields of a dict. Keys and values that are both `str` (the usual record) are
@@ -430,6 +461,72 @@ impl NativeProducer {
     }
 }
 
+/// `send(contents)` without keywords, the per-record call, as a raw fastcall function bound to
+/// its producer (see [`NativeProducer::sender`]); any other call goes on to the full
+/// `NativeProducer.send`. Runs inside pyo3's own entry trampoline (GIL bookkeeping, panics
+/// raised as `PanicException`); it only skips the generic argument extraction, which on this
+/// path costs about a tenth of the binding's time.
+struct MethodDef(pyo3::ffi::PyMethodDef);
+// SAFETY: a constant definition CPython only reads.
+unsafe impl Sync for MethodDef {}
+
+static SEND_ONE: MethodDef = MethodDef(pyo3::ffi::PyMethodDef {
+    ml_name: c"send".as_ptr(),
+    ml_meth: pyo3::ffi::PyMethodDefPointer {
+        PyCFunctionFastWithKeywords: send_one,
+    },
+    ml_flags: pyo3::ffi::METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
+    ml_doc: c"send(contents, *, topic=None, source=None, time=None, shard_key=None, project=None, logstore=None)\n--\n\nQueues one record (fire and forget).".as_ptr(),
+});
+
+unsafe extern "C" fn send_one(
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: CPython calls this with the GIL held, `slf` the NativeProducer the function was
+    // bound to and `args` holding `nargs` arguments.
+    unsafe {
+        pyo3::impl_::trampoline::fastcall_with_keywords(slf, args, nargs, kwnames, send_one_body)
+    }
+}
+
+unsafe fn send_one_body(
+    py: Python<'_>,
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> PyResult<*mut pyo3::ffi::PyObject> {
+    // SAFETY: `slf` is the live NativeProducer this function was created for (the function
+    // holds a reference to it) and `args` holds `nargs` live arguments (see `send_one`).
+    unsafe {
+        let native = pyo3::Borrowed::from_ptr(py, slf);
+        if nargs != 1 || !kwnames.is_null() {
+            let method = native.getattr(pyo3::intern!(py, "send"))?;
+            let out =
+                pyo3::ffi::PyObject_Vectorcall(method.as_ptr(), args, nargs as usize, kwnames);
+            return if out.is_null() {
+                Err(PyErr::fetch(py))
+            } else {
+                Ok(out)
+            };
+        }
+        let native = native.cast_unchecked::<NativeProducer>();
+        let producer = native.get().producer(py)?;
+        let contents = pyo3::Borrowed::from_ptr(py, *args);
+        send_record(
+            py,
+            producer,
+            &SendOptions::default(),
+            Track::None,
+            &contents,
+        )?;
+        Ok(pyo3::ffi::Py_NewRef(pyo3::ffi::Py_None()))
+    }
+}
+
 #[pymethods]
 impl NativeProducer {
     #[new]
@@ -497,6 +594,20 @@ impl NativeProducer {
         };
         let track = ticket.map_or(Track::None, Track::Ticket);
         send_record(py, producer, &opts, track, contents)
+    }
+
+    /// `send` bound to this producer as a plain function: the per-record path (see
+    /// [`send_one`]); it takes the same arguments as `send`.
+    fn sender(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        // SAFETY: a static method definition; the new function holds a reference to `slf`.
+        unsafe {
+            let function = pyo3::ffi::PyCFunction_NewEx(
+                std::ptr::addr_of!(SEND_ONE.0).cast_mut(),
+                slf.as_ptr(),
+                std::ptr::null_mut(),
+            );
+            Py::from_owned_ptr_or_err(slf.py(), function)
+        }
     }
 
     /// Queues many records; returns how many were accepted before the first error (raised).
