@@ -119,4 +119,6 @@ test('S1 from Node loses nothing and prints the table', () => {
     expect(Number(cells[6])).toBe(0)
   }
   expect(result.stdout).toMatch(/\| sendMany \|/)
+  // Every record of every compare round was read back.
+  expect(result.stdout).toMatch(/^360000 records received, 0 lost$/m)
 })
