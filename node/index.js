@@ -204,6 +204,7 @@ class Producer extends EventEmitter {
     this._handle = this._native.handle()
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
+    this._framing = false
     this._statsTimer = null
     this._finalStats = null
     if (options.statsIntervalMs > 0) {
@@ -247,8 +248,16 @@ class Producer extends EventEmitter {
   }
 
   _send(contents, opts, ticket) {
-    if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object') {
-      const text = framedFields(contents, this._lengths)
+    if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object' && !this._framing) {
+      // Reading the record may run its getters; one that sends through this producer while
+      // this record's lengths are being written takes the JSON path instead.
+      this._framing = true
+      let text
+      try {
+        text = framedFields(contents, this._lengths)
+      } finally {
+        this._framing = false
+      }
       let sent = false
       try {
         sent = text !== null && this._sendFields(text, framedCount)

@@ -103,6 +103,28 @@ describe('Producer', () => {
     expect(fast.numbers.slice(1, 4)).toEqual([['int', '42'], ['neg', '-7'], ['zero', '0']])
   })
 
+  test('a getter that sends through the same producer leaves both records whole', async () => {
+    // The inner record's field lengths have the same sums as the outer's so far: written over
+    // the outer's, they would split its text into the wrong fields without anyone noticing.
+    const p = new lh.Producer(options(emu))
+    const outer = {
+      id: 'outer',
+      a: 'xy',
+      get b() {
+        p.send({ id: 'inner', cc: 'y' })
+        return 'zz'
+      },
+    }
+    p.send(outer)
+    p.send([['id', 'outer-pairs'], ['a', 'xy'], ['b', outer.b]])
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const byId = Object.fromEntries(emu.logs('loghose', 'logs').map((l) => [fields(l).id, l.contents]))
+    expect(byId.outer).toEqual([['id', 'outer'], ['a', 'xy'], ['b', 'zz']])
+    expect(byId.inner).toEqual([['id', 'inner'], ['cc', 'y']])
+    expect(emu.logs('loghose', 'logs')).toHaveLength(4)
+  })
+
   test('records around and above the text buffer size arrive whole', async () => {
     // The fast path copies record text into a reused 16 KiB buffer, growing it when a record
     // is larger; lengths at the edge must neither be cut nor loop.
