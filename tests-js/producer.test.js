@@ -131,12 +131,20 @@ describe('Producer', () => {
     const p = new lh.Producer(options(emu))
     // Each record's text (`idNv…`, keys and values concatenated) is exactly N bytes.
     const valueLength = (n) => n - 'id'.length - String(n).length - 'v'.length
-    const sizes = [16380, 16382, 16383, 16384, 16385, 16386, 70000, 300000, 10]
+    const sizes = [16376, 16379, 16380, 16382, 16383, 16384, 16385, 16386, 70000, 300000, 10]
     for (const n of sizes) p.send({ id: String(n), v: 'x'.repeat(valueLength(n)) })
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const got = Object.fromEntries(emu.logs('loghose', 'logs').map((l) => [fields(l).id, fields(l).v.length]))
     for (const n of sizes) expect(got[String(n)]).toBe(valueLength(n))
+    // The same edges with a three-byte character last, where a cut text is 1–3 bytes short.
+    const q = new lh.Producer(options(emu, { logstore: 'wide' }))
+    const wide = (n) => 'x'.repeat(valueLength(n) - 3) + '日'
+    for (const n of sizes) q.send({ id: String(n), v: wide(n) })
+    expect(await q.flush(30000)).toBe(0)
+    await q.close()
+    const gotWide = Object.fromEntries(emu.logs('loghose', 'wide').map((l) => [fields(l).id, fields(l).v]))
+    for (const n of sizes) expect(gotWide[String(n)]).toBe(wide(n))
   })
 
   test('sendAsync resolves with reports and rejects with DeliveryError', async () => {

@@ -356,59 +356,56 @@ impl NativeProducer {
         let mut function = std::ptr::null_mut();
         let mut buffer = std::ptr::null_mut();
         let mut array = std::ptr::null_mut();
+        let ok = |status| status == napi::sys::Status::napi_ok;
         // SAFETY: each `Rc::into_raw` share is handed to exactly one finaliser, which releases
-        // it; a share whose owner was not created is released here. The lengths' memory lives
-        // in the sender, so it outlives both the function and the array buffer.
+        // it; a share whose owner was not made whole is released here (that owner is garbage,
+        // never called). The lengths' memory lives in the sender, so it outlives both the
+        // function and the array buffer.
         unsafe {
             let share = Rc::into_raw(sender.clone()).cast_mut();
-            if napi::sys::napi_create_function(
+            if !ok(napi::sys::napi_create_function(
                 env,
                 name.as_ptr().cast(),
                 name.len() as isize,
                 Some(send_fields_callback),
                 share.cast(),
                 &mut function,
-            ) != napi::sys::Status::napi_ok
-            {
-                drop(Rc::from_raw(share));
-                return Err(failed());
-            }
-            if napi::sys::napi_add_finalizer(
+            )) || !ok(napi::sys::napi_add_finalizer(
                 env,
                 function,
                 std::ptr::null_mut(),
                 Some(release_fields_sender),
                 share.cast(),
                 std::ptr::null_mut(),
-            ) != napi::sys::Status::napi_ok
-            {
+            )) {
                 drop(Rc::from_raw(share));
                 return Err(failed());
             }
             let share = Rc::into_raw(sender).cast_mut();
-            if napi::sys::napi_create_external_arraybuffer(
+            if !ok(napi::sys::napi_create_external_arraybuffer(
                 env,
                 lengths.cast(),
                 2 * MAX_FAST_FIELDS * std::mem::size_of::<u32>(),
                 Some(release_fields_sender),
                 share.cast(),
                 &mut buffer,
-            ) != napi::sys::Status::napi_ok
-            {
+            )) {
                 drop(Rc::from_raw(share));
                 return Err(failed());
             }
-            if napi::sys::napi_create_typedarray(
+            if !ok(napi::sys::napi_create_typedarray(
                 env,
                 napi::sys::TypedarrayType::uint32_array,
                 2 * MAX_FAST_FIELDS,
                 buffer,
                 0,
                 &mut array,
-            ) != napi::sys::Status::napi_ok
-                || napi::sys::napi_set_named_property(env, function, c"lengths".as_ptr(), array)
-                    != napi::sys::Status::napi_ok
-            {
+            )) || !ok(napi::sys::napi_set_named_property(
+                env,
+                function,
+                c"lengths".as_ptr(),
+                array,
+            )) {
                 return Err(failed());
             }
             Ok(Unknown::from_raw_unchecked(env, function))
@@ -680,10 +677,12 @@ unsafe fn with_utf8<R>(
                 "TypeError|the record text must be a string",
             ));
         }
-        if written + 1 < capacity {
-            // SAFETY: V8 initialised the first `written` bytes, and the text is whole (not cut
-            // at the buffer's end). Node converts with REPLACE_INVALID_UTF8, so it is valid
-            // UTF-8 (a lone surrogate becomes U+FFFD).
+        // Node lets V8 write at most `capacity - 1` bytes and stops before a character that does
+        // not fit, so a cut text leaves at most 3 of them unused: more unused means whole.
+        if written + 4 < capacity {
+            // SAFETY: V8 initialised the first `written` bytes, and the text is whole (see
+            // above). Node converts with REPLACE_INVALID_UTF8, so it is valid UTF-8 (a lone
+            // surrogate becomes U+FFFD).
             let text = unsafe {
                 buf.set_len(written);
                 std::str::from_utf8_unchecked(buf)
@@ -701,10 +700,9 @@ unsafe fn with_utf8<R>(
         unsafe {
             napi::sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut needed)
         };
-        // Room for the text, its NUL and one spare byte, so that the next call is seen to be
-        // whole.
+        // Room for the text, its NUL and the slack that shows the next call whole.
         buf.clear();
-        buf.reserve(needed + 2);
+        buf.reserve(needed + 5);
     }
 }
 
