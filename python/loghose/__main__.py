@@ -135,7 +135,8 @@ def run_rate(emu: ChildEmulator, preset: str, rate: int, seconds: int, show_prog
     per_second = max((rate // 2) * 2, 1)
     return {"rate": rate, "us_per_send": statistics.median(burst_secs) * 1e6 / per_second,
             "raw_kb_s": (RAW_A + RAW_B) * (rate // 2) / 1024, "cpu_pct": cpu / wall * 100, "rss_mb": rss,
-            "received": received, "lost": sent - received + left + refused}
+            # Every planned log not read back is lost, whether refused, left pending or dropped.
+            "received": received, "lost": sent - received, "refused": refused, "pending": left}
 
 
 def run_unthrottled(emu: ChildEmulator, preset: str, seconds: int) -> dict[str, Any]:
@@ -156,7 +157,8 @@ def run_unthrottled(emu: ChildEmulator, preset: str, seconds: int) -> dict[str, 
     producer.close(10)
     received = emu.totals("s1", "unthrottled")["logs"]
     return {"added": n, "us_per_send": add_secs * 1e6 / max(n, 1), "delivered_per_s": received / wall,
-            "per_cpu_second": received / max(cpu, 1e-3), "received": received, "lost": n - received + left}
+            "per_cpu_second": received / max(cpu, 1e-3), "received": received,
+            "lost": n - received, "pending": left}
 
 
 COMPARE_ROUNDS = 5
@@ -217,12 +219,12 @@ def bench(argv: list[str]) -> int:
         rows = [run_rate(emu, args.preset, r, args.seconds, not args.no_progress) for r in rates]
         print(f"S1 from Python, `{args.preset}` preset, {args.seconds} s per rate, emulator in a child process")
         print()
-        print("| logs/s | median µs per send | raw KB/s | CPU % | RSS MB | received | lost |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print("| logs/s | median µs per send | raw KB/s | CPU % | RSS MB | received | lost | of which refused |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for row in rows:
             print(f"| {row['rate']} | {row['us_per_send']:.3f} | {row['raw_kb_s']:.0f} | {row['cpu_pct']:.1f} "
-                  f"| {row['rss_mb']:.1f} | {row['received']} | {row['lost']} |")
-            failed |= row["lost"] != 0
+                  f"| {row['rss_mb']:.1f} | {row['received']} | {row['lost']} | {row['refused']} |")
+            failed |= row["lost"] != 0 or row["refused"] != 0 or row["pending"] != 0
         if args.unthrottled_seconds:
             u = run_unthrottled(emu, args.preset, args.unthrottled_seconds)
             print()
@@ -230,7 +232,7 @@ def bench(argv: list[str]) -> int:
             print("|---:|---:|---:|---:|---:|")
             print(f"| {u['added']} | {u['us_per_send']:.3f} | {u['delivered_per_s']:.0f} | "
                   f"{u['per_cpu_second']:.0f} | {u['lost']} |")
-            failed |= u["lost"] != 0
+            failed |= u["lost"] != 0 or u["pending"] != 0
         if args.compare:
             c = compare(emu, args.compare)
             print()
