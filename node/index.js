@@ -167,9 +167,19 @@ function framedFields(contents, lengths) {
   return n === 0 ? null : text
 }
 
-const PRESETS = {
-  server: { bufferMaxBytes: 64 << 20, batchMaxBytes: 4 << 20, batchMaxCount: 4096, lingerMs: 3000, sendConcurrency: 16 },
-  pi: { bufferMaxBytes: 10 << 20, batchMaxBytes: 1 << 20, batchMaxCount: 1000, lingerMs: 3000, sendConcurrency: 4 },
+/** The options a preset sets, camelCase; the engine holds the values. */
+function presetOptions(preset) {
+  let snake
+  try {
+    snake = JSON.parse(native.presetOptionsJson(String(preset)))
+  } catch (err) {
+    throw translate(err)
+  }
+  const options = {}
+  for (const [key, value] of Object.entries(snake)) {
+    options[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value
+  }
+  return options
 }
 
 const FACADE_OPTIONS = new Set(['exitTimeoutMs', 'statsIntervalMs'])
@@ -201,7 +211,6 @@ class Producer extends EventEmitter {
     } catch (err) {
       throw translate(err)
     }
-    this._handle = this._native.handle()
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
     this._framing = false
@@ -217,8 +226,7 @@ class Producer extends EventEmitter {
   }
 
   static fromPreset(preset, options = {}) {
-    if (!PRESETS[preset]) throw new ConfigError(`unknown preset ${JSON.stringify(preset)} (expected "server" or "pi")`, { code: 'ConfigError' })
-    return new Producer({ ...PRESETS[preset], ...options })
+    return new Producer({ ...presetOptions(preset), ...options })
   }
 
   send(contents, opts) {
@@ -271,11 +279,8 @@ class Producer extends EventEmitter {
     }
     const json = recordJson(contents)
     try {
-      if (opts === undefined && ticket === undefined) native.producerSend(this._handle, json)
-      else {
-        const o = opts || {}
-        this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
-      }
+      const o = opts || {}
+      this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
     } catch (err) {
       throw translate(err)
     }

@@ -23,8 +23,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings (workspace)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "cargo test (core: wire layer, emulator, integration)"
+step "cargo test (core: wire layer, emulator, integration; the Node addon's pure functions)"
 cargo test -p loghose
+cargo test -p loghose-node
 
 step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
 cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3

@@ -147,6 +147,26 @@ describe('Producer', () => {
     for (const n of sizes) expect(gotWide[String(n)]).toBe(wide(n))
   })
 
+  test('V8 copies whole characters only, at most capacity - 1 bytes (what the fast path relies on)', () => {
+    // The fast path takes a copy as whole when it left more than four bytes of its buffer unused;
+    // that holds only if a cut copy leaves at most three. A Node that wrote part of a character,
+    // or filled the buffer, would break it: this pins the behaviour.
+    const { utf8WriteProbe } = require('../node/native.js')
+    const decoder = new TextDecoder('utf-8', { fatal: true })
+    for (const ch of ['é', '日', '🚀']) {
+      const text = 'x'.repeat(20) + ch + 'y'
+      const full = Buffer.from(text)
+      for (let capacity = 16; capacity <= full.length + 6; capacity++) {
+        const out = Buffer.from(utf8WriteProbe(text, capacity))
+        expect(out.length).toBeLessThanOrEqual(capacity - 1)
+        expect(out.equals(full.subarray(0, out.length))).toBe(true)
+        expect(() => decoder.decode(out)).not.toThrow()
+        if (out.length < full.length) expect(capacity - 1 - out.length).toBeLessThanOrEqual(3)
+        if (out.length + 4 < capacity) expect(out.length).toBe(full.length)
+      }
+    }
+  })
+
   test('sendAsync resolves with reports and rejects with DeliveryError', async () => {
     const p = new lh.Producer(options(emu))
     const reports = await Promise.all(Array.from({ length: 20 }, (_, i) => p.sendAsync({ i: String(i) })))

@@ -1,4 +1,4 @@
-//! Scenario S1 (`scenarios.md`): the C producer's published server benchmark, run against the
+//! Scenario S1 (`docs/scenarios.md`): the C producer's published server benchmark, run against the
 //! emulator in a child process (at nice 10, as a stand-in for a remote service) so the figures
 //! are the producer's alone.
 //!

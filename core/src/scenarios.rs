@@ -1,4 +1,4 @@
-//! The seed benchmark workloads (`scenarios.md`), defined once so the Rust benches, the
+//! The seed benchmark workloads (`docs/scenarios.md`), defined once so the Rust benches, the
 //! harnesses and the language fronts all measure the same records.
 //!
 //! S1 (the C producer's published server benchmark): each iteration adds two logs, one of ten

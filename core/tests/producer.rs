@@ -10,42 +10,14 @@ use std::time::{Duration, Instant};
 use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
 use loghose::producer::{
     CredentialsProvider, DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError,
-    RecordError, SendOptions, SignatureVersion, Track,
+    RecordError, SendOptions, SignatureVersion, State, Track,
 };
 use loghose::wire::scan::KeyProblem;
 use loghose::wire::sign::Credentials;
 
-const WAIT: Duration = Duration::from_secs(20);
+mod common;
 
-fn config(emu: &Emulator) -> ProducerConfig {
-    let creds = emu.credentials().unwrap();
-    ProducerConfig {
-        access_key_id: creds.access_key_id,
-        access_key_secret: creds.access_key_secret,
-        topic: "t1".into(),
-        source: Some("10.0.0.9".into()),
-        tags: vec![("tag_1".into(), "val_1".into())],
-        linger_ms: 50,
-        backoff_base_ms: 10,
-        backoff_max_ms: 100,
-        ..ProducerConfig::new(emu.endpoint(), "proj", "store")
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn ids(emu: &Emulator, logstore: &str) -> Vec<u64> {
-    emu.logs("proj", logstore)
-        .iter()
-        .map(|l| l.get("id").unwrap().parse().unwrap())
-        .collect()
-}
+use common::producer::{config, ids, wait_until, WAIT};
 
 #[test]
 fn four_threads_every_record_arrives_exactly_once_with_its_metadata() {
@@ -110,7 +82,7 @@ fn four_threads_every_record_arrives_exactly_once_with_its_metadata() {
 }
 
 #[test]
-fn batches_seal_on_count_bytes_and_linger() {
+fn a_batch_seals_on_its_count() {
     let emu = Emulator::start_default().unwrap();
     // Count: 25 records with batch_max_count 10 and a long linger → two full batches go at once.
     let p = Producer::new(ProducerConfig {
@@ -132,7 +104,11 @@ fn batches_seal_on_count_bytes_and_linger() {
     wait_until("the two batches' reports", || p.stats().queued_records == 5);
     assert_eq!(p.flush(WAIT), 0);
     assert_eq!(emu.totals("proj", "count").unwrap().logs, 25);
+}
 
+#[test]
+fn a_batch_seals_on_its_bytes() {
+    let emu = Emulator::start_default().unwrap();
     // Bytes: ~1 KiB records with batch_max_bytes 4 KiB → batches of at most 4 KiB.
     let p = Producer::new(ProducerConfig {
         batch_max_bytes: 4096,
@@ -156,7 +132,11 @@ fn batches_seal_on_count_bytes_and_linger() {
     let totals = emu.totals("proj", "bytes").unwrap();
     assert_eq!(totals.logs, 12);
     assert!(totals.groups >= 3, "{totals:?}");
+}
 
+#[test]
+fn a_batch_seals_when_its_linger_passes() {
+    let emu = Emulator::start_default().unwrap();
     // Linger: one record is sent about linger_ms after it was added, without a flush.
     let p = Producer::new(ProducerConfig {
         linger_ms: 300,
@@ -182,7 +162,11 @@ fn batches_seal_on_count_bytes_and_linger() {
         elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3),
         "{elapsed:?}"
     );
+}
 
+#[test]
+fn with_linger_zero_every_add_is_its_own_batch() {
+    let emu = Emulator::start_default().unwrap();
     // Linger 0: every add is its own request.
     let p = Producer::new(ProducerConfig {
         linger_ms: 0,
@@ -603,6 +587,37 @@ fn flush_and_close_are_bounded_idempotent_and_refuse_new_records() {
         Err(ProducerError::Closed)
     ));
     assert_eq!(emu.totals("proj", "store").unwrap().logs, 11);
+}
+
+#[test]
+fn the_lifecycle_moves_forward_only() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(config(&emu)).unwrap();
+    assert_eq!(p.state(), State::Running);
+    p.send(&[("id", "1")], &SendOptions::default()).unwrap();
+    assert_eq!(p.close(WAIT).undelivered, 0);
+    assert_eq!(p.state(), State::Closed);
+    assert!(p.is_closed());
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(
+        p.state(),
+        State::Closed,
+        "nothing moves a closed producer back"
+    );
+    // A close that times out with records still retrying aborts them first.
+    emu.inject(Fault::error(503, "ServerBusy", 1000));
+    let q = Producer::new(ProducerConfig {
+        backoff_base_ms: 1000,
+        backoff_max_ms: 1000,
+        ..config(&emu)
+    })
+    .unwrap();
+    q.send(&[("id", "2")], &SendOptions::default()).unwrap();
+    assert_eq!(q.flush(Duration::from_millis(300)), 1);
+    let report = q.close(Duration::from_millis(100));
+    assert_eq!(report.undelivered, 1);
+    assert_eq!(report.failed[0].error_code(), Some("ProducerClosed"));
+    assert_eq!(q.state(), State::Closed);
 }
 
 #[test]

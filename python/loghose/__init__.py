@@ -87,15 +87,9 @@ class Producer:
     @classmethod
     def from_preset(cls, preset: str, **options: Any) -> Producer:
         """A producer with the ``"server"`` or ``"pi"`` batching preset, then ``options``."""
-        presets = {
-            "server": {"buffer_max_bytes": 64 << 20, "batch_max_bytes": 4 << 20, "batch_max_count": 4096,
-                       "linger_ms": 3000, "send_concurrency": 16},
-            "pi": {"buffer_max_bytes": 10 << 20, "batch_max_bytes": 1 << 20, "batch_max_count": 1000,
-                   "linger_ms": 3000, "send_concurrency": 4},
-        }
-        if preset not in presets:
-            raise ConfigError(f"unknown preset {preset!r} (expected 'server' or 'pi')")
-        return cls(**{**presets[preset], **options})
+        # The values live in the engine (ProducerConfig::preset); an unknown name raises ConfigError.
+        preset_options = json.loads(_native.preset_options_json(preset))
+        return cls(**{**preset_options, **options})
 
     def send(self, contents: Contents, *, topic=None, source=None, time=None, shard_key=None,  # type: ignore[no-redef]
              project=None, logstore=None) -> None:

@@ -3,6 +3,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 def engine_version() -> str: ...
+def preset_options_json(name: str) -> str: ...
 
 class DeliveryReport:
     batch_id: int

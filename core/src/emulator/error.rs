@@ -1,5 +1,5 @@
 //! The service's error answer: an HTTP status and a JSON `{"errorCode","errorMessage"}` body
-//! (protocol.md §8). Every refusal of the emulator is one of these; the request id header is
+//! (docs/protocol.md §8). Every refusal of the emulator is one of these; the request id header is
 //! added by the response writer.
 
 use hyper::http::StatusCode;

@@ -12,6 +12,7 @@
 //! Dropping the emulator stops it: the listener closes before `drop` returns (so the port can
 //! be bound again at once), connections end shortly after.
 
+pub mod embedded;
 pub mod error;
 pub mod faults;
 mod server;
@@ -25,6 +26,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+pub use embedded::{EmbeddedEmulator, EmbeddedError};
 pub use error::ApiError;
 pub use faults::{Fault, FaultAction};
 pub use service::{Counters, Service};

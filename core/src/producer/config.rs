@@ -212,6 +212,9 @@ fn range(key: &'static str, value: u64, min: u64, max: u64) -> Result<(), Config
     }
 }
 
+/// The rule project and logstore names follow, as error messages state it.
+pub(crate) const NAME_RULE: &str = "must be 1 to 128 of [A-Za-z0-9_-]";
+
 /// Whether a project or logstore name is 1 to 128 of `[A-Za-z0-9_-]`.
 pub(crate) fn is_valid_name(value: &str) -> bool {
     !value.is_empty()
@@ -231,7 +234,7 @@ fn name(key: &'static str, value: &str) -> Result<(), ConfigError> {
         Err(ConfigError::Invalid {
             key,
             value: value.into(),
-            reason: "must be 1 to 128 of [A-Za-z0-9_-]".into(),
+            reason: NAME_RULE.into(),
         })
     }
 }
@@ -251,7 +254,7 @@ impl ProducerConfig {
         }
     }
 
-    /// The vendor's benchmark configurations (`scenarios.md`): `server` (64 MiB buffer,
+    /// The vendor's benchmark configurations (`docs/scenarios.md`): `server` (64 MiB buffer,
     /// batches of 4 MiB / 4096 logs / 3 s, 16 sends at once) and `pi` (10 MiB buffer, batches
     /// of 1 MiB / 1000 logs / 3 s, 4 sends at once).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
@@ -275,6 +278,27 @@ impl ProducerConfig {
             }),
             other => Err(ConfigError::UnknownPreset(other.into())),
         }
+    }
+
+    /// The preset names [`preset`](ProducerConfig::preset) knows.
+    pub const PRESETS: [&'static str; 2] = ["server", "pi"];
+
+    /// The options a preset sets (those that differ from the defaults), as a JSON object with
+    /// the engine's option names: what the Python and Node fronts merge under the caller's
+    /// own options, so the values live only here.
+    pub fn preset_options_json(name: &str) -> Result<String, ConfigError> {
+        let preset = serde_json::to_value(ProducerConfig::preset(name)?);
+        let base = serde_json::to_value(ProducerConfig::default());
+        let (Ok(serde_json::Value::Object(preset)), Ok(serde_json::Value::Object(base))) =
+            (preset, base)
+        else {
+            return Err(ConfigError::UnknownPreset(name.into()));
+        };
+        let changed: serde_json::Map<String, serde_json::Value> = preset
+            .into_iter()
+            .filter(|(k, v)| base.get(k) != Some(v))
+            .collect();
+        Ok(serde_json::Value::Object(changed).to_string())
     }
 
     /// Checks every key; the first problem found is returned.
@@ -434,6 +458,26 @@ mod tests {
             access_key_secret: "s".into(),
             ..ProducerConfig::new("http://127.0.0.1:1", "p", "l")
         }
+    }
+
+    #[test]
+    fn preset_options_are_the_changed_keys_only() {
+        let pi: serde_json::Value =
+            serde_json::from_str(&ProducerConfig::preset_options_json("pi").unwrap()).unwrap();
+        assert_eq!(
+            pi,
+            serde_json::json!({"buffer_max_bytes": 10 << 20, "batch_max_bytes": 1 << 20,
+                "batch_max_count": 1000, "linger_ms": 3000, "send_concurrency": 4})
+        );
+        for name in ProducerConfig::PRESETS {
+            let options = ProducerConfig::preset_options_json(name).unwrap();
+            let applied: ProducerConfig = serde_json::from_str(&options).unwrap();
+            assert_eq!(applied, ProducerConfig::preset(name).unwrap());
+        }
+        assert!(matches!(
+            ProducerConfig::preset_options_json("laptop"),
+            Err(ConfigError::UnknownPreset(_))
+        ));
     }
 
     #[test]

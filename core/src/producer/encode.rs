@@ -57,7 +57,7 @@ pub enum RecordError {
         /// The value.
         value: String,
         /// Why.
-        reason: &'static str,
+        reason: std::borrow::Cow<'static, str>,
     },
 }
 

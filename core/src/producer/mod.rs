@@ -1,157 +1,75 @@
 //! The producer: applications hand it records; it batches them per destination, compresses,
 //! signs and sends them, retries what fails, and reports every batch's final outcome.
 //!
-//! # Data path
+//! # Data path, in order
 //!
-//! `send` runs on the caller's thread: it locks one of a few accumulator shards (chosen per
-//! thread, so adding threads rarely contend), validates and encodes the record straight at the
-//! end of its destination's open batch, and reserves its bytes against `buffer_max_bytes`. A
-//! record that overflows the batch, or finds the budget full, is copied out and takes the
-//! general path without the lock (failing at once or blocking up to `max_block_ms`);
-//! `send_with_scratch` encodes with no lock held, for fills that may run foreign code. A
-//! batch seals when it reaches `batch_max_bytes` or `batch_max_count`, when its linger deadline
-//! passes (one timer heap per producer serves every open batch), or on flush and close. Sealed
-//! batches are sent on the shared I/O runtime (`engine`) by [`send`], at most
-//! `send_concurrency` at a time.
+//! 1. **add** ([`Producer::send`] and friends, on the caller's thread): the record's
+//!    destination is resolved ([`routing`]) and its time taken.
+//! 2. **batch** ([`accumulator`]): the record is encoded straight at the end of its
+//!    destination's open batch ([`encode`]) and its bytes reserved from the memory budget
+//!    ([`budget`]); a full budget fails the add at once or blocks it up to `max_block_ms`.
+//! 3. **seal**: on `batch_max_bytes`, `batch_max_count`, the linger deadline ([`linger`]),
+//!    `flush` or `close`; the group's tail and `__pack_id__` are appended.
+//! 4. **compress, sign, send** ([`deliver`], on the shared I/O runtime, [`engine`]): at most
+//!    `send_concurrency` batches at a time, through the [`transport`].
+//! 5. **retry** by the answer's class ([`retry`]), with backoff, until delivered or given up.
+//! 6. **report**: every batch settles once — counted ([`ledger`]), its memory released, its
+//!    completions resolved, its [`DeliveryReport`] handed to the callback on the producer's
+//!    own thread ([`reporter`]).
 //!
 //! # Guarantees
 //!
-//! - Memory is bounded: the raw bytes of open and sealed batches plus the compressed bytes of
-//!   in-flight and retrying batches never exceed `buffer_max_bytes` (a batch's reservation
-//!   shrinks to its compressed size once compressed, since the raw buffer is then recycled).
-//!   Batch buffers are memory mappings of their own ([`buffer`]): pages become resident as
-//!   they are written and go back to the system when a buffer is dropped; two are kept for
-//!   reuse (more while the budget is over half full, until the producer is at rest).
+//! - Memory is bounded by `buffer_max_bytes` ([`budget`]).
 //! - Nothing is lost silently: a record is either refused by `send` (with a typed error, and
 //!   counted as dropped or invalid) or accepted, and every accepted record ends in exactly one
 //!   delivery report, delivered or failed (counted by code).
-//! - `__pack_id__` (`PREFIX-SEQ`) is assigned at seal and stays the same across retries.
+//! - `__pack_id__` (`PREFIX-SEQ`, SEQ the batch's number) stays the same across retries.
 //! - `flush` and `close` are bounded by their timeout, idempotent, and safe from any thread;
-//!   dropping a producer closes it within `drop_timeout_ms`.
-//!
-//! Report callbacks run on the producer's own reporter thread, in batches, never on the I/O
-//! runtime; a panicking callback is counted and the producer lives on.
+//!   dropping a producer closes it within `drop_timeout_ms`. The [`lifecycle`] is one state.
 
+mod accumulator;
+mod budget;
 pub mod buffer;
 pub mod config;
+mod deliver;
 pub mod encode;
 mod engine;
+mod error;
+mod ledger;
+pub mod lifecycle;
+mod linger;
 pub mod report;
-mod send;
+mod reporter;
+mod retry;
+mod routing;
+mod transport;
 
-use std::cell::{Cell, RefCell};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::cell::RefCell;
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-use md5::Digest as _;
-use parking_lot::{Condvar, Mutex};
 
 pub use buffer::BatchBuf;
 pub use config::{ConfigError, ProducerConfig, SignatureVersion};
 pub use encode::{LogEncoder, RecordError};
 pub use engine::process_id;
-pub use report::{Completion, CompletionError, DeliveryReport, Outcome, Stats};
+pub use error::{ErrorKind, ProducerError};
+pub use lifecycle::State;
+pub use report::{Completion, CompletionError, DeliveryReport, Outcome, ReportView, Stats};
+pub use reporter::ReportCallback;
+pub use routing::{split_unix_seconds, SendOptions};
+pub use transport::CredentialsProvider;
 
-use crate::wire::hashkey;
-use crate::wire::proto::put_len_field;
-use crate::wire::request::Auth;
-use crate::wire::sign::Credentials;
-
-/// Supplies credentials before every attempt (for rotating STS tokens).
-pub trait CredentialsProvider: Send + Sync {
-    /// The credentials to sign the next request with, or why there are none.
-    fn credentials(&self) -> Result<Credentials, String>;
-}
-
-/// Why a producer could not be built or a record was not accepted.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProducerError {
-    /// The configuration is invalid.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The record is invalid; nothing was accepted.
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    /// The buffer is full; the record was not accepted (counted as dropped).
-    #[error("buffer full: {used} of {limit} bytes in use, record needs {needed} (waited {waited_ms} ms)")]
-    BufferFull {
-        /// Bytes in use.
-        used: usize,
-        /// `buffer_max_bytes`.
-        limit: usize,
-        /// The record's size.
-        needed: usize,
-        /// How long the add waited for room.
-        waited_ms: u64,
-    },
-    /// The producer is closed; the record was not accepted.
-    #[error("the producer is closed")]
-    Closed,
-    /// The shared I/O runtime could not start.
-    #[error("cannot start the I/O runtime: {0}")]
-    Engine(String),
-    /// The TLS settings (`ca_file`) could not be used.
-    #[error("TLS setup failed: {0}")]
-    Tls(String),
-    /// `ca_file` could not be read.
-    #[error("cannot read ca_file {path}: {source}")]
-    CaFile {
-        /// The path.
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl ProducerError {
-    /// The error class the Python and Node fronts raise for this error (`ConfigError`,
-    /// `InvalidRecordError`, `BufferFullError`, `ProducerClosedError`, or `LoghoseError`).
-    pub fn class_name(&self) -> &'static str {
-        match self {
-            ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
-                "ConfigError"
-            }
-            ProducerError::Record(_) => "InvalidRecordError",
-            ProducerError::BufferFull { .. } => "BufferFullError",
-            ProducerError::Closed => "ProducerClosedError",
-            ProducerError::Engine(_) => "LoghoseError",
-        }
-    }
-}
-
-/// Per-record options; `None` uses the producer's default.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SendOptions<'a> {
-    /// Unix seconds; default now.
-    pub time: Option<u32>,
-    /// Nanosecond part; default now's when `time` is unset.
-    pub time_ns: Option<u32>,
-    /// Topic of this record.
-    pub topic: Option<&'a str>,
-    /// Source of this record.
-    pub source: Option<&'a str>,
-    /// Shard key: hex (up to 32 digits), or any text with `adjust_shard_hash`.
-    pub shard_key: Option<&'a str>,
-    /// Project of this record.
-    pub project: Option<&'a str>,
-    /// Logstore of this record.
-    pub logstore: Option<&'a str>,
-}
-
-impl SendOptions<'_> {
-    fn is_default(&self) -> bool {
-        self.topic.is_none()
-            && self.source.is_none()
-            && self.shard_key.is_none()
-            && self.project.is_none()
-            && self.logstore.is_none()
-    }
-}
+use accumulator::{Accumulator, AfterAdd, InPlace, SealedBatch};
+use budget::Budget;
+use deliver::Delivery;
+use ledger::Ledger;
+use lifecycle::Lifecycle;
+use linger::{Deadline, Linger, LingerOwner};
+use reporter::Reporter;
+use routing::{Destination, Router};
+use transport::Transport;
 
 /// How a caller learns a record's outcome.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -175,122 +93,93 @@ pub struct CloseReport {
     pub failed: Vec<Arc<DeliveryReport>>,
 }
 
-/// Where a batch goes: one open batch per destination.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Destination {
-    pub(crate) project: Arc<str>,
-    pub(crate) logstore: Arc<str>,
-    pub(crate) topic: Arc<str>,
-    pub(crate) source: Arc<str>,
-    pub(crate) hash_key: Option<Arc<str>>,
+/// Why [`Producer::send_with_scratch`] did not queue a record.
+#[derive(Debug)]
+pub enum ScratchError<E> {
+    /// The producer refused it (closed, buffer full, invalid options).
+    Producer(ProducerError),
+    /// The fill failed: an invalid field, or the caller's own error.
+    Fill(E),
 }
 
-struct OpenBatch {
-    id: u64,
-    dest: Arc<Destination>,
-    buf: BatchBuf,
-    records: u32,
-    opened: Instant,
-    completions: Vec<tokio::sync::oneshot::Sender<Arc<DeliveryReport>>>,
-    tickets: Vec<u64>,
-}
-
-pub(crate) struct SealedBatch {
-    pub(crate) id: u64,
-    pub(crate) dest: Arc<Destination>,
-    pub(crate) raw: BatchBuf,
-    pub(crate) raw_len: usize,
-    pub(crate) records: u32,
-    pub(crate) opened: Instant,
-    pub(crate) pack_id: String,
-    pub(crate) reserved: usize,
-    pub(crate) completions: Vec<tokio::sync::oneshot::Sender<Arc<DeliveryReport>>>,
-    pub(crate) tickets: Vec<u64>,
-}
-
-#[derive(Default)]
-struct Shard {
-    default_batch: Option<OpenBatch>,
-    batches: HashMap<Arc<Destination>, OpenBatch>,
-    /// Records accepted through this shard (summed for stats and flush).
-    accepted: u64,
-    /// Bytes reserved from the buffer budget ahead of need, so most adds touch no shared
-    /// atomic (at most `credit_chunk` per shard).
-    credit: usize,
-}
-
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Deadline {
-    at: Instant,
-    batch_id: u64,
-    shard: usize,
-    dest: Option<Arc<DestinationOrd>>,
-}
-
-/// A destination with an arbitrary total order, for the timer heap.
-#[derive(PartialEq, Eq)]
-struct DestinationOrd(Arc<Destination>);
-
-impl PartialOrd for DestinationOrd {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
+impl<E: std::fmt::Display> std::fmt::Display for ScratchError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScratchError::Producer(e) => e.fmt(f),
+            ScratchError::Fill(e) => e.fmt(f),
+        }
     }
 }
 
-impl Ord for DestinationOrd {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        Arc::as_ptr(&self.0).cmp(&Arc::as_ptr(&other.0))
-    }
-}
+impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for ScratchError<E> {}
 
-enum CredentialSource {
-    Static(Auth),
-    Provider {
-        provider: Arc<dyn CredentialsProvider>,
-        region: Option<String>,
-    },
-}
+/// A fill declined an in-place add (see [`Producer::try_send_in_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Declined;
 
-pub(crate) struct Inner {
-    pub(crate) config: ProducerConfig,
-    pub(crate) client: reqwest::Client,
+/// The parts of a producer, shared with its linger task. Delivery holds what it needs of them
+/// itself; nothing below calls back up here.
+struct Inner {
+    config: ProducerConfig,
+    router: Router,
+    accumulator: Accumulator,
+    linger: Linger,
+    delivery: Arc<Delivery>,
     runtime: tokio::runtime::Handle,
-    scheme: &'static str,
-    endpoint_host: String,
-    endpoint_is_ip: bool,
-    credentials: CredentialSource,
-    default_dest: Arc<Destination>,
-    shards: Vec<Mutex<Shard>>,
-    timers: Mutex<BinaryHeap<Reverse<Deadline>>>,
-    timer_notify: tokio::sync::Notify,
-    pub(crate) send_slots: tokio::sync::Semaphore,
-    pub(crate) abort: tokio::sync::watch::Sender<bool>,
-    closed: AtomicBool,
-    pub(crate) clock_offset_ms: AtomicI64,
-    pack_prefix: String,
-    next_batch: AtomicU64,
-    used_bytes: AtomicUsize,
-    completed: AtomicU64,
-    credit_chunk: usize,
-    blocked_waiters: AtomicUsize,
-    space: (Mutex<()>, Condvar),
-    idle: (Mutex<()>, Condvar),
-    delivered: AtomicU64,
-    failed: AtomicU64,
-    pub(crate) retried: AtomicU64,
-    dropped: AtomicU64,
-    invalid: AtomicU64,
-    pub(crate) in_flight: AtomicU64,
-    batches_delivered: AtomicU64,
-    callback_errors: Arc<AtomicU64>,
-    failures_by_code: Mutex<std::collections::BTreeMap<String, u64>>,
-    failed_reports: Mutex<VecDeque<Arc<DeliveryReport>>>,
-    reports: Mutex<Option<std::sync::mpsc::Sender<Arc<DeliveryReport>>>>,
-    /// Batch buffers whose contents were sent, kept for the next batches so that steady
-    /// operation maps no memory and faults no pages in: two normally, more while the buffer
-    /// is over half full (see [`Inner::recycle`]).
-    buffers: Mutex<Vec<BatchBuf>>,
     owner_pid: u32,
+}
+
+impl Inner {
+    fn budget(&self) -> &Budget {
+        &self.delivery.budget
+    }
+
+    fn ledger(&self) -> &Ledger {
+        &self.delivery.ledger
+    }
+
+    /// After the shard is unlocked: arms the new batch's deadline, sends what sealed.
+    #[inline]
+    fn after_add(&self, dest: &Option<Arc<Destination>>, after: AfterAdd) {
+        if let Some((at, batch_id)) = after.deadline {
+            self.linger.arm(after.shard, dest, at, batch_id);
+        }
+        if !after.sealed.is_empty() {
+            self.dispatch(after.sealed);
+        }
+    }
+
+    fn dispatch(&self, sealed: Vec<SealedBatch>) {
+        for batch in sealed {
+            self.runtime.spawn(self.delivery.clone().deliver(batch));
+        }
+    }
+
+    fn pending(&self) -> u64 {
+        self.ledger().pending(|| self.accumulator.accepted())
+    }
+
+    fn wait_idle(&self, timeout: Duration) -> u64 {
+        self.ledger()
+            .wait_idle(timeout, || self.accumulator.accepted())
+    }
+}
+
+impl LingerOwner for Inner {
+    fn linger(&self) -> &Linger {
+        &self.linger
+    }
+
+    fn lifecycle(&self) -> &Lifecycle {
+        &self.delivery.lifecycle
+    }
+
+    fn expire(&self, due: Deadline) {
+        let dest = due.dest.as_ref().map(|d| &d.0);
+        if let Some(sealed) = self.accumulator.expire(due.shard, due.batch_id, dest) {
+            self.dispatch(vec![sealed]);
+        }
+    }
 }
 
 /// A record's destination (`None`: the producer's own) and time (seconds, nanoseconds).
@@ -298,637 +187,21 @@ type Prepared = (Option<Arc<Destination>>, u32, Option<u32>);
 
 thread_local! {
     static SCRATCH: RefCell<BatchBuf> = RefCell::new(BatchBuf::with_capacity(4096));
-    static SHARD_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-static NEXT_SHARD_HINT: AtomicUsize = AtomicUsize::new(0);
-
-fn shard_hint() -> usize {
-    SHARD_HINT.with(|h| {
-        if h.get() == usize::MAX {
-            h.set(NEXT_SHARD_HINT.fetch_add(1, Ordering::Relaxed));
-        }
-        h.get()
-    })
-}
-
-/// The wall clock as (seconds, nanoseconds) since the epoch, for records added without a time.
-/// On Unix straight from `clock_gettime`: `SystemTime::now` plus `duration_since` costs about
-/// a third more, measurable on a path that runs once per record.
-#[inline]
-fn now_parts() -> (u32, u32) {
-    #[cfg(unix)]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes only the timespec it is given.
-        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) } == 0 && ts.tv_sec >= 0 {
-            return (ts.tv_sec as u32, ts.tv_nsec as u32);
-        }
-    }
-    let d = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    (d.as_secs() as u32, d.subsec_nanos())
-}
-
-/// Hands freed heap memory back to the system. Batch buffers are mappings of their own and go
-/// back when dropped ([`BatchBuf`]); what a burst leaves in glibc's heaps besides them
-/// (compressed bodies, HTTP buffers, records copied out of full batches) would otherwise keep
-/// the process near its peak. Trimming walks the heaps' free lists, so while buffers are being
-/// dropped it runs at most every 100 ms, and once more, `at_rest`, when the last batch in
-/// flight completes (at most every 10 ms).
-pub(crate) fn release_free_memory(at_rest: bool) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        static LAST_TRIM_MS: AtomicU64 = AtomicU64::new(0);
-        let now_ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let last = LAST_TRIM_MS.load(Ordering::Relaxed);
-        let interval = if at_rest { 10 } else { 100 };
-        if now_ms.saturating_sub(last) >= interval
-            && LAST_TRIM_MS
-                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            // SAFETY: malloc_trim only returns free memory to the system; it is thread-safe.
-            unsafe {
-                libc::malloc_trim(0);
-            }
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = at_rest;
-}
-
-/// This host's address as the endpoint would see it (no packet is sent).
-fn local_address(endpoint_host: &str) -> String {
-    use std::net::{ToSocketAddrs, UdpSocket};
-    let with_port = if endpoint_host
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        endpoint_host.to_owned()
-    } else {
-        format!("{endpoint_host}:80")
-    };
-    let found = with_port
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .and_then(|addr| {
-            let socket = UdpSocket::bind(if addr.is_ipv4() {
-                "0.0.0.0:0"
-            } else {
-                "[::]:0"
-            })
-            .ok()?;
-            socket.connect(addr).ok()?;
-            socket.local_addr().ok()
-        });
-    found.map_or_else(|| "127.0.0.1".to_owned(), |a| a.ip().to_string())
-}
-
-fn check_name(what: &'static str, value: &str) -> Result<(), RecordError> {
-    if config::is_valid_name(value) {
-        Ok(())
-    } else {
-        Err(RecordError::InvalidOption {
-            what,
-            value: value.into(),
-            reason: "must be 1 to 128 of [A-Za-z0-9_-]",
-        })
-    }
-}
-
-impl Inner {
-    pub(crate) fn auth(&self) -> Result<Auth, String> {
-        match &self.credentials {
-            CredentialSource::Static(a) => Ok(a.clone()),
-            CredentialSource::Provider { provider, region } => {
-                let c = provider.credentials()?;
-                Ok(match region {
-                    Some(region) => Auth::V4 {
-                        credentials: c,
-                        region: region.clone(),
-                    },
-                    None => Auth::V1(c),
-                })
-            }
-        }
-    }
-
-    /// (URL prefix, Host header) for a project.
-    pub(crate) fn addressing(&self, project: &str) -> (String, String) {
-        let host = format!("{project}.{}", self.endpoint_host);
-        if self.endpoint_is_ip {
-            (format!("{}://{}", self.scheme, self.endpoint_host), host)
-        } else {
-            (format!("{}://{host}", self.scheme), host)
-        }
-    }
-
-    /// A buffer for a new batch: a kept one if there is one. Otherwise the default
-    /// destination's batch is mapped at its full limit at once (untouched pages cost no memory
-    /// and it never grows); a batch for another destination starts small on the heap and grows,
-    /// since there may be 100 000 of them open with a log or two each.
-    fn take_buffer(&self, default_destination: bool) -> BatchBuf {
-        if let Some(buf) = self.buffers.lock().pop() {
-            return buf;
-        }
-        if default_destination {
-            BatchBuf::with_capacity(self.config.batch_max_bytes + 1024)
-        } else {
-            BatchBuf::new()
-        }
-    }
-
-    /// Keeps a sent batch's buffer for reuse: two at most normally, so an idle or lightly
-    /// loaded producer holds little. While the buffer is over half full (sustained overload,
-    /// the budget taken by batches waiting to be compressed and sent), up to as many as the
-    /// budget holds batches: that memory is the user's budget in use anyway, and a fresh buffer
-    /// per batch would fault every page of it in again (a tenth of the cost of a log). The
-    /// extra buffers go back to the system when the last batch in flight completes
-    /// ([`Inner::at_rest`]).
-    pub(crate) fn recycle(&self, mut buf: BatchBuf) {
-        // Only full-size buffers are worth keeping (a small keyed batch's is not).
-        let full = self.config.batch_max_bytes.min(buffer::MAP_THRESHOLD);
-        if (full..=2 * self.config.batch_max_bytes + 4096).contains(&buf.capacity()) {
-            let pressed =
-                self.used_bytes.load(Ordering::Relaxed) > self.config.buffer_max_bytes / 2;
-            let keep = if pressed {
-                (self.config.buffer_max_bytes / self.config.batch_max_bytes.max(1)).max(2)
-            } else {
-                2
-            };
-            let mut pool = self.buffers.lock();
-            if pool.len() < keep {
-                buf.clear();
-                pool.push(buf);
-                return;
-            }
-        }
-        drop(buf);
-        release_free_memory(false);
-    }
-
-    /// The last batch in flight completed: gives back the buffers kept for overload and the
-    /// allocator's free memory.
-    pub(crate) fn at_rest(&self) {
-        let extra: Vec<BatchBuf> = {
-            let mut pool = self.buffers.lock();
-            let keep = pool.len().min(2);
-            pool.split_off(keep)
-        };
-        drop(extra);
-        release_free_memory(true);
-    }
-
-    /// Reserves `n` bytes without waiting: from a shard's `credit` when it has enough, else a
-    /// chunk from the shared budget (the rest becomes credit), else exactly `n`.
-    #[inline]
-    fn reserve_now(&self, credit: &mut usize, n: usize) -> bool {
-        if *credit >= n {
-            *credit -= n;
-            return true;
-        }
-        let chunk = n.max(self.credit_chunk);
-        if self.try_reserve(chunk) {
-            *credit += chunk - n;
-            true
-        } else {
-            self.try_reserve(n)
-        }
-    }
-
-    fn try_reserve(&self, n: usize) -> bool {
-        let limit = self.config.buffer_max_bytes;
-        self.used_bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
-                (u + n <= limit).then_some(u + n)
-            })
-            .is_ok()
-    }
-
-    fn reserve(&self, n: usize) -> Result<(), ProducerError> {
-        if self.try_reserve(n) {
-            return Ok(());
-        }
-        let started = Instant::now();
-        let limit = self.config.buffer_max_bytes;
-        let full = |waited: Duration| ProducerError::BufferFull {
-            used: self.used_bytes.load(Ordering::Relaxed),
-            limit,
-            needed: n,
-            waited_ms: waited.as_millis() as u64,
-        };
-        if self.config.max_block_ms == 0 {
-            return Err(full(Duration::ZERO));
-        }
-        let deadline = started + Duration::from_millis(self.config.max_block_ms);
-        self.blocked_waiters.fetch_add(1, Ordering::SeqCst);
-        let mut guard = self.space.0.lock();
-        let result = loop {
-            if self.try_reserve(n) {
-                break Ok(());
-            }
-            if self.closed.load(Ordering::Acquire) {
-                break Err(ProducerError::Closed);
-            }
-            if self.space.1.wait_until(&mut guard, deadline).timed_out() && !self.try_reserve(n) {
-                break Err(full(started.elapsed()));
-            }
-        };
-        drop(guard);
-        self.blocked_waiters.fetch_sub(1, Ordering::SeqCst);
-        result
-    }
-
-    /// Returns part of a batch's reservation early (after compression).
-    pub(crate) fn release_partial(&self, n: usize) {
-        self.release(n);
-    }
-
-    fn release(&self, n: usize) {
-        self.used_bytes.fetch_sub(n, Ordering::AcqRel);
-        if self.blocked_waiters.load(Ordering::SeqCst) > 0 {
-            let _g = self.space.0.lock();
-            self.space.1.notify_all();
-        }
-    }
-
-    fn destination(&self, opts: &SendOptions<'_>) -> Result<Arc<Destination>, RecordError> {
-        let d = &self.default_dest;
-        let hash_key: Option<Arc<str>> = match opts.shard_key {
-            None => None,
-            Some(key) if self.config.adjust_shard_hash => {
-                let digest = md5::Md5::digest(key.as_bytes());
-                let value = u128::from_be_bytes(digest.into());
-                let bits = self.config.shard_buckets.trailing_zeros();
-                let kept = if bits == 0 {
-                    0
-                } else {
-                    value & !(u128::MAX >> bits)
-                };
-                Some(hashkey::format(kept).into())
-            }
-            Some(key) => {
-                hashkey::parse(key).ok_or(RecordError::InvalidOption {
-                    what: "shard_key",
-                    value: key.into(),
-                    reason: "must be 1 to 32 hex digits",
-                })?;
-                Some(key.to_ascii_lowercase().into())
-            }
-        };
-        if let Some(t) = opts.topic {
-            if t.len() > 128 {
-                return Err(RecordError::InvalidOption {
-                    what: "topic",
-                    value: t.into(),
-                    reason: "is longer than 128 bytes",
-                });
-            }
-        }
-        if let Some(s) = opts.source {
-            if s.len() > 128 {
-                return Err(RecordError::InvalidOption {
-                    what: "source",
-                    value: s.into(),
-                    reason: "is longer than 128 bytes",
-                });
-            }
-        }
-        if let Some(p) = opts.project {
-            check_name("project", p)?;
-        }
-        if let Some(l) = opts.logstore {
-            check_name("logstore", l)?;
-        }
-        Ok(Arc::new(Destination {
-            project: opts.project.map_or_else(|| d.project.clone(), Arc::from),
-            logstore: opts.logstore.map_or_else(|| d.logstore.clone(), Arc::from),
-            topic: opts.topic.map_or_else(|| d.topic.clone(), Arc::from),
-            source: opts.source.map_or_else(|| d.source.clone(), Arc::from),
-            hash_key,
-        }))
-    }
-
-    fn seal(&self, batch: OpenBatch) -> SealedBatch {
-        let OpenBatch {
-            id,
-            dest,
-            mut buf,
-            records,
-            opened,
-            completions,
-            tickets,
-        } = batch;
-        let reserved = buf.len();
-        // The group's tail: topic, source, tags, pack id.
-        let mut tail = Vec::with_capacity(256);
-        if !dest.topic.is_empty() {
-            put_len_field(&mut tail, 0x1a, dest.topic.as_bytes());
-        }
-        put_len_field(&mut tail, 0x22, dest.source.as_bytes());
-        let mut tag = Vec::with_capacity(64);
-        for (k, v) in &self.config.tags {
-            tag.clear();
-            put_len_field(&mut tag, 0x0a, k.as_bytes());
-            put_len_field(&mut tag, 0x12, v.as_bytes());
-            put_len_field(&mut tail, 0x32, &tag);
-        }
-        let pack_id = format!("{}-{:X}", self.pack_prefix, id);
-        if self.config.pack_id {
-            tag.clear();
-            put_len_field(&mut tag, 0x0a, b"__pack_id__");
-            put_len_field(&mut tag, 0x12, pack_id.as_bytes());
-            put_len_field(&mut tail, 0x32, &tag);
-        }
-        buf.extend_from_slice(&tail);
-        let raw_len = buf.len();
-        SealedBatch {
-            id,
-            dest,
-            raw: buf,
-            raw_len,
-            records,
-            opened,
-            pack_id,
-            reserved,
-            completions,
-            tickets,
-        }
-    }
-
-    /// A new open batch for `dest`; notes its linger deadline in `new_deadline`.
-    fn open_batch(
-        &self,
-        dest: &Option<Arc<Destination>>,
-        new_deadline: &mut Option<(Instant, u64)>,
-    ) -> OpenBatch {
-        let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
-        let opened = Instant::now();
-        if self.config.linger_ms > 0 {
-            *new_deadline = Some((opened + Duration::from_millis(self.config.linger_ms), id));
-        }
-        OpenBatch {
-            id,
-            dest: dest.clone().unwrap_or_else(|| self.default_dest.clone()),
-            buf: self.take_buffer(dest.is_none()),
-            records: 0,
-            opened,
-            completions: Vec::new(),
-            tickets: Vec::new(),
-        }
-    }
-
-    /// Counts the record just written at the end of the batch in `slot`, attaches its
-    /// tracking, and seals the batch when it is full (or lingering is off).
-    #[inline]
-    fn commit_record(
-        &self,
-        slot: &mut Option<OpenBatch>,
-        track: Track,
-        sealed: &mut Vec<SealedBatch>,
-        new_deadline: &mut Option<(Instant, u64)>,
-    ) -> Option<Completion> {
-        let batch = slot.as_mut()?;
-        batch.records += 1;
-        let completion = match track {
-            Track::None => None,
-            Track::Ticket(ticket) => {
-                batch.tickets.push(ticket);
-                None
-            }
-            Track::Completion => {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                batch.completions.push(tx);
-                Some(Completion { rx })
-            }
-        };
-        let config = &self.config;
-        if config.linger_ms == 0
-            || batch.records >= config.batch_max_count as u32
-            || batch.buf.len() >= config.batch_max_bytes
-        {
-            if let Some(done) = slot.take() {
-                sealed.push(self.seal(done));
-                *new_deadline = None;
-            }
-        }
-        completion
-    }
-
-    /// After the shard is unlocked: arms the new batch's deadline, sends what sealed.
-    #[inline]
-    fn after_append(
-        self: &Arc<Self>,
-        shard: usize,
-        dest: &Option<Arc<Destination>>,
-        new_deadline: Option<(Instant, u64)>,
-        sealed: Vec<SealedBatch>,
-    ) {
-        if let Some((at, batch_id)) = new_deadline {
-            let entry = Deadline {
-                at,
-                batch_id,
-                shard,
-                dest: dest.clone().map(|d| Arc::new(DestinationOrd(d))),
-            };
-            let mut heap = self.timers.lock();
-            let earliest = heap.peek().is_none_or(|Reverse(top)| at < top.at);
-            heap.push(Reverse(entry));
-            drop(heap);
-            if earliest {
-                self.timer_notify.notify_one();
-            }
-        }
-        if !sealed.is_empty() {
-            self.dispatch(sealed);
-        }
-    }
-
-    fn dispatch(self: &Arc<Self>, sealed: Vec<SealedBatch>) {
-        for batch in sealed {
-            self.runtime.spawn(send::deliver(self.clone(), batch));
-        }
-    }
-
-    /// Ends a batch: releases its memory, counts it, tells whoever waits.
-    pub(crate) fn complete(
-        &self,
-        report: Arc<DeliveryReport>,
-        reserved: usize,
-        completions: Vec<tokio::sync::oneshot::Sender<Arc<DeliveryReport>>>,
-    ) {
-        let records = u64::from(report.records);
-        match &report.outcome {
-            Outcome::Delivered => {
-                self.delivered.fetch_add(records, Ordering::Relaxed);
-                self.batches_delivered.fetch_add(1, Ordering::Relaxed);
-            }
-            Outcome::Failed { code, .. } => {
-                self.failed.fetch_add(records, Ordering::Relaxed);
-                *self
-                    .failures_by_code
-                    .lock()
-                    .entry(code.clone())
-                    .or_default() += records;
-                let mut failed = self.failed_reports.lock();
-                if failed.len() >= 10_000 {
-                    failed.pop_front();
-                }
-                failed.push_back(report.clone());
-            }
-        }
-        for c in completions {
-            let _ = c.send(report.clone());
-        }
-        if let Some(tx) = self.reports.lock().as_ref() {
-            let _ = tx.send(report);
-        }
-        self.release(reserved);
-        self.completed.fetch_add(records, Ordering::AcqRel);
-        let _g = self.idle.0.lock();
-        self.idle.1.notify_all();
-    }
-
-    /// Records accepted so far.
-    fn accepted(&self) -> u64 {
-        self.shards.iter().map(|s| s.lock().accepted).sum()
-    }
-
-    /// Records accepted and not yet at a final outcome.
-    fn pending(&self) -> u64 {
-        // Completions are read first: every completed record was accepted before, so the
-        // difference never goes below zero.
-        let completed = self.completed.load(Ordering::Acquire);
-        self.accepted().saturating_sub(completed)
-    }
-
-    /// Bytes reserved ahead by the shards and not used yet.
-    fn credits(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().credit).sum()
-    }
-
-    /// Gives the shards' unused reservations back to the budget.
-    fn return_credits(&self) {
-        let total: usize = self
-            .shards
-            .iter()
-            .map(|s| std::mem::take(&mut s.lock().credit))
-            .sum();
-        if total > 0 {
-            self.release(total);
-        }
-    }
-
-    /// Seals the batch a deadline was set for, if it is still open.
-    fn expire(self: &Arc<Self>, deadline: Deadline) {
-        let sealed = {
-            let mut shard = self.shards[deadline.shard].lock();
-            let slot = match &deadline.dest {
-                None => shard.default_batch.take_if(|b| b.id == deadline.batch_id),
-                Some(d) => match shard.batches.get(&d.0) {
-                    Some(b) if b.id == deadline.batch_id => shard.batches.remove(&d.0),
-                    _ => None,
-                },
-            };
-            slot.map(|b| self.seal(b))
-        };
-        if let Some(s) = sealed {
-            self.dispatch(vec![s]);
-        }
-    }
-
-    fn seal_all(self: &Arc<Self>) {
-        for shard in &self.shards {
-            let sealed: Vec<SealedBatch> = {
-                let mut s = shard.lock();
-                let mut out: Vec<SealedBatch> = s
-                    .default_batch
-                    .take()
-                    .into_iter()
-                    .map(|b| self.seal(b))
-                    .collect();
-                out.extend(s.batches.drain().map(|(_, b)| self.seal(b)));
-                out
-            };
-            self.dispatch(sealed);
-        }
-    }
-
-    fn wait_idle(&self, timeout: Duration) -> u64 {
-        let deadline = Instant::now() + timeout;
-        let mut guard = self.idle.0.lock();
-        loop {
-            if self.pending() == 0 {
-                return 0;
-            }
-            if self
-                .idle
-                .1
-                .wait_until(
-                    &mut guard,
-                    deadline.min(Instant::now() + Duration::from_millis(50)),
-                )
-                .timed_out()
-                && Instant::now() >= deadline
-            {
-                return self.pending();
-            }
-        }
-    }
-}
-
-async fn timer_loop(inner: Weak<Inner>, mut abort: tokio::sync::watch::Receiver<bool>) {
-    loop {
-        let Some(inner) = inner.upgrade() else { return };
-        let now = Instant::now();
-        let mut due = Vec::new();
-        let next = {
-            let mut heap = inner.timers.lock();
-            while heap.peek().is_some_and(|Reverse(d)| d.at <= now) {
-                if let Some(Reverse(d)) = heap.pop() {
-                    due.push(d);
-                }
-            }
-            heap.peek().map(|Reverse(d)| d.at)
-        };
-        for d in due {
-            inner.expire(d);
-        }
-        let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(
-            next.unwrap_or(now + Duration::from_secs(3600)),
-        ));
-        tokio::select! {
-            _ = sleep => {}
-            _ = inner.timer_notify.notified() => {}
-            _ = abort.wait_for(|a| *a) => return,
-        }
-    }
 }
 
 /// A producer. Cheap to share by reference across threads; dropping it closes it.
 pub struct Producer {
     inner: Arc<Inner>,
-    reporter: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Producer")
             .field("config", &self.inner.config)
+            .field("state", &self.state())
             .finish_non_exhaustive()
     }
 }
-
-/// A report callback: receives reports in batches on the producer's reporter thread.
-pub type ReportCallback = Box<dyn FnMut(&[Arc<DeliveryReport>]) + Send>;
 
 impl Producer {
     /// A producer for `config`, with static credentials from it.
@@ -962,153 +235,44 @@ impl Producer {
                 config
             };
         config.validate()?;
-        let (https, endpoint_host) = config::split_endpoint(&config.endpoint)?;
-        let bare_host = endpoint_host
-            .rsplit_once(':')
-            .filter(|(_, p)| p.parse::<u16>().is_ok())
-            .map_or(endpoint_host.as_str(), |(h, _)| h);
-        let endpoint_is_ip = bare_host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok();
-        let ca_pem = match &config.ca_file {
-            Some(path) => Some(std::fs::read(path).map_err(|source| ProducerError::CaFile {
-                path: path.clone(),
-                source,
-            })?),
-            None => None,
-        };
-        let client = engine::client(&engine::ClientKey {
-            connect_timeout_ms: config.connect_timeout_ms,
-            request_timeout_ms: config.request_timeout_ms,
-            ca_pem,
-            remote_address: config.remote_address,
-            pool_size: config.send_concurrency,
-        })?;
+        let transport = Transport::new(&config, provider)?;
         let runtime = engine::handle()?;
-        let region = (config.signature_version == SignatureVersion::V4)
-            .then(|| config.region.clone().unwrap_or_default());
-        let credentials = match (provider, &config.api_key) {
-            (Some(provider), _) => CredentialSource::Provider { provider, region },
-            (None, Some(key)) => CredentialSource::Static(Auth::Bearer(key.clone())),
-            (None, None) => {
-                let c = Credentials {
-                    access_key_id: config.access_key_id.clone(),
-                    access_key_secret: config.access_key_secret.clone(),
-                    security_token: config.security_token.clone(),
-                };
-                CredentialSource::Static(match region {
-                    Some(region) => Auth::V4 {
-                        credentials: c,
-                        region,
-                    },
-                    None => Auth::V1(c),
-                })
-            }
-        };
         let source = config
             .source
             .clone()
-            .unwrap_or_else(|| local_address(&endpoint_host));
-        let default_dest = Arc::new(Destination {
-            project: config.project.as_str().into(),
-            logstore: config.logstore.as_str().into(),
-            topic: config.topic.as_str().into(),
-            source: source.into(),
-            hash_key: None,
-        });
-        let seed = format!(
+            .unwrap_or_else(|| transport::local_address(&transport.endpoint_host));
+        let router = Router::new(&config, source);
+        let shard_count = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, 16);
+        let pack_seed = format!(
             "{}-{}-{:?}-{}",
             config.logstore,
             engine::process_id(),
             SystemTime::now(),
             fastrand::u64(..)
         );
-        let pack_prefix = format!("{:X}", md5::Md5::digest(seed.as_bytes()))[..16].to_owned();
-        let shard_count = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .clamp(2, 16);
-        let (abort, abort_rx) = tokio::sync::watch::channel(false);
-        let (reports, reporter) = match on_reports {
-            None => (None, None),
-            Some(callback) => {
-                let (tx, rx) = std::sync::mpsc::channel::<Arc<DeliveryReport>>();
-                let errors = Arc::new(AtomicU64::new(0));
-                (Some((tx, errors.clone())), Some((rx, callback, errors)))
-            }
-        };
-        let callback_errors = reports
-            .as_ref()
-            .map_or_else(|| Arc::new(AtomicU64::new(0)), |(_, e)| e.clone());
-        let config_buffer = config.buffer_max_bytes;
+        let accumulator =
+            Accumulator::new(&config, router.default.clone(), shard_count, &pack_seed);
+        let delivery = Arc::new(Delivery::new(
+            &config,
+            transport,
+            Arc::new(Budget::new(&config, shard_count)),
+            Arc::new(Ledger::default()),
+            Arc::new(Lifecycle::new()),
+            Reporter::start(on_reports)?,
+        ));
         let inner = Arc::new(Inner {
-            send_slots: tokio::sync::Semaphore::new(config.send_concurrency),
             config,
-            client,
+            router,
+            accumulator,
+            linger: Linger::default(),
+            delivery,
             runtime: runtime.clone(),
-            scheme: if https { "https" } else { "http" },
-            endpoint_host,
-            endpoint_is_ip,
-            credentials,
-            default_dest,
-            shards: (0..shard_count)
-                .map(|_| Mutex::new(Shard::default()))
-                .collect(),
-            timers: Mutex::new(BinaryHeap::new()),
-            timer_notify: tokio::sync::Notify::new(),
-            abort,
-            closed: AtomicBool::new(false),
-            clock_offset_ms: AtomicI64::new(0),
-            pack_prefix,
-            next_batch: AtomicU64::new(0),
-            used_bytes: AtomicUsize::new(0),
-            completed: AtomicU64::new(0),
-            credit_chunk: (config_buffer / (8 * shard_count)).min(64 * 1024),
-            blocked_waiters: AtomicUsize::new(0),
-            space: (Mutex::new(()), Condvar::new()),
-            idle: (Mutex::new(()), Condvar::new()),
-            delivered: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            retried: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            invalid: AtomicU64::new(0),
-            in_flight: AtomicU64::new(0),
-            batches_delivered: AtomicU64::new(0),
-            callback_errors,
-            failures_by_code: Mutex::new(Default::default()),
-            failed_reports: Mutex::new(VecDeque::new()),
-            reports: Mutex::new(reports.map(|(tx, _)| tx)),
-            buffers: Mutex::new(Vec::new()),
             owner_pid: engine::process_id(),
         });
-        runtime.spawn(timer_loop(Arc::downgrade(&inner), abort_rx));
-        let reporter = match reporter {
-            None => None,
-            Some((rx, mut callback, errors)) => Some(
-                std::thread::Builder::new()
-                    .name("loghose-reports".into())
-                    .spawn(move || {
-                        while let Ok(first) = rx.recv() {
-                            let mut batch = vec![first];
-                            while batch.len() < 4096 {
-                                match rx.try_recv() {
-                                    Ok(r) => batch.push(r),
-                                    Err(_) => break,
-                                }
-                            }
-                            let call = std::panic::AssertUnwindSafe(|| callback(&batch));
-                            if std::panic::catch_unwind(call).is_err() {
-                                errors.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    })
-                    .map_err(|e| ProducerError::Engine(e.to_string()))?,
-            ),
-        };
-        Ok(Producer {
-            inner,
-            reporter: Mutex::new(reporter),
-        })
+        runtime.spawn(linger::run(Arc::downgrade(&inner)));
+        Ok(Producer { inner })
     }
 
     /// The configuration it runs with.
@@ -1164,10 +328,9 @@ impl Producer {
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
     {
-        match self.try_send_in_place(opts, track, |enc| fill(enc).map(|()| true))? {
-            Some(completion) => Ok(completion),
-            // The fill above never declines.
-            None => Err(ProducerError::Engine("in-place add declined".into())),
+        match self.add_in_place(opts, track, |enc| fill(enc).map(Ok::<(), Infallible>))? {
+            Ok(completion) => Ok(completion),
+            Err(never) => match never {},
         }
     }
 
@@ -1184,96 +347,62 @@ impl Producer {
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
     {
-        let inner = &self.inner;
-        let prepared = self.prepare(opts);
-        let (dest, secs, nanos) = prepared?;
-        let max_bytes = inner.config.batch_max_bytes;
-        let shard_index = shard_hint() % inner.shards.len();
-        let mut guard = inner.shards[shard_index].lock();
-        let shard = &mut *guard;
-        let mut keyed: Option<OpenBatch> = None;
-        let slot: &mut Option<OpenBatch> = match &dest {
-            None => &mut shard.default_batch,
-            Some(d) => {
-                keyed = shard.batches.remove(d);
-                &mut keyed
-            }
-        };
-        let mut new_deadline = None;
-        let batch = slot.get_or_insert_with(|| inner.open_batch(&dest, &mut new_deadline));
-        let before = batch.buf.len();
-        let encoded = {
-            let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, inner.config.key_policy);
-            match fill(&mut enc) {
-                Ok(true) => enc.finish(max_bytes).map(Some),
-                // Dropping the encoder rolls the batch back.
-                Ok(false) => Ok(None),
-                Err(e) => Err(e),
-            }
-        };
-        // The fast path needs the record to fit the batch and its bytes to be reserved without
-        // waiting; otherwise the record is copied out and takes the general path below,
-        // without the lock.
-        let fast = match &encoded {
-            Ok(Some(n)) => {
-                let n = *n;
-                let fits = before + n <= max_bytes || batch.records == 0;
-                fits && inner.reserve_now(&mut shard.credit, n)
-            }
-            Ok(None) | Err(_) => false,
-        };
-        let mut sealed: Vec<SealedBatch> = Vec::new();
-        let mut moved: Option<Vec<u8>> = None;
-        let completion = if fast {
-            shard.accepted += 1;
-            inner.commit_record(slot, track, &mut sealed, &mut new_deadline)
-        } else {
-            if let Ok(Some(_)) = encoded {
-                moved = Some(batch.buf[before..].to_vec());
-                batch.buf.truncate(before);
-            }
-            if batch.records == 0 {
-                // Opened for this record only: forget it (its timer finds nothing).
-                if let Some(empty) = slot.take() {
-                    inner.recycle(empty.buf);
-                }
-                new_deadline = None;
-            }
-            None
-        };
-        if let (Some(d), Some(open)) = (&dest, keyed.take()) {
-            shard.batches.insert(d.clone(), open);
-        }
-        drop(guard);
-        match encoded {
-            Err(e) => {
-                inner.invalid.fetch_add(1, Ordering::Relaxed);
-                return Err(e.into());
-            }
-            Ok(None) => return Ok(None),
-            Ok(Some(_)) => {}
-        }
-        inner.after_append(shard_index, &dest, new_deadline, sealed);
-        match moved {
-            Some(log) => self.append(&log, dest, track).map(Some),
-            None => Ok(Some(completion)),
-        }
+        let added = self.add_in_place(opts, track, |enc| {
+            fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
+        })?;
+        Ok(added.ok())
     }
 
-    /// [`send_with`](Producer::send_with) for a `fill` that may run foreign code (a
-    /// binding's user-defined conversions): the record is encoded into a thread-local buffer
-    /// with no lock held, then copied into its batch.
-    pub fn send_with_scratch<F>(
+    /// The in-place add behind `send_with` and `try_send_in_place`.
+    #[inline]
+    fn add_in_place<D, F>(
         &self,
         opts: &SendOptions<'_>,
         track: Track,
         fill: F,
-    ) -> Result<Option<Completion>, ProducerError>
+    ) -> Result<Result<Option<Completion>, D>, ProducerError>
     where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
     {
-        let inner = &self.inner;
+        let inner = &*self.inner;
         let (dest, secs, nanos) = self.prepare(opts)?;
+        let added = inner
+            .accumulator
+            .add_in_place(inner.budget(), &dest, secs, nanos, track, fill);
+        match added {
+            InPlace::Added(completion, after) => {
+                inner.after_add(&dest, after);
+                Ok(Ok(completion))
+            }
+            InPlace::Moved(log, after) => {
+                inner.after_add(&dest, after);
+                self.append(&log, dest, track).map(Ok)
+            }
+            InPlace::Declined(declined) => Ok(Err(declined)),
+            InPlace::Invalid(e) => {
+                inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// [`send_with`](Producer::send_with) for a `fill` that may run foreign code (a
+    /// binding's user-defined conversions) or stop with an error of the caller's own (`E`,
+    /// which the encoder's [`RecordError`]s convert into): the record is encoded into a
+    /// thread-local buffer with no lock held, then copied into its batch. Any error from
+    /// `fill` counts the record as invalid and comes back as [`ScratchError::Fill`].
+    pub fn send_with_scratch<E, F>(
+        &self,
+        opts: &SendOptions<'_>,
+        track: Track,
+        fill: F,
+    ) -> Result<Option<Completion>, ScratchError<E>>
+    where
+        E: From<RecordError>,
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), E>,
+    {
+        let inner = &*self.inner;
+        let (dest, secs, nanos) = self.prepare(opts).map_err(ScratchError::Producer)?;
         let result = SCRATCH.with(|scratch| {
             // A fill that re-enters the producer finds the scratch buffer busy and gets a
             // buffer of its own.
@@ -1287,13 +416,13 @@ impl Producer {
             let mut enc = LogEncoder::begin(buf, secs, nanos, inner.config.key_policy);
             fill(&mut enc)?;
             enc.finish(inner.config.batch_max_bytes)?;
-            Ok::<_, RecordError>(self.append(buf, dest, track))
+            Ok::<_, E>(self.append(buf, dest, track))
         });
         match result {
-            Ok(appended) => appended,
+            Ok(appended) => appended.map_err(ScratchError::Producer),
             Err(e) => {
-                inner.invalid.fetch_add(1, Ordering::Relaxed);
-                Err(e.into())
+                inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
+                Err(ScratchError::Fill(e))
             }
         }
     }
@@ -1302,18 +431,19 @@ impl Producer {
     /// time.
     #[inline]
     fn prepare(&self, opts: &SendOptions<'_>) -> Result<Prepared, ProducerError> {
-        let inner = &self.inner;
-        if inner.closed.load(Ordering::Acquire) {
-            inner.dropped.fetch_add(1, Ordering::Relaxed);
+        let inner = &*self.inner;
+        if !inner.delivery.lifecycle.is_running() {
+            inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
             return Err(ProducerError::Closed);
         }
-        let dest = if opts.is_default() {
+        self.ensure_owned()?;
+        let dest = if opts.is_default_destination() {
             None
         } else {
-            match inner.destination(opts) {
-                Ok(d) => Some(d),
+            match inner.router.destination(opts) {
+                Ok(d) => Some(Arc::new(d)),
                 Err(e) => {
-                    inner.invalid.fetch_add(1, Ordering::Relaxed);
+                    inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
                     return Err(e.into());
                 }
             }
@@ -1321,124 +451,99 @@ impl Producer {
         let (secs, nanos) = match opts.time {
             Some(t) => (t, opts.time_ns),
             None => {
-                let (s, n) = now_parts();
+                let (s, n) = routing::now_parts();
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };
         Ok((dest, secs, nanos))
     }
 
-    /// Appends an encoded log to its batch: the path of records that could not be written in
-    /// place (no room in the batch, or the buffer is full and the policy may block).
+    /// Appends an encoded record to its batch (see [`Accumulator::append`]).
     fn append(
         &self,
         log: &[u8],
         dest: Option<Arc<Destination>>,
         track: Track,
     ) -> Result<Option<Completion>, ProducerError> {
-        let inner = &self.inner;
-        let n = log.len();
-        let shard_index = shard_hint() % inner.shards.len();
-        // Reserve the record's bytes: from the shard's credit when it has some, else a new
-        // chunk (or exactly n) from the shared budget; only a full buffer takes the slow path,
-        // which may block, without holding the shard.
-        let mut guard = inner.shards[shard_index].lock();
-        let prepaid = inner.reserve_now(&mut guard.credit, n);
-        if !prepaid {
-            drop(guard);
-            if let Err(e) = inner.reserve(n) {
-                inner.dropped.fetch_add(1, Ordering::Relaxed);
-                return Err(e);
+        let inner = &*self.inner;
+        let appended =
+            inner
+                .accumulator
+                .append(inner.budget(), &inner.delivery.lifecycle, log, &dest, track);
+        match appended {
+            Ok((completion, after)) => {
+                inner.after_add(&dest, after);
+                Ok(completion)
             }
-            guard = inner.shards[shard_index].lock();
+            Err(e) => {
+                inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
         }
-        let max_bytes = inner.config.batch_max_bytes;
-        let mut sealed: Vec<SealedBatch> = Vec::new();
-        let mut new_deadline = None;
-        let completion = {
-            let shard = &mut *guard;
-            shard.accepted += 1;
-            // Both paths work on an Option slot; a keyed batch is taken out of the map and
-            // put back below.
-            let mut keyed: Option<OpenBatch> = None;
-            let slot: &mut Option<OpenBatch> = match &dest {
-                None => &mut shard.default_batch,
-                Some(d) => {
-                    keyed = shard.batches.remove(d);
-                    &mut keyed
-                }
-            };
-            if slot.as_ref().is_some_and(|b| b.buf.len() + n > max_bytes) {
-                if let Some(full) = slot.take() {
-                    sealed.push(inner.seal(full));
-                }
-            }
-            let batch = slot.get_or_insert_with(|| inner.open_batch(&dest, &mut new_deadline));
-            batch.buf.extend_from_slice(log);
-            let completion = inner.commit_record(slot, track, &mut sealed, &mut new_deadline);
-            if let (Some(d), Some(open)) = (&dest, keyed.take()) {
-                shard.batches.insert(d.clone(), open);
-            }
-            completion
-        };
-        drop(guard);
-        inner.after_append(shard_index, &dest, new_deadline, sealed);
-        Ok(completion)
     }
 
     /// Seals every open batch and waits up to `timeout` for all accepted records to reach a
-    /// final outcome; returns how many are still pending.
+    /// final outcome; returns how many are still pending. In a process that inherited the
+    /// producer through `fork`, returns at once with what it held (it cannot send them).
     pub fn flush(&self, timeout: Duration) -> u64 {
-        self.inner.seal_all();
-        self.inner.wait_idle(timeout)
+        let inner = &*self.inner;
+        if self.is_inherited() {
+            return inner.pending();
+        }
+        inner.accumulator.seal_all(|sealed| inner.dispatch(sealed));
+        inner.wait_idle(timeout)
     }
 
     /// Refuses new records, sends what is open, waits up to `timeout`, then abandons what is
-    /// left (reported as failed with `ProducerClosed`). Idempotent.
+    /// left (reported as failed with `ProducerClosed`). Idempotent. In a process that
+    /// inherited the producer through `fork`, only refuses new records: its records stay with
+    /// the parent, which delivers them.
     pub fn close(&self, timeout: Duration) -> CloseReport {
-        let inner = &self.inner;
-        let started = Instant::now();
-        inner.closed.store(true, Ordering::Release);
-        {
-            let _g = inner.space.0.lock();
-            inner.space.1.notify_all();
+        let inner = &*self.inner;
+        if self.is_inherited() {
+            inner.delivery.lifecycle.advance(State::Closing);
+            return CloseReport::default();
         }
-        inner.seal_all();
+        let delivery = &inner.delivery;
+        let started = Instant::now();
+        delivery.lifecycle.advance(State::Closing);
+        delivery.budget.wake_waiters();
+        inner.accumulator.seal_all(|sealed| inner.dispatch(sealed));
         let mut pending = inner.wait_idle(timeout);
         if pending > 0 {
-            let _ = inner.abort.send(true);
+            delivery.lifecycle.advance(State::Aborted);
             pending = inner.wait_idle(Duration::from_secs(2));
         }
-        let _ = inner.abort.send(true);
-        inner.return_credits();
-        inner.reports.lock().take();
-        if let Some(handle) = self.reporter.lock().take() {
-            // The reporter ends once it has passed on the last report; bounded by the callback.
-            let remaining = timeout
+        delivery.lifecycle.advance(State::Closed);
+        inner.accumulator.return_credits(&delivery.budget);
+        // The reporter passes on the last reports; bounded by what is left of the timeout.
+        delivery.reporter.finish(
+            timeout
                 .saturating_sub(started.elapsed())
-                .max(Duration::from_millis(100));
-            let deadline = Instant::now() + remaining;
-            while !handle.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            if handle.is_finished() {
-                let _ = handle.join();
-            }
-        }
-        let failed: Vec<Arc<DeliveryReport>> =
-            inner.failed_reports.lock().iter().cloned().collect();
+                .max(Duration::from_millis(100)),
+        );
         CloseReport {
             // From the exact counter: the reports kept are only the most recent 10 000.
-            undelivered: pending + inner.failed.load(Ordering::Relaxed),
-            failed,
+            undelivered: pending + delivery.ledger.failed.load(Ordering::Relaxed),
+            failed: delivery.ledger.failed_reports(),
         }
     }
 
-    /// Forgets this producer without closing it: for a producer inherited through `fork`,
-    /// whose I/O threads exist only in the parent (closing would wait for them in vain). Its
-    /// records stay with the parent.
+    /// Forgets this producer without closing it or freeing it (what dropping an inherited
+    /// producer does anyway).
     pub fn abandon(self) {
         std::mem::forget(self);
+    }
+
+    /// Refuses a producer inherited through `fork` (its I/O threads live in the parent) with
+    /// [`ProducerError::Inherited`]. Every add checks it; bindings check it before flushes.
+    #[inline]
+    pub fn ensure_owned(&self) -> Result<(), ProducerError> {
+        if self.is_inherited() {
+            Err(ProducerError::Inherited)
+        } else {
+            Ok(())
+        }
     }
 
     /// The process that built this producer.
@@ -1446,94 +551,68 @@ impl Producer {
         self.inner.owner_pid
     }
 
+    /// Whether this producer was built in another process (inherited through `fork`): its
+    /// I/O threads live in the parent, so it can neither send nor close here.
+    pub fn is_inherited(&self) -> bool {
+        engine::process_id() != self.inner.owner_pid
+    }
+
     /// Records accepted and not yet at a final outcome (cheaper than `stats`).
     pub fn pending(&self) -> u64 {
         self.inner.pending()
     }
 
+    /// Where the producer is in its life.
+    pub fn state(&self) -> State {
+        self.inner.delivery.lifecycle.state()
+    }
+
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
-        self.inner.closed.load(Ordering::Acquire)
+        !self.inner.delivery.lifecycle.is_running()
     }
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        let i = &self.inner;
+        let inner = &*self.inner;
+        let ledger = inner.ledger();
         Stats {
-            accepted: i.accepted(),
-            delivered: i.delivered.load(Ordering::Relaxed),
-            failed: i.failed.load(Ordering::Relaxed),
-            retried: i.retried.load(Ordering::Relaxed),
-            dropped: i.dropped.load(Ordering::Relaxed),
-            invalid: i.invalid.load(Ordering::Relaxed),
-            queued_bytes: i
-                .used_bytes
-                .load(Ordering::Relaxed)
-                .saturating_sub(i.credits()) as u64,
-            queued_records: i.pending(),
-            in_flight_batches: i.in_flight.load(Ordering::Relaxed),
-            batches_delivered: i.batches_delivered.load(Ordering::Relaxed),
-            failures_by_code: i.failures_by_code.lock().clone(),
-            callback_errors: i.callback_errors.load(Ordering::Relaxed),
+            accepted: inner.accumulator.accepted(),
+            delivered: ledger.delivered.load(Ordering::Relaxed),
+            failed: ledger.failed.load(Ordering::Relaxed),
+            retried: ledger.retried.load(Ordering::Relaxed),
+            dropped: ledger.dropped.load(Ordering::Relaxed),
+            invalid: ledger.invalid.load(Ordering::Relaxed),
+            queued_bytes: inner
+                .budget()
+                .used()
+                .saturating_sub(inner.accumulator.credits()) as u64,
+            queued_records: inner.pending(),
+            in_flight_batches: ledger.in_flight.load(Ordering::Relaxed),
+            batches_delivered: ledger.batches_delivered.load(Ordering::Relaxed),
+            failures_by_code: ledger.failures_by_code.lock().clone(),
+            callback_errors: inner
+                .delivery
+                .reporter
+                .callback_errors
+                .load(Ordering::Relaxed),
         }
     }
 }
 
 impl Drop for Producer {
     fn drop(&mut self) {
-        if engine::process_id() != self.inner.owner_pid {
-            // Inherited through fork: the I/O threads are the parent's; nothing to wait for.
+        if self.is_inherited() {
+            // Inherited through fork: the I/O threads are the parent's, and the locks its
+            // parts hold may have been held by them at the fork. Nothing is closed or freed:
+            // the extra reference keeps every part alive for the rest of the process.
+            std::mem::forget(self.inner.clone());
             return;
         }
-        if !self.inner.closed.load(Ordering::Acquire) || self.inner.pending() > 0 {
+        if !self.is_closed() || self.pending() > 0 {
             self.close(Duration::from_millis(self.inner.config.drop_timeout_ms));
         } else {
-            let _ = self.inner.abort.send(true);
+            self.inner.delivery.lifecycle.advance(State::Closed);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_buffer_pool_grows_only_under_pressure_and_shrinks_at_rest() {
-        let config = ProducerConfig {
-            access_key_id: "id".into(),
-            access_key_secret: "secret".into(),
-            buffer_max_bytes: 8 << 20,
-            batch_max_bytes: 1 << 20,
-            ..ProducerConfig::new("http://127.0.0.1:9", "proj", "store")
-        };
-        let producer = Producer::new(config).unwrap();
-        let inner = &producer.inner;
-        let buffer = || BatchBuf::with_capacity((1 << 20) + 1024);
-        for _ in 0..6 {
-            inner.recycle(buffer());
-        }
-        assert_eq!(inner.buffers.lock().len(), 2, "two kept normally");
-        // Over half the budget in use: as many as the budget holds batches.
-        inner.used_bytes.fetch_add(5 << 20, Ordering::Relaxed);
-        for _ in 0..12 {
-            inner.recycle(buffer());
-        }
-        assert_eq!(inner.buffers.lock().len(), 8);
-        // Oversized buffers (a batch grown by a huge record) are never kept.
-        inner.buffers.lock().clear();
-        inner.recycle(BatchBuf::with_capacity(8 << 20));
-        assert!(inner.buffers.lock().is_empty());
-        for _ in 0..8 {
-            inner.recycle(buffer());
-        }
-        inner.used_bytes.fetch_sub(5 << 20, Ordering::Relaxed);
-        inner.at_rest();
-        assert_eq!(
-            inner.buffers.lock().len(),
-            2,
-            "the extra ones are given back"
-        );
-        let reused = inner.take_buffer(false);
-        assert!(reused.is_empty() && reused.capacity() >= 1 << 20);
     }
 }

@@ -62,18 +62,6 @@ impl DeliveryReport {
         self.outcome == Outcome::Delivered
     }
 
-    /// (delivered, error code, error message, HTTP status) — the flat form the bindings expose.
-    pub fn outcome_parts(&self) -> (bool, Option<&str>, Option<&str>, Option<u16>) {
-        match &self.outcome {
-            Outcome::Delivered => (true, None, None, None),
-            Outcome::Failed {
-                code,
-                message,
-                http_status,
-            } => (false, Some(code), Some(message), *http_status),
-        }
-    }
-
     /// The error code when it failed.
     pub fn error_code(&self) -> Option<&str> {
         match &self.outcome {
@@ -81,6 +69,72 @@ impl DeliveryReport {
             Outcome::Failed { code, .. } => Some(code),
         }
     }
+
+    /// The error message when it failed.
+    pub fn error_message(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Delivered => None,
+            Outcome::Failed { message, .. } => Some(message),
+        }
+    }
+
+    /// The HTTP status of the last answer when it failed (none when no answer came).
+    pub fn http_status(&self) -> Option<u16> {
+        match &self.outcome {
+            Outcome::Delivered => None,
+            Outcome::Failed { http_status, .. } => *http_status,
+        }
+    }
+
+    /// [`latency`](DeliveryReport::latency) in milliseconds.
+    pub fn latency_ms(&self) -> f64 {
+        self.latency.as_secs_f64() * 1000.0
+    }
+
+    /// The report as one flat record, the form both fronts expose (Node receives it as JSON
+    /// with these camelCase names; Python reads the same accessors).
+    pub fn view(&self) -> ReportView<'_> {
+        ReportView {
+            batch_id: self.batch_id,
+            project: &self.project,
+            logstore: &self.logstore,
+            delivered: self.is_delivered(),
+            code: self.error_code(),
+            message: self.error_message(),
+            http_status: self.http_status(),
+            attempts: self.attempts,
+            request_id: self.request_id.as_deref(),
+            records: self.records,
+            raw_bytes: self.raw_bytes,
+            compressed_bytes: self.compressed_bytes,
+            latency_ms: self.latency_ms(),
+            pack_id: &self.pack_id,
+            tickets: &self.tickets,
+        }
+    }
+}
+
+/// A [`DeliveryReport`] flattened: the outcome as `delivered` plus the error's code, message
+/// and status.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct ReportView<'a> {
+    pub batch_id: u64,
+    pub project: &'a str,
+    pub logstore: &'a str,
+    pub delivered: bool,
+    pub code: Option<&'a str>,
+    pub message: Option<&'a str>,
+    pub http_status: Option<u16>,
+    pub attempts: u32,
+    pub request_id: Option<&'a str>,
+    pub records: u32,
+    pub raw_bytes: usize,
+    pub compressed_bytes: usize,
+    pub latency_ms: f64,
+    pub pack_id: &'a str,
+    pub tickets: &'a [u64],
 }
 
 /// Resolves with the report of the batch a record went in.

@@ -1,5 +1,5 @@
 //! Body codecs: lz4 raw block (the default everywhere), zstd single frame, zlib ("deflate")
-//! and identity (protocol.md §7).
+//! and identity (docs/protocol.md §7).
 //!
 //! Decoding is always given the `x-log-bodyrawsize` the sender declared and refuses any
 //! mismatch, as the service does; it never allocates more than that size (capped by
@@ -471,7 +471,7 @@ mod tests {
 
     #[test]
     fn the_literal_only_block_of_protocol_vector_3_2_decodes() {
-        // protocol.md §3.2: an 86-byte group sent as token F0, length extension 0x47, literals.
+        // docs/protocol.md §3.2: an 86-byte group sent as token F0, length extension 0x47, literals.
         let raw = hex::decode("0a23088081c8ac06120d0a056c6576656c1204494e464f120c0a036d7367120568656c6c6f1a017422093132372e302e302e3132210a0b5f5f7061636b5f69645f5f1212303132333435363738394142434445462d30").unwrap();
         let mut block = vec![0xf0, 0x47];
         block.extend_from_slice(&raw);

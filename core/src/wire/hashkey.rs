@@ -1,6 +1,6 @@
 //! Shard hash keys: 128-bit values written as 32 lowercase hex digits; shard `i` of `n` owns
 //! the range `[i·w, (i+1)·w)` with `w = 2^128 / n`, the last one ending at `ff…f`
-//! (protocol.md §1). Pure functions, any thread.
+//! (docs/protocol.md §1). Pure functions, any thread.
 
 /// Parses a hash key: 1 to 32 hex digits, read as the leading digits of a 128-bit value
 /// (`"8"` is `80000000000000000000000000000000`). `None` for anything else.

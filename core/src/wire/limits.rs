@@ -1,4 +1,4 @@
-//! The service's limits (protocol.md §9), shared by the producer's validation and the
+//! The service's limits (docs/protocol.md §9), shared by the producer's validation and the
 //! emulator's enforcement so both ends refuse the same things.
 
 /// Largest uncompressed PutLogs body the service accepts (`x-log-bodyrawsize`), 10 MiB.

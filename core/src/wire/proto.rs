@@ -1,4 +1,4 @@
-//! The protobuf messages of the PutLogs and PullLogs bodies (protocol.md §6), proto2.
+//! The protobuf messages of the PutLogs and PullLogs bodies (docs/protocol.md §6), proto2.
 //!
 //! Field numbers and wire types match the service exactly: `Log.Time` is a varint (tag
 //! `0x08`), `Log.Time_ns` an optional `fixed32` (tag `0x25`), contents and tags are
@@ -73,6 +73,42 @@ pub struct LogGroupList {
     pub log_groups: Vec<LogGroup>,
 }
 
+impl Log {
+    /// A log of text fields, in order: how tests, benches and examples build records.
+    pub fn of_fields(time: u32, time_ns: Option<u32>, fields: &[(&str, &str)]) -> Log {
+        Log {
+            time,
+            contents: fields
+                .iter()
+                .map(|(k, v)| LogContent {
+                    key: (*k).into(),
+                    value: (*v).into(),
+                })
+                .collect(),
+            time_ns,
+        }
+    }
+}
+
+impl LogGroup {
+    /// A group of `logs` with a topic, a source and tags, in order.
+    pub fn of_logs(logs: Vec<Log>, topic: &str, source: &str, tags: &[(&str, &str)]) -> LogGroup {
+        LogGroup {
+            logs,
+            topic: Some(topic.into()),
+            source: Some(source.into()),
+            log_tags: tags
+                .iter()
+                .map(|(k, v)| LogTag {
+                    key: (*k).into(),
+                    value: (*v).into(),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Appends `value` as a protobuf base-128 varint.
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
@@ -98,7 +134,7 @@ mod tests {
 
     #[test]
     fn log_group_encodes_with_the_service_field_numbers() {
-        // The Go SDK's TestSignaturePost body (protocol.md §3.1 V1-b): a LogGroupList with one
+        // The Go SDK's TestSignaturePost body (docs/protocol.md §3.1 V1-b): a LogGroupList with one
         // group of one log, an empty topic and source 10.230.201.117.
         let list = LogGroupList {
             log_groups: vec![LogGroup {

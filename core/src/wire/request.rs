@@ -1,5 +1,5 @@
 //! Composing complete, signed requests: the PutLogs request exactly as the C producer sends it
-//! (protocol.md §2), and signed GETs for the read APIs.
+//! (docs/protocol.md §2), and signed GETs for the read APIs.
 //!
 //! The output is transport-neutral (method, path, query, ordered headers, body) so the
 //! producer's HTTP client, the emulator's benchmarks and the tests all send byte-identical

@@ -480,34 +480,15 @@ mod tests {
             assert!(printable_ascii(&vec![b' '; len]));
         }
     }
-    use crate::wire::proto::{Log, LogContent, LogGroup, LogGroupList, LogTag};
+    use crate::wire::proto::{Log, LogGroup, LogGroupList};
     use prost::Message;
 
     fn log(pairs: &[(&str, &str)]) -> Log {
-        Log {
-            time: 1_704_067_200,
-            contents: pairs
-                .iter()
-                .map(|(k, v)| LogContent {
-                    key: (*k).into(),
-                    value: (*v).into(),
-                })
-                .collect(),
-            time_ns: Some(5),
-        }
+        Log::of_fields(1_704_067_200, Some(5), pairs)
     }
 
     fn group(logs: Vec<Log>) -> LogGroup {
-        LogGroup {
-            logs,
-            topic: Some("t".into()),
-            source: Some("127.0.0.1".into()),
-            log_tags: vec![LogTag {
-                key: "__pack_id__".into(),
-                value: "ABC-0".into(),
-            }],
-            ..Default::default()
-        }
+        LogGroup::of_logs(logs, "t", "127.0.0.1", &[("__pack_id__", "ABC-0")])
     }
 
     #[test]

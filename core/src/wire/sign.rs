@@ -1,4 +1,4 @@
-//! Request signing as the service verifies it (protocol.md §3–§5).
+//! Request signing as the service verifies it (docs/protocol.md §3–§5).
 //!
 //! - **v1** (`LOG id:base64(HMAC-SHA1)`): the default of every SDK. The string to sign is the
 //!   verb, Content-MD5, Content-Type, the literal Date, the `x-log-*`/`x-acs-*` headers sorted
@@ -379,7 +379,7 @@ mod tests {
         v1_signature(secret, &v1_string_to_sign(method, path, query, headers))
     }
 
-    // ---- protocol.md §3.1 ----
+    // ---- docs/protocol.md §3.1 ----
 
     #[test]
     fn v1_a_go_get() {
@@ -575,7 +575,7 @@ mod tests {
         );
     }
 
-    // ---- protocol.md §3.2 (derived PutLogs vectors) ----
+    // ---- docs/protocol.md §3.2 (derived PutLogs vectors) ----
 
     fn putlogs_headers<'a>(
         md5: &'a str,
@@ -656,7 +656,7 @@ mod tests {
         );
     }
 
-    // ---- protocol.md §4 (v4) ----
+    // ---- docs/protocol.md §4 (v4) ----
 
     const V4_SECRET: &str = "zxasdasdasw2";
     const V4_BODY: &[u8] = b"adasd= -asd zcas";

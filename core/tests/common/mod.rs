@@ -1,12 +1,12 @@
 //! Helpers shared by the integration tests: building groups and sending signed requests to an
-//! emulator over real HTTP.
+//! emulator over real HTTP, and (in [`producer`]) a producer configured for an emulator.
 #![allow(dead_code)]
 
 use std::time::{Duration, SystemTime};
 
 use loghose::emulator::Emulator;
 use loghose::wire::compress::Compression;
-use loghose::wire::proto::{Log, LogContent, LogGroup, LogTag};
+use loghose::wire::proto::{Log, LogGroup};
 use loghose::wire::request::{self, Auth, PutLogsTarget, SignedRequest};
 use loghose::wire::sign::Credentials;
 use prost::Message;
@@ -55,36 +55,16 @@ pub fn v1(emu: &Emulator) -> Auth {
 }
 
 pub fn log(time: u32, pairs: &[(&str, &str)]) -> Log {
-    Log {
-        time,
-        contents: pairs
-            .iter()
-            .map(|(k, v)| LogContent {
-                key: (*k).into(),
-                value: (*v).into(),
-            })
-            .collect(),
-        time_ns: Some(123_456_789),
-    }
+    Log::of_fields(time, Some(123_456_789), pairs)
 }
 
 pub fn group(logs: Vec<Log>) -> LogGroup {
-    LogGroup {
+    LogGroup::of_logs(
         logs,
-        topic: Some("test_topic".into()),
-        source: Some("10.0.0.1".into()),
-        log_tags: vec![
-            LogTag {
-                key: "tag_1".into(),
-                value: "val_1".into(),
-            },
-            LogTag {
-                key: "__pack_id__".into(),
-                value: "0123456789ABCDEF-0".into(),
-            },
-        ],
-        ..Default::default()
-    }
+        "test_topic",
+        "10.0.0.1",
+        &[("tag_1", "val_1"), ("__pack_id__", "0123456789ABCDEF-0")],
+    )
 }
 
 pub fn now_secs() -> u32 {
@@ -167,4 +147,44 @@ pub async fn put(
 ) -> Reply {
     let req = put_request(host, logstore, &group.encode_to_vec(), codec, &v1(emu));
     send(client, emu, &req).await
+}
+
+/// Helpers of the producer tests.
+pub mod producer {
+    use std::time::{Duration, Instant};
+
+    use loghose::emulator::Emulator;
+    use loghose::producer::ProducerConfig;
+
+    pub const WAIT: Duration = Duration::from_secs(20);
+
+    pub fn config(emu: &Emulator) -> ProducerConfig {
+        let creds = emu.credentials().unwrap();
+        ProducerConfig {
+            access_key_id: creds.access_key_id,
+            access_key_secret: creds.access_key_secret,
+            topic: "t1".into(),
+            source: Some("10.0.0.9".into()),
+            tags: vec![("tag_1".into(), "val_1".into())],
+            linger_ms: 50,
+            backoff_base_ms: 10,
+            backoff_max_ms: 100,
+            ..ProducerConfig::new(emu.endpoint(), "proj", "store")
+        }
+    }
+
+    pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + WAIT;
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn ids(emu: &Emulator, logstore: &str) -> Vec<u64> {
+        emu.logs("proj", logstore)
+            .iter()
+            .map(|l| l.get("id").unwrap().parse().unwrap())
+            .collect()
+    }
 }

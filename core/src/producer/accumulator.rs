@@ -1,0 +1,454 @@
+//! The accumulator: open batches, one per destination, in a few shards.
+//!
+//! An add locks one shard (chosen per thread, so adding threads rarely contend), writes the
+//! record straight at the end of its destination's open batch ([`LogEncoder`]), reserves its
+//! bytes from the shard's credit, counts it, and seals the batch when it reaches
+//! `batch_max_bytes` or `batch_max_count` (or at once with `linger_ms = 0`). A record that would
+//! overflow the batch, or whose bytes cannot be reserved without waiting, is copied out and
+//! appended by [`Accumulator::append`], which may wait for room with no lock held. A record
+//! whose fill fails leaves the batch exactly as it was.
+//!
+//! Sealing appends the group's tail (topic, source, tags, `__pack_id__`) and hands the batch
+//! back to the caller, who sends it once the shard is unlocked; a new batch's linger deadline is
+//! handed back the same way ([`AfterAdd`]). Runs on the callers' threads (adds) and the I/O
+//! runtime (linger expiry); a shard's lock is held only while one record is written.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use md5::Digest as _;
+use parking_lot::Mutex;
+
+use super::budget::Budget;
+use super::buffer::BatchBuf;
+use super::config::ProducerConfig;
+use super::encode::{LogEncoder, RecordError};
+use super::error::ProducerError;
+use super::lifecycle::Lifecycle;
+use super::report::{Completion, DeliveryReport};
+use super::routing::Destination;
+use super::Track;
+use crate::wire::proto::put_len_field;
+use crate::wire::scan::KeyPolicy;
+
+type CompletionSender = tokio::sync::oneshot::Sender<Arc<DeliveryReport>>;
+
+struct OpenBatch {
+    id: u64,
+    dest: Arc<Destination>,
+    buf: BatchBuf,
+    records: u32,
+    opened: Instant,
+    completions: Vec<CompletionSender>,
+    tickets: Vec<u64>,
+}
+
+/// A batch ready to send: its records and the group's tail, with its pack id.
+pub(crate) struct SealedBatch {
+    pub(crate) id: u64,
+    pub(crate) dest: Arc<Destination>,
+    pub(crate) raw: BatchBuf,
+    pub(crate) raw_len: usize,
+    pub(crate) records: u32,
+    pub(crate) opened: Instant,
+    pub(crate) pack_id: String,
+    /// Bytes of the budget this batch holds.
+    pub(crate) reserved: usize,
+    pub(crate) completions: Vec<CompletionSender>,
+    pub(crate) tickets: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Shard {
+    default_batch: Option<OpenBatch>,
+    batches: HashMap<Arc<Destination>, OpenBatch>,
+    /// Records accepted through this shard (summed for stats and flush).
+    accepted: u64,
+    /// Bytes reserved from the budget ahead of need, so most adds touch no shared atomic.
+    credit: usize,
+}
+
+/// What an add leaves for after the shard is unlocked: a new batch's linger deadline to arm
+/// and the batches it sealed, to send.
+pub(crate) struct AfterAdd {
+    /// The shard the add went through.
+    pub(crate) shard: usize,
+    /// (deadline, batch id) of a batch the add opened.
+    pub(crate) deadline: Option<(Instant, u64)>,
+    /// Batches the add sealed.
+    pub(crate) sealed: Vec<SealedBatch>,
+}
+
+/// How an in-place add ended.
+pub(crate) enum InPlace<D> {
+    /// Written, reserved and counted.
+    Added(Option<Completion>, AfterAdd),
+    /// Encoded, but it did not fit the batch or the budget without waiting: the record's
+    /// bytes, for [`Accumulator::append`].
+    Moved(Vec<u8>, AfterAdd),
+    /// The fill declined; nothing was written or counted.
+    Declined(D),
+    /// The record is invalid; nothing was written or counted.
+    Invalid(RecordError),
+}
+
+/// The open batches of a producer.
+pub(crate) struct Accumulator {
+    shards: Vec<Mutex<Shard>>,
+    default_dest: Arc<Destination>,
+    next_batch: AtomicU64,
+    pack_prefix: String,
+    /// The tags, encoded once as the group fields they become.
+    tags: Vec<u8>,
+    pack_id: bool,
+    linger: Option<Duration>,
+    batch_max_bytes: usize,
+    batch_max_count: u32,
+    key_policy: KeyPolicy,
+}
+
+thread_local! {
+    static SHARD_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+static NEXT_SHARD_HINT: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread's shard number (before the modulo): threads take turns as they first add.
+#[inline]
+fn shard_hint() -> usize {
+    SHARD_HINT.with(|h| {
+        if h.get() == usize::MAX {
+            h.set(NEXT_SHARD_HINT.fetch_add(1, Ordering::Relaxed));
+        }
+        h.get()
+    })
+}
+
+impl Accumulator {
+    pub(crate) fn new(
+        config: &ProducerConfig,
+        default_dest: Arc<Destination>,
+        shard_count: usize,
+        pack_seed: &str,
+    ) -> Accumulator {
+        let mut tags = Vec::new();
+        let mut tag = Vec::with_capacity(64);
+        for (k, v) in &config.tags {
+            tag.clear();
+            put_len_field(&mut tag, 0x0a, k.as_bytes());
+            put_len_field(&mut tag, 0x12, v.as_bytes());
+            put_len_field(&mut tags, 0x32, &tag);
+        }
+        Accumulator {
+            shards: (0..shard_count)
+                .map(|_| Mutex::new(Shard::default()))
+                .collect(),
+            default_dest,
+            next_batch: AtomicU64::new(0),
+            pack_prefix: format!("{:X}", md5::Md5::digest(pack_seed.as_bytes()))[..16].to_owned(),
+            tags,
+            pack_id: config.pack_id,
+            linger: (config.linger_ms > 0).then(|| Duration::from_millis(config.linger_ms)),
+            batch_max_bytes: config.batch_max_bytes,
+            batch_max_count: config.batch_max_count as u32,
+            key_policy: config.key_policy,
+        }
+    }
+
+    /// Writes a record in place: `fill` writes its fields straight at the end of the open batch
+    /// of `dest` (`None`: the producer's own), under the shard's lock. `fill` may decline with
+    /// `Ok(Err(d))`; what it wrote is rolled back.
+    #[inline]
+    pub(crate) fn add_in_place<D, F>(
+        &self,
+        budget: &Budget,
+        dest: &Option<Arc<Destination>>,
+        secs: u32,
+        nanos: Option<u32>,
+        track: Track,
+        fill: F,
+    ) -> InPlace<D>
+    where
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
+    {
+        let max_bytes = self.batch_max_bytes;
+        let shard_index = shard_hint() % self.shards.len();
+        let mut guard = self.shards[shard_index].lock();
+        let shard = &mut *guard;
+        let mut keyed: Option<OpenBatch> = None;
+        let slot: &mut Option<OpenBatch> = match dest {
+            None => &mut shard.default_batch,
+            Some(d) => {
+                keyed = shard.batches.remove(d);
+                &mut keyed
+            }
+        };
+        let mut after = AfterAdd {
+            shard: shard_index,
+            deadline: None,
+            sealed: Vec::new(),
+        };
+        let batch = slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
+        let before = batch.buf.len();
+        let encoded = {
+            let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, self.key_policy);
+            match fill(&mut enc) {
+                Ok(Ok(())) => enc.finish(max_bytes).map(Ok),
+                // Dropping the encoder rolls the batch back.
+                Ok(Err(declined)) => Ok(Err(declined)),
+                Err(e) => Err(e),
+            }
+        };
+        // The fast path needs the record to fit the batch and its bytes to be reserved without
+        // waiting; otherwise the record is copied out and appended without the lock.
+        let fast = match &encoded {
+            Ok(Ok(n)) => {
+                let n = *n;
+                let fits = before + n <= max_bytes || batch.records == 0;
+                fits && budget.reserve_now(&mut shard.credit, n)
+            }
+            Ok(Err(_)) | Err(_) => false,
+        };
+        let mut moved: Option<Vec<u8>> = None;
+        let completion = if fast {
+            shard.accepted += 1;
+            self.commit_record(slot, track, &mut after)
+        } else {
+            if let Ok(Ok(_)) = encoded {
+                moved = Some(batch.buf[before..].to_vec());
+                batch.buf.truncate(before);
+            }
+            if batch.records == 0 {
+                // Opened for this record only: forget it (its timer finds nothing).
+                if let Some(empty) = slot.take() {
+                    budget.recycle(empty.buf);
+                }
+                after.deadline = None;
+            }
+            None
+        };
+        if let (Some(d), Some(open)) = (dest, keyed.take()) {
+            shard.batches.insert(d.clone(), open);
+        }
+        drop(guard);
+        match encoded {
+            Err(e) => InPlace::Invalid(e),
+            Ok(Err(declined)) => InPlace::Declined(declined),
+            Ok(Ok(_)) => match moved {
+                Some(log) => InPlace::Moved(log, after),
+                None => InPlace::Added(completion, after),
+            },
+        }
+    }
+
+    /// Appends an encoded record to its batch: the path of records that could not be written
+    /// in place (no room in the batch, or no room in the budget without waiting). Waits for
+    /// room up to `max_block_ms` with no lock held.
+    pub(crate) fn append(
+        &self,
+        budget: &Budget,
+        lifecycle: &Lifecycle,
+        log: &[u8],
+        dest: &Option<Arc<Destination>>,
+        track: Track,
+    ) -> Result<(Option<Completion>, AfterAdd), ProducerError> {
+        let n = log.len();
+        let shard_index = shard_hint() % self.shards.len();
+        let mut guard = self.shards[shard_index].lock();
+        if !budget.reserve_now(&mut guard.credit, n) {
+            drop(guard);
+            budget.reserve(n, lifecycle)?;
+            guard = self.shards[shard_index].lock();
+        }
+        let max_bytes = self.batch_max_bytes;
+        let mut after = AfterAdd {
+            shard: shard_index,
+            deadline: None,
+            sealed: Vec::new(),
+        };
+        let shard = &mut *guard;
+        shard.accepted += 1;
+        // Both kinds of batch are worked on in an Option slot; a keyed batch is taken out of
+        // the map and put back below.
+        let mut keyed: Option<OpenBatch> = None;
+        let slot: &mut Option<OpenBatch> = match dest {
+            None => &mut shard.default_batch,
+            Some(d) => {
+                keyed = shard.batches.remove(d);
+                &mut keyed
+            }
+        };
+        if slot.as_ref().is_some_and(|b| b.buf.len() + n > max_bytes) {
+            if let Some(full) = slot.take() {
+                after.sealed.push(self.seal(full));
+            }
+        }
+        let batch = slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
+        batch.buf.extend_from_slice(log);
+        let completion = self.commit_record(slot, track, &mut after);
+        if let (Some(d), Some(open)) = (dest, keyed.take()) {
+            shard.batches.insert(d.clone(), open);
+        }
+        Ok((completion, after))
+    }
+
+    /// A new open batch for `dest`; notes its linger deadline.
+    fn open_batch(
+        &self,
+        budget: &Budget,
+        dest: &Option<Arc<Destination>>,
+        deadline: &mut Option<(Instant, u64)>,
+    ) -> OpenBatch {
+        let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        let opened = Instant::now();
+        if let Some(linger) = self.linger {
+            *deadline = Some((opened + linger, id));
+        }
+        OpenBatch {
+            id,
+            dest: dest.clone().unwrap_or_else(|| self.default_dest.clone()),
+            buf: budget.take_buffer(dest.is_none()),
+            records: 0,
+            opened,
+            completions: Vec::new(),
+            tickets: Vec::new(),
+        }
+    }
+
+    /// Counts the record just written at the end of the batch in `slot`, attaches its
+    /// tracking, and seals the batch when it is full (or lingering is off).
+    #[inline]
+    fn commit_record(
+        &self,
+        slot: &mut Option<OpenBatch>,
+        track: Track,
+        after: &mut AfterAdd,
+    ) -> Option<Completion> {
+        let batch = slot.as_mut()?;
+        batch.records += 1;
+        let completion = match track {
+            Track::None => None,
+            Track::Ticket(ticket) => {
+                batch.tickets.push(ticket);
+                None
+            }
+            Track::Completion => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                batch.completions.push(tx);
+                Some(Completion { rx })
+            }
+        };
+        if self.linger.is_none()
+            || batch.records >= self.batch_max_count
+            || batch.buf.len() >= self.batch_max_bytes
+        {
+            if let Some(done) = slot.take() {
+                after.sealed.push(self.seal(done));
+                after.deadline = None;
+            }
+        }
+        completion
+    }
+
+    /// Closes a batch: appends the group's tail (topic, source, tags, pack id).
+    fn seal(&self, batch: OpenBatch) -> SealedBatch {
+        let OpenBatch {
+            id,
+            dest,
+            mut buf,
+            records,
+            opened,
+            completions,
+            tickets,
+        } = batch;
+        let reserved = buf.len();
+        let mut tail = Vec::with_capacity(256);
+        if !dest.topic.is_empty() {
+            put_len_field(&mut tail, 0x1a, dest.topic.as_bytes());
+        }
+        put_len_field(&mut tail, 0x22, dest.source.as_bytes());
+        tail.extend_from_slice(&self.tags);
+        let pack_id = format!("{}-{:X}", self.pack_prefix, id);
+        if self.pack_id {
+            let mut tag = Vec::with_capacity(64);
+            put_len_field(&mut tag, 0x0a, b"__pack_id__");
+            put_len_field(&mut tag, 0x12, pack_id.as_bytes());
+            put_len_field(&mut tail, 0x32, &tag);
+        }
+        buf.extend_from_slice(&tail);
+        let raw_len = buf.len();
+        SealedBatch {
+            id,
+            dest,
+            raw: buf,
+            raw_len,
+            records,
+            opened,
+            pack_id,
+            reserved,
+            completions,
+            tickets,
+        }
+    }
+
+    /// Seals the batch a linger deadline was set for, if it is still open.
+    pub(crate) fn expire(
+        &self,
+        shard: usize,
+        batch_id: u64,
+        dest: Option<&Arc<Destination>>,
+    ) -> Option<SealedBatch> {
+        let mut shard = self.shards[shard].lock();
+        let open = match dest {
+            None => shard.default_batch.take_if(|b| b.id == batch_id),
+            Some(d) => match shard.batches.get(d) {
+                Some(b) if b.id == batch_id => shard.batches.remove(d),
+                _ => None,
+            },
+        };
+        open.map(|b| self.seal(b))
+    }
+
+    /// Seals every open batch, handing each shard's to `send` once its lock is released.
+    pub(crate) fn seal_all(&self, mut send: impl FnMut(Vec<SealedBatch>)) {
+        for shard in &self.shards {
+            let sealed: Vec<SealedBatch> = {
+                let mut s = shard.lock();
+                let mut out: Vec<SealedBatch> = s
+                    .default_batch
+                    .take()
+                    .into_iter()
+                    .map(|b| self.seal(b))
+                    .collect();
+                out.extend(s.batches.drain().map(|(_, b)| self.seal(b)));
+                out
+            };
+            send(sealed);
+        }
+    }
+
+    /// Records accepted so far.
+    pub(crate) fn accepted(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().accepted).sum()
+    }
+
+    /// Bytes the shards reserved ahead and have not used.
+    pub(crate) fn credits(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().credit).sum()
+    }
+
+    /// Gives the shards' unused reservations back to the budget.
+    pub(crate) fn return_credits(&self, budget: &Budget) {
+        let total: usize = self
+            .shards
+            .iter()
+            .map(|s| std::mem::take(&mut s.lock().credit))
+            .sum();
+        if total > 0 {
+            budget.release(total);
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Delivery: one sealed batch, from compression to its final outcome and report.
+//!
+//! The body is compressed once (the raw buffer goes back to the pool at once, and the batch's
+//! reservation shrinks to the compressed size). Then, at most `send_concurrency` batches at a
+//! time, each attempt is sent by the [`Transport`] and its answer decided by
+//! [`retry::decide`]; retries wait without holding a send slot, and stop at `max_attempts`, at
+//! the delivery deadline (`delivery_timeout_ms` after the batch's first record), or when the
+//! producer is aborted (its close timeout passed). Whatever ends it, the batch settles exactly
+//! once: counted in the [`Ledger`], its reservation released, its completions resolved and its
+//! report queued for the [`Reporter`].
+//!
+//! Runs on the shared I/O runtime; depends on the transport, the budget, the ledger and the
+//! reporter, never on the producer itself.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::accumulator::SealedBatch;
+use super::budget::Budget;
+use super::config::ProducerConfig;
+use super::ledger::Ledger;
+use super::lifecycle::{Lifecycle, State};
+use super::report::{DeliveryReport, Outcome};
+use super::reporter::Reporter;
+use super::retry::{self, Action};
+use super::transport::Transport;
+use crate::wire::compress::{self, Compression};
+
+thread_local! {
+    /// Per I/O thread compression working area (grows to the largest batch's bound, then stays;
+    /// resident only where bodies were written).
+    static COMPRESS_AREA: std::cell::RefCell<compress::CompressArea> = const { std::cell::RefCell::new(compress::CompressArea::new()) };
+}
+
+/// The limits of one batch's delivery, from the configuration.
+struct RetryPolicy {
+    compression: Compression,
+    max_attempts: u32,
+    unauthorized_attempts: u32,
+    backoff_base_ms: u64,
+    backoff_max_ms: u64,
+    delivery_timeout: Duration,
+}
+
+/// Everything a batch needs on its way out.
+pub(crate) struct Delivery {
+    policy: RetryPolicy,
+    pub(crate) transport: Transport,
+    send_slots: tokio::sync::Semaphore,
+    pub(crate) budget: Arc<Budget>,
+    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) lifecycle: Arc<Lifecycle>,
+    pub(crate) reporter: Reporter,
+}
+
+/// Why a batch failed, as its report will say.
+struct Failure {
+    code: String,
+    message: String,
+    http_status: Option<u16>,
+}
+
+impl Failure {
+    fn closed(message: String, http_status: Option<u16>) -> Failure {
+        Failure {
+            code: "ProducerClosed".into(),
+            message,
+            http_status,
+        }
+    }
+}
+
+impl Delivery {
+    pub(crate) fn new(
+        config: &ProducerConfig,
+        transport: Transport,
+        budget: Arc<Budget>,
+        ledger: Arc<Ledger>,
+        lifecycle: Arc<Lifecycle>,
+        reporter: Reporter,
+    ) -> Delivery {
+        Delivery {
+            policy: RetryPolicy {
+                compression: config.compression,
+                max_attempts: config.max_attempts,
+                unauthorized_attempts: config.unauthorized_attempts,
+                backoff_base_ms: config.backoff_base_ms,
+                backoff_max_ms: config.backoff_max_ms,
+                delivery_timeout: Duration::from_millis(config.delivery_timeout_ms),
+            },
+            transport,
+            send_slots: tokio::sync::Semaphore::new(config.send_concurrency),
+            budget,
+            ledger,
+            lifecycle,
+            reporter,
+        }
+    }
+
+    /// Delivers `batch` to a final outcome and settles it.
+    pub(crate) async fn deliver(self: Arc<Self>, mut batch: SealedBatch) {
+        self.ledger.in_flight.fetch_add(1, Ordering::Relaxed);
+        let codec = self.policy.compression;
+        let compressed = COMPRESS_AREA
+            .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));
+        self.budget.recycle(std::mem::take(&mut batch.raw));
+        let body = match compressed {
+            Ok(b) => b,
+            Err(e) => {
+                let failure = Failure {
+                    code: "CompressionFailed".into(),
+                    message: e.to_string(),
+                    http_status: None,
+                };
+                self.settle(batch, Err(failure), 0, None, 0);
+                return;
+            }
+        };
+        // From here on the batch holds only its compressed body: give the rest of its
+        // reservation back, so the budget bounds the memory actually held.
+        if body.len() < batch.reserved {
+            self.budget.release(batch.reserved - body.len());
+            batch.reserved = body.len();
+        }
+        let mut attempts = 0;
+        let mut request_id = None;
+        let result = self
+            .attempts(&batch, &body, &mut attempts, &mut request_id)
+            .await;
+        let compressed = body.len();
+        self.settle(batch, result, attempts, request_id, compressed);
+    }
+
+    /// Sends until delivered or given up; counts the attempts and keeps the last request id.
+    async fn attempts(
+        &self,
+        batch: &SealedBatch,
+        body: &[u8],
+        attempts: &mut u32,
+        request_id: &mut Option<String>,
+    ) -> Result<(), Failure> {
+        let policy = &self.policy;
+        let deadline = batch.opened + policy.delivery_timeout;
+        let aborted = || self.lifecycle.reached(State::Aborted);
+        let mut unauthorized = 0u32;
+        loop {
+            let permit = tokio::select! {
+                p = self.send_slots.acquire() => p.ok(),
+                _ = aborted() => None,
+            };
+            let Some(permit) = permit else {
+                return Err(Failure::closed(
+                    "closed before the batch could be sent".into(),
+                    None,
+                ));
+            };
+            *attempts += 1;
+            let answer = tokio::select! {
+                a = self.transport.put(&batch.dest, body, batch.raw_len) => a,
+                _ = aborted() => {
+                    return Err(Failure::closed("closed while the batch was being sent".into(), None));
+                }
+            };
+            drop(permit);
+            if answer.request_id.is_some() {
+                request_id.clone_from(&answer.request_id);
+            }
+            let backoff = |floor| {
+                retry::backoff(
+                    policy.backoff_base_ms,
+                    policy.backoff_max_ms,
+                    *attempts,
+                    floor,
+                    |bound| fastrand::u64(0..=bound),
+                )
+            };
+            let wait = match retry::decide(&answer) {
+                Action::Deliver => return Ok(()),
+                Action::Fail => None,
+                Action::Retry { floor } => Some(backoff(floor)),
+                Action::Reauthorize => {
+                    unauthorized += 1;
+                    (unauthorized <= policy.unauthorized_attempts)
+                        .then(|| backoff(Duration::from_millis(policy.backoff_base_ms)))
+                }
+                Action::Resign { server_time } => {
+                    if let Some(t) = server_time {
+                        self.transport.correct_clock(t);
+                    }
+                    Some(Duration::ZERO)
+                }
+            };
+            let failure = Failure {
+                code: answer.code,
+                message: answer.message,
+                http_status: answer.status,
+            };
+            let Some(wait) = wait else {
+                return Err(failure);
+            };
+            if *attempts >= policy.max_attempts {
+                return Err(failure);
+            }
+            if Instant::now() + wait >= deadline {
+                return Err(Failure {
+                    code: "DeliveryTimeout".into(),
+                    message: format!(
+                        "not delivered within delivery_timeout_ms; last error {}: {}",
+                        failure.code, failure.message
+                    ),
+                    http_status: failure.http_status,
+                });
+            }
+            self.ledger.retried.fetch_add(1, Ordering::Relaxed);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = aborted() => {
+                    return Err(Failure::closed(
+                        format!("closed while retrying after {}: {}", failure.code, failure.message),
+                        failure.http_status,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Ends a batch: its report, its counters, its memory, its waiters.
+    fn settle(
+        &self,
+        batch: SealedBatch,
+        result: Result<(), Failure>,
+        attempts: u32,
+        request_id: Option<String>,
+        compressed_bytes: usize,
+    ) {
+        let outcome = match result {
+            Ok(()) => Outcome::Delivered,
+            Err(f) => Outcome::Failed {
+                code: f.code,
+                message: f.message,
+                http_status: f.http_status,
+            },
+        };
+        let report = Arc::new(DeliveryReport {
+            batch_id: batch.id,
+            project: batch.dest.project.clone(),
+            logstore: batch.dest.logstore.clone(),
+            outcome,
+            attempts,
+            request_id,
+            records: batch.records,
+            raw_bytes: batch.raw_len,
+            compressed_bytes,
+            latency: batch.opened.elapsed(),
+            pack_id: batch.pack_id,
+            tickets: batch.tickets,
+        });
+        if self.ledger.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            // The last batch in flight is done: a burst is over, hand its memory back.
+            self.budget.at_rest();
+        }
+        // Counted before anyone is told, so a waiter woken by its completion sees the counts.
+        self.ledger.count_outcome(&report);
+        for c in batch.completions {
+            let _ = c.send(report.clone());
+        }
+        let records = report.records;
+        self.reporter.report(report);
+        self.budget.release(batch.reserved);
+        self.ledger.finish_records(records);
+    }
+}

@@ -1,0 +1,120 @@
+//! The producer's error type. Every error has a [`kind`](ProducerError::kind), a small stable
+//! enum that the Python and Node fronts map to their own exception classes; the message names
+//! what is wrong (the key, the limit, the value).
+
+use super::config::ConfigError;
+use super::encode::RecordError;
+
+/// Why a producer could not be built or a record was not accepted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The record is invalid; nothing was accepted.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The buffer is full; the record was not accepted (counted as dropped).
+    #[error("buffer full: {used} of {limit} bytes in use, record needs {needed} (waited {waited_ms} ms)")]
+    BufferFull {
+        /// Bytes in use.
+        used: usize,
+        /// `buffer_max_bytes`.
+        limit: usize,
+        /// The record's size.
+        needed: usize,
+        /// How long the add waited for room.
+        waited_ms: u64,
+    },
+    /// The producer is closed; the record was not accepted.
+    #[error("the producer is closed")]
+    Closed,
+    /// The producer was built in another process and inherited through `fork`: its I/O
+    /// threads live in the parent, so it can neither send nor flush here.
+    #[error("this producer was created before fork(); its I/O threads live in the parent. Create a new producer in the child")]
+    Inherited,
+    /// The shared I/O runtime or a producer thread could not start.
+    #[error("cannot start the I/O runtime: {0}")]
+    Engine(String),
+    /// The TLS settings (`ca_file`) could not be used.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    /// `ca_file` could not be read.
+    #[error("cannot read ca_file {path}: {source}")]
+    CaFile {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The class of a [`ProducerError`], stable across versions: what a caller (or a binding's
+/// exception hierarchy) branches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A configuration (or TLS setting) that cannot work.
+    Config,
+    /// A record refused as invalid.
+    InvalidRecord,
+    /// A record refused because the buffer is full.
+    BufferFull,
+    /// A record refused because the producer is closed.
+    Closed,
+    /// The engine cannot serve the call: a thread or runtime could not start, or the
+    /// producer was inherited through `fork`.
+    Engine,
+}
+
+impl ProducerError {
+    /// The class of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
+                ErrorKind::Config
+            }
+            ProducerError::Record(_) => ErrorKind::InvalidRecord,
+            ProducerError::BufferFull { .. } => ErrorKind::BufferFull,
+            ProducerError::Closed => ErrorKind::Closed,
+            ProducerError::Engine(_) | ProducerError::Inherited => ErrorKind::Engine,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_its_kind() {
+        let cases = [
+            (
+                ProducerError::Config(ConfigError::Missing { key: "project" }),
+                ErrorKind::Config,
+            ),
+            (ProducerError::Tls("bad".into()), ErrorKind::Config),
+            (
+                ProducerError::Record(RecordError::Empty),
+                ErrorKind::InvalidRecord,
+            ),
+            (
+                ProducerError::BufferFull {
+                    used: 1,
+                    limit: 1,
+                    needed: 1,
+                    waited_ms: 0,
+                },
+                ErrorKind::BufferFull,
+            ),
+            (ProducerError::Closed, ErrorKind::Closed),
+            (ProducerError::Engine("x".into()), ErrorKind::Engine),
+            (ProducerError::Inherited, ErrorKind::Engine),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Transport: credentials, addressing, and one PutLogs request on the wire.
+//!
+//! Built once per producer from its configuration: the endpoint is split into scheme and host
+//! (a host name is addressed as `{project}.{host}`; an IP address is connected to directly
+//! with `Host: {project}.{ip}`), the HTTP client is shared with every producer of the process
+//! that has the same transport settings ([`engine`](super::engine)), and the credentials are
+//! either static or come from a [`CredentialsProvider`] asked before every attempt, so rotated
+//! STS tokens work mid-retry.
+//!
+//! [`Transport::put`] signs with the clock corrected by the last offset the server reported,
+//! sends, and reads the answer into an [`Answer`]: status, request id, the service's error
+//! code and message, and the server's time when it said it. What the answer means is decided
+//! elsewhere ([`retry`](super::retry)). Runs on the I/O runtime; never blocks a thread.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use chrono::DateTime;
+
+use super::config::{self, ProducerConfig, SignatureVersion};
+use super::engine;
+use super::error::ProducerError;
+use super::retry::Answer;
+use super::routing::Destination;
+use crate::wire::compress::Compression;
+use crate::wire::request::{self, Auth, PutLogsTarget};
+use crate::wire::sign::Credentials;
+
+/// Supplies credentials before every attempt (for rotating STS tokens).
+pub trait CredentialsProvider: Send + Sync {
+    /// The credentials to sign the next request with, or why there are none.
+    fn credentials(&self) -> Result<Credentials, String>;
+}
+
+enum CredentialSource {
+    Static(Auth),
+    Provider {
+        provider: Arc<dyn CredentialsProvider>,
+        region: Option<String>,
+    },
+}
+
+/// How a producer reaches the service.
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    scheme: &'static str,
+    /// `host[:port]` of the endpoint.
+    pub(crate) endpoint_host: String,
+    endpoint_is_ip: bool,
+    credentials: CredentialSource,
+    compression: Compression,
+    /// Server clock minus ours, in ms, as the last clock-skew error said.
+    clock_offset_ms: AtomicI64,
+}
+
+impl Transport {
+    /// The transport for a validated `config`.
+    pub(crate) fn new(
+        config: &ProducerConfig,
+        provider: Option<Arc<dyn CredentialsProvider>>,
+    ) -> Result<Transport, ProducerError> {
+        let (https, endpoint_host) = config::split_endpoint(&config.endpoint)?;
+        let bare_host = endpoint_host
+            .rsplit_once(':')
+            .filter(|(_, p)| p.parse::<u16>().is_ok())
+            .map_or(endpoint_host.as_str(), |(h, _)| h);
+        let endpoint_is_ip = bare_host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok();
+        let ca_pem = match &config.ca_file {
+            Some(path) => Some(std::fs::read(path).map_err(|source| ProducerError::CaFile {
+                path: path.clone(),
+                source,
+            })?),
+            None => None,
+        };
+        let client = engine::client(&engine::ClientKey {
+            connect_timeout_ms: config.connect_timeout_ms,
+            request_timeout_ms: config.request_timeout_ms,
+            ca_pem,
+            remote_address: config.remote_address,
+            pool_size: config.send_concurrency,
+        })?;
+        let region = (config.signature_version == SignatureVersion::V4)
+            .then(|| config.region.clone().unwrap_or_default());
+        let credentials = match (provider, &config.api_key) {
+            (Some(provider), _) => CredentialSource::Provider { provider, region },
+            (None, Some(key)) => CredentialSource::Static(Auth::Bearer(key.clone())),
+            (None, None) => {
+                let c = Credentials {
+                    access_key_id: config.access_key_id.clone(),
+                    access_key_secret: config.access_key_secret.clone(),
+                    security_token: config.security_token.clone(),
+                };
+                CredentialSource::Static(match region {
+                    Some(region) => Auth::V4 {
+                        credentials: c,
+                        region,
+                    },
+                    None => Auth::V1(c),
+                })
+            }
+        };
+        Ok(Transport {
+            client,
+            scheme: if https { "https" } else { "http" },
+            endpoint_host,
+            endpoint_is_ip,
+            credentials,
+            compression: config.compression,
+            clock_offset_ms: AtomicI64::new(0),
+        })
+    }
+
+    /// The credentials for the next attempt.
+    fn auth(&self) -> Result<Auth, String> {
+        match &self.credentials {
+            CredentialSource::Static(a) => Ok(a.clone()),
+            CredentialSource::Provider { provider, region } => {
+                let c = provider.credentials()?;
+                Ok(match region {
+                    Some(region) => Auth::V4 {
+                        credentials: c,
+                        region: region.clone(),
+                    },
+                    None => Auth::V1(c),
+                })
+            }
+        }
+    }
+
+    /// (URL prefix, Host header) for a project.
+    fn addressing(&self, project: &str) -> (String, String) {
+        let host = format!("{project}.{}", self.endpoint_host);
+        if self.endpoint_is_ip {
+            (format!("{}://{}", self.scheme, self.endpoint_host), host)
+        } else {
+            (format!("{}://{host}", self.scheme), host)
+        }
+    }
+
+    /// Takes the server's clock (unix seconds) as the reference for the next signatures.
+    pub(crate) fn correct_clock(&self, server_time: i64) {
+        let local = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.clock_offset_ms
+            .store((server_time - local) * 1000, Ordering::Relaxed);
+    }
+
+    /// Now, as the server's clock reads it (as far as the last skew error told).
+    fn signing_time(&self) -> SystemTime {
+        let now = SystemTime::now();
+        let offset = self.clock_offset_ms.load(Ordering::Relaxed);
+        if offset >= 0 {
+            now + Duration::from_millis(offset as u64)
+        } else {
+            now - Duration::from_millis(offset.unsigned_abs())
+        }
+    }
+
+    /// One signed PutLogs of a compressed body; what came back.
+    pub(crate) async fn put(&self, dest: &Destination, body: &[u8], raw_len: usize) -> Answer {
+        let credentials = match self.auth() {
+            Ok(a) => a,
+            Err(message) => return Answer::credentials_unavailable(message),
+        };
+        let (url_base, host) = self.addressing(&dest.project);
+        let target = PutLogsTarget {
+            host: &host,
+            logstore: &dest.logstore,
+            hash_key: dest.hash_key.as_deref(),
+        };
+        let req = request::put_logs_compressed(
+            target,
+            body.to_vec(),
+            raw_len,
+            self.compression,
+            &credentials,
+            self.signing_time(),
+        );
+        let mut builder = self
+            .client
+            .post(format!("{url_base}{}", req.path_and_query()));
+        for (k, v) in &req.headers {
+            if k != "Content-Length" {
+                builder = builder.header(k.as_str(), v.as_str());
+            }
+        }
+        let resp = match builder.body(req.body).send().await {
+            Ok(r) => r,
+            Err(e) => return Answer::no_answer(e.is_timeout(), describe(&e, &self.endpoint_host)),
+        };
+        let status = resp.status().as_u16();
+        let request_id = resp
+            .headers()
+            .get("x-log-requestid")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if (200..300).contains(&status) {
+            return Answer::delivered(status, request_id);
+        }
+        let date = resp
+            .headers()
+            .get("date")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|d| DateTime::parse_from_rfc2822(d).ok())
+            .map(|d| d.timestamp());
+        let body = resp.bytes().await.unwrap_or_default();
+        Answer::error(status, request_id, &body, date)
+    }
+}
+
+/// A transport error with its causes (connection refused, DNS failure, TLS, timeout) and the
+/// endpoint, which the HTTP client's own message leaves out.
+fn describe(error: &reqwest::Error, endpoint: &str) -> String {
+    let mut text = format!("{error}");
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    if !text.contains(endpoint) {
+        text.push_str(&format!(" (endpoint {endpoint})"));
+    }
+    text
+}
+
+/// This host's address as the endpoint would see it (no packet is sent): the default source.
+pub(crate) fn local_address(endpoint_host: &str) -> String {
+    use std::net::{ToSocketAddrs, UdpSocket};
+    let with_port = if endpoint_host
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        endpoint_host.to_owned()
+    } else {
+        format!("{endpoint_host}:80")
+    };
+    let found = with_port
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .and_then(|addr| {
+            let socket = UdpSocket::bind(if addr.is_ipv4() {
+                "0.0.0.0:0"
+            } else {
+                "[::]:0"
+            })
+            .ok()?;
+            socket.connect(addr).ok()?;
+            socket.local_addr().ok()
+        });
+    found.map_or_else(|| "127.0.0.1".to_owned(), |a| a.ip().to_string())
+}

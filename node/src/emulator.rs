@@ -1,0 +1,89 @@
+//! `NativeEmulator`: the engine's embedded emulator, held for the facade's `Emulator`.
+
+use loghose::emulator::EmbeddedEmulator;
+use napi::Result;
+use napi_derive::napi;
+
+use crate::errors::emulator_error;
+
+/// The embedded emulator behind `require('loghose').Emulator`.
+#[napi]
+pub struct NativeEmulator(EmbeddedEmulator);
+
+#[napi]
+impl NativeEmulator {
+    /// Starts an emulator from its configuration as JSON (snake_case keys).
+    #[napi(constructor)]
+    pub fn new(config_json: String) -> Result<Self> {
+        EmbeddedEmulator::start_json(&config_json)
+            .map(NativeEmulator)
+            .map_err(emulator_error)
+    }
+
+    #[napi(getter)]
+    pub fn endpoint(&self) -> String {
+        self.0.endpoint().to_owned()
+    }
+
+    #[napi(getter)]
+    pub fn access_key_id(&self) -> String {
+        self.0.access_key_id().to_owned()
+    }
+
+    #[napi(getter)]
+    pub fn access_key_secret(&self) -> String {
+        self.0.access_key_secret().to_owned()
+    }
+
+    #[napi]
+    pub fn logs_json(&self, project: String, logstore: String) -> Result<String> {
+        self.0
+            .logs_json(&project, &logstore)
+            .map_err(emulator_error)
+    }
+
+    #[napi]
+    pub fn totals_json(&self, project: String, logstore: String) -> Result<String> {
+        self.0
+            .totals_json(&project, &logstore)
+            .map_err(emulator_error)
+    }
+
+    #[napi]
+    pub fn counters_json(&self) -> Result<String> {
+        self.0.counters_json().map_err(emulator_error)
+    }
+
+    #[napi]
+    pub fn inject_json(&self, fault_json: String) -> Result<()> {
+        self.0.inject_json(&fault_json).map_err(emulator_error)
+    }
+
+    #[napi]
+    pub fn clear_faults(&self) -> Result<()> {
+        self.0.clear_faults().map_err(emulator_error)
+    }
+
+    #[napi]
+    pub fn reset(&self) -> Result<()> {
+        self.0.reset().map_err(emulator_error)
+    }
+
+    #[napi]
+    pub fn create_logstore(
+        &self,
+        project: String,
+        logstore: String,
+        shards: Option<u32>,
+    ) -> Result<()> {
+        self.0
+            .create_logstore(&project, &logstore, shards)
+            .map_err(emulator_error)
+    }
+
+    /// Stops serving (idempotent).
+    #[napi]
+    pub fn close(&self) {
+        self.0.close();
+    }
+}

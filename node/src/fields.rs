@@ -1,0 +1,462 @@
+//! The per-record fast path: a raw Node-API function bound to one producer.
+//!
+//! The facade concatenates a plain record's keys and values (`key value key value …`, no
+//! separators: every extra piece of a V8 cons string costs when V8 flattens it) and writes
+//! each one's length, in UTF-16 code units, into a `Uint32Array` shared with this side; the
+//! function copies the text out of V8 once and writes the fields straight into the batch. No
+//! lock, no allocation, no JSON. Used only on the JavaScript thread of the environment that
+//! created it.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use loghose::producer::{Producer, SendOptions, Track};
+use napi::bindgen_prelude::Unknown;
+use napi::{Env, Error, JsValue, Result};
+
+use crate::errors::producer_error;
+
+/// What a fields sender (see [`fields_sender`]) is bound to: the engine
+/// producer, the buffer the record text is copied into, and the field lengths the facade writes
+/// before each call (shared with JavaScript as a `Uint32Array` over the same memory). Used only
+/// on the JavaScript thread of the environment that created it (functions and array buffers do
+/// not cross isolates); owned jointly by the function and the array buffer, each releasing its
+/// share when collected.
+struct FieldsSender {
+    producer: Arc<Producer>,
+    text: RefCell<Vec<u8>>,
+    /// `2 * MAX_FAST_FIELDS` lengths in UTF-16 code units: key, value, key, value, …
+    lengths: *mut u32,
+}
+
+/// Fields per record on the fast path; larger records go as JSON.
+const MAX_FAST_FIELDS: usize = 256;
+
+/// The record-text buffer a fields sender starts with (S1's larger record is about 700 bytes).
+const TEXT_CAPACITY: usize = 16 << 10;
+
+impl FieldsSender {
+    fn new(producer: Arc<Producer>) -> Self {
+        let lengths = Box::into_raw(vec![0u32; 2 * MAX_FAST_FIELDS].into_boxed_slice());
+        FieldsSender {
+            producer,
+            text: RefCell::new(Vec::with_capacity(TEXT_CAPACITY)),
+            lengths: lengths.cast(),
+        }
+    }
+
+    /// The first `n` lengths the facade wrote.
+    fn lengths(&self, n: usize) -> &[u32] {
+        // SAFETY: `lengths` holds `2 * MAX_FAST_FIELDS` initialised u32s (callers keep `n`
+        // within that) for as long as `self` lives; JavaScript writes them only between calls,
+        // on this thread, so nothing changes them while this slice is read.
+        unsafe { std::slice::from_raw_parts(self.lengths, n.min(2 * MAX_FAST_FIELDS)) }
+    }
+}
+
+impl Drop for FieldsSender {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` as a boxed slice of this length, freed once, here.
+        drop(unsafe {
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.lengths,
+                2 * MAX_FAST_FIELDS,
+            ))
+        });
+    }
+}
+
+/// The per-record fast path for plain records, as a raw Node-API callback bound to one producer
+/// through the function's data pointer: `send(text, count) -> boolean`. The facade concatenates
+/// the record's keys and values (`key value key value …`, no separators: every extra piece of a
+/// V8 cons string costs when V8 flattens it) and writes each one's length into the shared
+/// `lengths`; the fields are written straight into the batch. Returns false, queuing nothing,
+/// when the text does not split as the lengths say (which only a surrogate pair spanning two
+/// pieces can cause): the facade then sends the record as JSON. Errors are thrown as
+/// `Class|message`.
+///
+/// Raw rather than `#[napi]` because this is the per-record path: the generated glue's argument
+/// conversion and borrow bookkeeping cost about as much as the engine's add.
+unsafe extern "C" fn send_fields_callback(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    let outcome = std::panic::catch_unwind(|| {
+        let mut argc = 2usize;
+        let mut argv = [std::ptr::null_mut(); 2];
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
+        // was created with, alive until the function itself is collected.
+        let status = unsafe {
+            napi::sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut data,
+            )
+        };
+        if status != napi::sys::Status::napi_ok || data.is_null() || argc < 2 {
+            return Err(Error::from_reason(
+                "TypeError|send(text, count) takes two arguments",
+            ));
+        }
+        // SAFETY: see above; only shared access, on this thread.
+        let sender = unsafe { &*data.cast::<FieldsSender>() };
+        let mut count = 0u32;
+        // SAFETY: a value handed to this callback, read in its scope.
+        let status = unsafe { napi::sys::napi_get_value_uint32(env, argv[1], &mut count) };
+        if status != napi::sys::Status::napi_ok || count as usize > MAX_FAST_FIELDS {
+            return Err(Error::from_reason(format!(
+                "TypeError|count must be a number of fields up to {MAX_FAST_FIELDS}"
+            )));
+        }
+        let Ok(mut buf) = sender.text.try_borrow_mut() else {
+            return Err(Error::from_reason("LoghoseError|send re-entered"));
+        };
+        let lengths = sender.lengths(2 * count as usize);
+        // SAFETY: as above.
+        unsafe {
+            with_utf8(env, argv[0], &mut buf, |text| {
+                send_framed(&sender.producer, text, lengths)
+            })
+        }?
+    });
+    let sent = match outcome {
+        Ok(Ok(sent)) => sent,
+        Ok(Err(e)) => return throw(env, &e.reason),
+        Err(_) => {
+            return throw(
+                env,
+                "LoghoseError|internal error in send (a bug; please report it)",
+            )
+        }
+    };
+    let mut value = std::ptr::null_mut();
+    // SAFETY: creating a primitive in the callback's scope.
+    unsafe { napi::sys::napi_get_boolean(env, sent, &mut value) };
+    value
+}
+
+/// Throws a JavaScript `Error` with `message` (the facade reads its `Class|` prefix); returns
+/// the null value a callback returns after throwing.
+fn throw(env: napi::sys::napi_env, message: &str) -> napi::sys::napi_value {
+    let message = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: a NUL-terminated message, thrown in the callback's scope.
+    unsafe { napi::sys::napi_throw_error(env, std::ptr::null(), message.as_ptr()) };
+    std::ptr::null_mut()
+}
+
+/// Releases one share of a fields sender when its function or its lengths' array buffer is
+/// collected (or the environment is torn down).
+unsafe extern "C" fn release_fields_sender(
+    _env: napi::sys::napi_env,
+    _data: *mut std::ffi::c_void,
+    hint: *mut std::ffi::c_void,
+) {
+    // SAFETY: `hint` is one of the two `Rc::into_raw` shares made in `fields_sender`, each
+    // released exactly once.
+    drop(unsafe { Rc::from_raw(hint.cast::<FieldsSender>().cast_const()) });
+}
+
+/// Runs `f` on a JavaScript string's UTF-8 text, copied once into `buf` (asking V8 for the
+/// length first would walk the string twice).
+///
+/// # Safety
+/// `value` is a live value of `env`'s current scope.
+unsafe fn with_utf8<R>(
+    env: napi::sys::napi_env,
+    value: napi::sys::napi_value,
+    buf: &mut Vec<u8>,
+    f: impl FnOnce(&str) -> R,
+) -> Result<R> {
+    loop {
+        let capacity = buf.capacity();
+        let mut written = 0usize;
+        // SAFETY: V8 writes at most `capacity` bytes (text and a final NUL) into the buffer's
+        // allocation and reports how many text bytes it wrote.
+        let status = unsafe {
+            napi::sys::napi_get_value_string_utf8(
+                env,
+                value,
+                buf.as_mut_ptr().cast(),
+                capacity,
+                &mut written,
+            )
+        };
+        if status != napi::sys::Status::napi_ok {
+            return Err(Error::from_reason(
+                "TypeError|the record text must be a string",
+            ));
+        }
+        // Node lets V8 write at most `capacity - 1` bytes and stops before a character that does
+        // not fit, so a cut text leaves at most 3 of them unused: more unused means whole.
+        if written + 4 < capacity {
+            // SAFETY: V8 initialised the first `written` bytes, and the text is whole (see
+            // above). Node converts with REPLACE_INVALID_UTF8, so it is valid UTF-8 (a lone
+            // surrogate becomes U+FFFD).
+            let text = unsafe {
+                buf.set_len(written);
+                std::str::from_utf8_unchecked(buf)
+            };
+            let out = f(text);
+            if buf.capacity() > 1 << 20 {
+                // One huge record does not keep its buffer for the producer's life.
+                *buf = Vec::with_capacity(TEXT_CAPACITY);
+            }
+            return Ok(out);
+        }
+        // The text may have been cut: ask for its length and make room.
+        let mut needed = 0usize;
+        // SAFETY: a null buffer asks only for the length.
+        unsafe {
+            napi::sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut needed)
+        };
+        // Room for the text, its NUL and the slack that shows the next call whole.
+        buf.clear();
+        buf.reserve(needed + 5);
+    }
+}
+
+/// Splits `text` (UTF-8) into pieces of `lengths[i]` UTF-16 code units each, as JavaScript
+/// measured them; None when the lengths do not add up to the text. ASCII text (the common
+/// case: as many bytes as code units) splits by the lengths directly; otherwise each piece is
+/// walked character by character.
+fn split_by_utf16_lengths<'t, E>(
+    text: &'t str,
+    lengths: &[u32],
+    mut on_piece: impl FnMut(usize, &'t str) -> std::result::Result<(), E>,
+) -> Option<std::result::Result<(), E>> {
+    let units: u64 = lengths.iter().map(|&n| u64::from(n)).sum();
+    let ascii = units == text.len() as u64;
+    let mut rest = text;
+    for (i, &len) in lengths.iter().enumerate() {
+        let len = len as usize;
+        let end = if ascii {
+            len
+        } else {
+            let mut left = len;
+            let mut end = 0;
+            for c in rest.chars() {
+                if left == 0 {
+                    break;
+                }
+                // A surrogate pair counts two; one split between two pieces cannot be.
+                left = left.checked_sub(c.len_utf16())?;
+                end += c.len_utf8();
+            }
+            if left != 0 {
+                return None;
+            }
+            end
+        };
+        let (piece, tail) = rest.split_at_checked(end)?;
+        if let Err(e) = on_piece(i, piece) {
+            return Some(Err(e));
+        }
+        rest = tail;
+    }
+    rest.is_empty().then_some(Ok(()))
+}
+
+/// Queues one record framed as [`send_fields_callback`] describes; false when the framing does
+/// not hold (nothing queued, nothing counted): the facade then sends it as JSON.
+fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool> {
+    if lengths.is_empty() {
+        return Ok(false);
+    }
+    producer
+        .try_send_in_place(&SendOptions::default(), Track::None, |enc| {
+            let mut key = "";
+            let split = split_by_utf16_lengths(text, lengths, |i, piece| {
+                if i % 2 == 0 {
+                    key = piece;
+                    Ok(())
+                } else {
+                    enc.field_str(key, piece)
+                }
+            });
+            // A framing that does not hold declines: what was written is rolled back.
+            split.map_or(Ok(false), |written| written.map(|()| true))
+        })
+        .map(|added| added.is_some())
+        .map_err(producer_error)
+}
+
+/// A JavaScript function `(text, count) => boolean` bound to `producer`, with the
+/// `Uint32Array` its field lengths go in as its `lengths` property. It holds the engine
+/// producer itself, so a send takes no lock and is refused once the producer is closed.
+pub(crate) fn fields_sender(env: Env, producer: Arc<Producer>) -> Result<Unknown<'static>> {
+    let sender = Rc::new(FieldsSender::new(producer));
+    let lengths = sender.lengths;
+    let failed = || Error::from_reason("LoghoseError|could not create the send function");
+    let env = env.raw();
+    let name = "sendFields";
+    let mut function = std::ptr::null_mut();
+    let mut buffer = std::ptr::null_mut();
+    let mut array = std::ptr::null_mut();
+    let ok = |status| status == napi::sys::Status::napi_ok;
+    // SAFETY: each `Rc::into_raw` share is handed to exactly one finaliser, which releases
+    // it; a share whose owner was not made whole is released here (that owner is garbage,
+    // never called). The lengths' memory lives in the sender, so it outlives both the
+    // function and the array buffer.
+    unsafe {
+        let share = Rc::into_raw(sender.clone()).cast_mut();
+        if !ok(napi::sys::napi_create_function(
+            env,
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(send_fields_callback),
+            share.cast(),
+            &mut function,
+        )) || !ok(napi::sys::napi_add_finalizer(
+            env,
+            function,
+            std::ptr::null_mut(),
+            Some(release_fields_sender),
+            share.cast(),
+            std::ptr::null_mut(),
+        )) {
+            drop(Rc::from_raw(share));
+            return Err(failed());
+        }
+        let share = Rc::into_raw(sender).cast_mut();
+        if !ok(napi::sys::napi_create_external_arraybuffer(
+            env,
+            lengths.cast(),
+            2 * MAX_FAST_FIELDS * std::mem::size_of::<u32>(),
+            Some(release_fields_sender),
+            share.cast(),
+            &mut buffer,
+        )) {
+            drop(Rc::from_raw(share));
+            return Err(failed());
+        }
+        if !ok(napi::sys::napi_create_typedarray(
+            env,
+            napi::sys::TypedarrayType::uint32_array,
+            2 * MAX_FAST_FIELDS,
+            buffer,
+            0,
+            &mut array,
+        )) || !ok(napi::sys::napi_set_named_property(
+            env,
+            function,
+            c"lengths".as_ptr(),
+            array,
+        )) {
+            return Err(failed());
+        }
+        Ok(Unknown::from_raw_unchecked(env, function))
+    }
+}
+
+/// How many bytes V8 writes of `text` into a buffer of `capacity` bytes (text and its NUL),
+/// and those bytes: the behaviour [`with_utf8`] relies on (at most `capacity - 1` bytes, never
+/// part of a character), exposed so a test pins it for the Node versions we support.
+#[napi_derive::napi(js_name = "utf8WriteProbe")]
+#[cfg_attr(test, allow(dead_code))]
+pub fn utf8_write_probe(env: Env, text: Unknown<'_>, capacity: u32) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; capacity as usize];
+    let mut written = 0usize;
+    // SAFETY: V8 writes at most `capacity` bytes into `buf`, which has that many.
+    let status = unsafe {
+        napi::sys::napi_get_value_string_utf8(
+            env.raw(),
+            text.raw(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut written,
+        )
+    };
+    if status != napi::sys::Status::napi_ok {
+        return Err(Error::from_reason("TypeError|text must be a string"));
+    }
+    buf.truncate(written);
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_by_utf16_lengths;
+
+    /// The pieces of `text` cut at JavaScript's lengths (UTF-16 units), or None.
+    fn pieces(text: &str, lengths: &[u32]) -> Option<Vec<String>> {
+        let mut out = Vec::new();
+        split_by_utf16_lengths(text, lengths, |_, piece| {
+            out.push(piece.to_owned());
+            Ok::<(), ()>(())
+        })?
+        .ok()?;
+        Some(out)
+    }
+
+    fn utf16_lengths(parts: &[&str]) -> Vec<u32> {
+        parts
+            .iter()
+            .map(|p| p.encode_utf16().count() as u32)
+            .collect()
+    }
+
+    #[test]
+    fn ascii_splits_by_the_lengths() {
+        assert_eq!(
+            pieces("levelINFOmsghi", &[5, 4, 3, 2]),
+            Some(vec![
+                "level".into(),
+                "INFO".into(),
+                "msg".into(),
+                "hi".into()
+            ])
+        );
+        assert_eq!(
+            pieces("", &[0, 0]),
+            Some(vec![String::new(), String::new()])
+        );
+    }
+
+    #[test]
+    fn multibyte_and_astral_text_splits_by_utf16_units() {
+        for parts in [
+            vec!["café", "é"],
+            vec!["日志", "两字节"],
+            vec!["🚀", "four 🚀 bytes"],
+            vec!["k", "", "🚀🚀", "x"],
+        ] {
+            let text: String = parts.concat();
+            let expected: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
+            assert_eq!(
+                pieces(&text, &utf16_lengths(&parts)),
+                Some(expected),
+                "{parts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn lengths_that_do_not_add_up_are_refused() {
+        assert_eq!(pieces("abc", &[1, 1]), None, "text left over");
+        assert_eq!(pieces("abc", &[2, 2]), None, "text too short");
+        assert_eq!(pieces("日志", &[1, 2]), None, "past the end");
+        // A surrogate pair cannot be split between two pieces.
+        assert_eq!(pieces("🚀", &[1, 1]), None);
+        assert_eq!(pieces("a🚀", &[2, 1]), None);
+    }
+
+    #[test]
+    fn an_error_from_a_piece_stops_the_split() {
+        let mut seen = 0;
+        let result = split_by_utf16_lengths("abcd", &[1, 1, 1, 1], |i, _| {
+            seen += 1;
+            if i == 1 {
+                Err("refused")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(result, Some(Err("refused")));
+        assert_eq!(seen, 2);
+    }
+}

@@ -1,0 +1,204 @@
+//! `NativeProducer`: the engine's producer, held for the facade's `Producer`.
+//!
+//! - Nothing here blocks the JavaScript thread: sends only encode and queue; `flush` and
+//!   `close` run on the libuv pool (`AsyncTask`) and resolve promises.
+//! - Reports reach JavaScript through one weak ThreadsafeFunction call per batch of reports
+//!   (a JSON array of the engine's report views), so an idle producer never keeps the process
+//!   alive; the facade keeps the loop alive only while records are pending.
+//! - When the environment (the main thread or a worker) exits, a cleanup hook closes the
+//!   producer with a short bound and stops its threads; JavaScript is not called then.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loghose::producer::{
+    split_unix_seconds, DeliveryReport, Producer, ProducerConfig, ReportCallback, ReportView,
+    SendOptions, Track,
+};
+use napi::bindgen_prelude::{AsyncTask, Function, Unknown};
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::{Env, Result, Task};
+use napi_derive::napi;
+
+use crate::errors::{fail, producer_error};
+use crate::fields;
+use crate::record::send_json;
+
+/// The producer, shared with the environment's cleanup hook (which takes it at exit).
+type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
+
+/// The producer behind `require('loghose').Producer`.
+#[napi]
+pub struct NativeProducer {
+    producer: Shared,
+}
+
+impl NativeProducer {
+    fn get(&self) -> Result<Arc<Producer>> {
+        self.producer
+            .lock()
+            .ok()
+            .and_then(|p| p.clone())
+            .ok_or_else(|| fail("ProducerClosedError", "the producer is closed"))
+    }
+}
+
+#[napi]
+impl NativeProducer {
+    /// `configJson`: the engine's ProducerConfig as JSON; `onReports` receives JSON arrays of
+    /// delivery reports.
+    #[napi(constructor)]
+    pub fn new(env: Env, config_json: String, on_reports: Function<String, ()>) -> Result<Self> {
+        let config: ProducerConfig =
+            serde_json::from_str(&config_json).map_err(|e| fail("ConfigError", e))?;
+        let tsfn = on_reports
+            .build_threadsafe_function::<String>()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .build()?;
+        let callback: ReportCallback = Box::new(move |reports: &[Arc<DeliveryReport>]| {
+            let items: Vec<ReportView<'_>> = reports.iter().map(|r| r.view()).collect();
+            if let Ok(json) = serde_json::to_string(&items) {
+                // After the environment is gone this returns Closing; there is nobody to tell.
+                let _ = tsfn.call(json, ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        });
+        let producer =
+            Arc::new(Producer::build(config, None, Some(callback)).map_err(producer_error)?);
+        let shared: Shared = Arc::new(Mutex::new(Some(producer)));
+        let for_cleanup = shared.clone();
+        env.add_env_cleanup_hook(for_cleanup, |shared| {
+            // The environment is exiting (process end or worker termination): stop threads
+            // within a short bound; JavaScript cannot run now.
+            let taken = shared.lock().ok().and_then(|mut p| p.take());
+            if let Some(p) = taken {
+                p.close(Duration::from_millis(p.config().drop_timeout_ms));
+            }
+        })?;
+        Ok(NativeProducer { producer: shared })
+    }
+
+    /// A JavaScript function `(text, count) => boolean` bound to this producer, with the
+    /// `Uint32Array` its field lengths go in as its `lengths` property: the per-record fast
+    /// path (see [`fields`](crate::fields)).
+    #[napi(
+        ts_return_type = "((text: string, count: number) => boolean) & { lengths: Uint32Array }"
+    )]
+    pub fn fields_sender(&self, env: Env) -> Result<Unknown<'_>> {
+        fields::fields_sender(env, self.get()?)
+    }
+
+    /// Queues one record given as JSON (an object or `[key, value]` pairs), with optional
+    /// per-record options and a ticket for its report: the general path behind `send` (see
+    /// [`record`](crate::record)).
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_with(
+        &self,
+        record_json: String,
+        topic: Option<String>,
+        source: Option<String>,
+        time: Option<f64>,
+        shard_key: Option<String>,
+        project: Option<String>,
+        logstore: Option<String>,
+        ticket: Option<f64>,
+    ) -> Result<()> {
+        let (secs, nanos) = match time {
+            None => (None, None),
+            Some(t) => {
+                let (s, n) = split_unix_seconds(t).map_err(|e| producer_error(e.into()))?;
+                (Some(s), Some(n))
+            }
+        };
+        let opts = SendOptions {
+            time: secs,
+            time_ns: nanos,
+            topic: topic.as_deref(),
+            source: source.as_deref(),
+            shard_key: shard_key.as_deref(),
+            project: project.as_deref(),
+            logstore: logstore.as_deref(),
+        };
+        let track = ticket.map_or(Track::None, |t| Track::Ticket(t as u64));
+        send_json(&*self.get()?, &record_json, &opts, track)
+    }
+
+    /// Records accepted and not yet at a final outcome.
+    #[napi]
+    pub fn pending(&self) -> f64 {
+        self.get().map_or(0.0, |p| p.pending() as f64)
+    }
+
+    /// Seals everything and waits (on the libuv pool) up to `timeoutMs`; resolves with the
+    /// records still pending.
+    #[napi]
+    pub fn flush(&self, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
+        Ok(AsyncTask::new(FlushTask {
+            producer: self.get()?,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+        }))
+    }
+
+    /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with JSON
+    /// `{undelivered, failed: [reports]}`.
+    #[napi]
+    pub fn close(&self, timeout_ms: f64) -> AsyncTask<CloseTask> {
+        let producer = self.producer.lock().ok().and_then(|mut p| p.take());
+        AsyncTask::new(CloseTask {
+            producer,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+        })
+    }
+
+    /// The counters, as JSON.
+    #[napi]
+    pub fn stats_json(&self) -> String {
+        self.get()
+            .map(|p| serde_json::to_string(&p.stats()).unwrap_or_default())
+            .unwrap_or_else(|_| "null".into())
+    }
+}
+
+/// `flush` on the libuv pool.
+pub struct FlushTask {
+    producer: Arc<Producer>,
+    timeout: Duration,
+}
+
+impl Task for FlushTask {
+    type Output = u64;
+    type JsValue = f64;
+
+    fn compute(&mut self) -> Result<u64> {
+        Ok(self.producer.flush(self.timeout))
+    }
+
+    fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
+        Ok(output as f64)
+    }
+}
+
+/// `close` on the libuv pool.
+pub struct CloseTask {
+    producer: Option<Arc<Producer>>,
+    timeout: Duration,
+}
+
+impl Task for CloseTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        let Some(p) = &self.producer else {
+            return Ok(r#"{"undelivered":0,"failed":[]}"#.into());
+        };
+        let report = p.close(self.timeout);
+        let failed: Vec<ReportView<'_>> = report.failed.iter().map(|r| r.view()).collect();
+        Ok(serde_json::json!({ "undelivered": report.undelivered, "failed": failed, "stats": p.stats() }).to_string())
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}

@@ -1,0 +1,70 @@
+//! Engine errors as `loghose.errors` classes: each [`ErrorKind`] has one class, so the fronts'
+//! hierarchy follows the engine's kinds rather than strings.
+
+use loghose::emulator::EmbeddedError;
+use loghose::producer::{ErrorKind, ProducerError, RecordError};
+use pyo3::prelude::*;
+
+/// Raises the exception class `name` of `loghose.errors` with `message`.
+pub(crate) fn raise(py: Python<'_>, name: &str, message: String) -> PyErr {
+    let made = py
+        .import("loghose.errors")
+        .and_then(|m| m.getattr(name))
+        .and_then(|cls| cls.call1((message.clone(),)));
+    match made {
+        Ok(instance) => PyErr::from_value(instance),
+        Err(e) => e,
+    }
+}
+
+/// The `loghose.errors` class of an engine error kind.
+fn class_of(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Config => "ConfigError",
+        ErrorKind::InvalidRecord => "InvalidRecordError",
+        ErrorKind::BufferFull => "BufferFullError",
+        ErrorKind::Closed => "ProducerClosedError",
+        _ => "LoghoseError",
+    }
+}
+
+pub(crate) fn producer_error(py: Python<'_>, e: ProducerError) -> PyErr {
+    raise(py, class_of(e.kind()), e.to_string())
+}
+
+pub(crate) fn emulator_error(py: Python<'_>, e: EmbeddedError) -> PyErr {
+    let class = if e.is_config() {
+        "ConfigError"
+    } else {
+        "LoghoseError"
+    };
+    raise(py, class, e.to_string())
+}
+
+/// Why a record could not be read: a field the engine refuses, or a Python error (a value of
+/// the wrong type, an exception raised by a conversion).
+pub(crate) enum FillError {
+    Record(RecordError),
+    Python(PyErr),
+}
+
+impl From<RecordError> for FillError {
+    fn from(e: RecordError) -> Self {
+        FillError::Record(e)
+    }
+}
+
+impl From<PyErr> for FillError {
+    fn from(e: PyErr) -> Self {
+        FillError::Python(e)
+    }
+}
+
+impl FillError {
+    pub(crate) fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            FillError::Record(e) => producer_error(py, ProducerError::Record(e)),
+            FillError::Python(e) => e,
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! `NativeProducer`: the engine's producer, held for `loghose.Producer`.
+//!
+//! - `send` runs on the caller's thread holding the GIL only while it reads the record (see
+//!   [`record`](crate::record)); the usual call, `send(contents)` with no keywords, enters
+//!   through a raw fastcall function bound to the producer ([`NativeProducer::sender`]).
+//! - Every wait (`flush`, `close`) releases the GIL and waits in 100 ms slices, checking for
+//!   signals between them, so Ctrl-C interrupts it.
+//! - A producer inherited through `fork` refuses adds and flushes (the engine's `Inherited`
+//!   error); `close` in the child returns at once, and dropping it frees nothing (the engine
+//!   leaves the parent's parts alone).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loghose::producer::{
+    DeliveryReport, Producer, ProducerConfig, ReportCallback, SendOptions, Track,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::errors::{producer_error, raise};
+use crate::record::{send_record, split_time};
+use crate::report::PyDeliveryReport;
+
+fn deadline_of(timeout: Option<f64>) -> Option<Instant> {
+    timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)))
+}
+
+/// Flushes until nothing is pending or `deadline` passes, in 100 ms slices with the GIL
+/// released, checking for signals between slices (so Ctrl-C interrupts); returns what is left.
+fn flush_until(py: Python<'_>, producer: &Producer, deadline: Option<Instant>) -> PyResult<u64> {
+    loop {
+        let slice = deadline.map_or(Duration::from_millis(100), |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        });
+        let pending = py.detach(|| producer.flush(slice));
+        if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(pending);
+        }
+        py.check_signals()?;
+    }
+}
+
+/// Hands each batch of reports to the Python callback, on the producer's reporter thread.
+fn report_callback(callback: Py<PyAny>) -> ReportCallback {
+    Box::new(move |reports: &[Arc<DeliveryReport>]| {
+        Python::attach(|py| {
+            let items = reports
+                .iter()
+                .map(|r| Py::new(py, PyDeliveryReport(r.clone())))
+                .collect::<PyResult<Vec<_>>>();
+            let result = items
+                .and_then(|items| PyList::new(py, items))
+                .and_then(|list| callback.call1(py, (list,)));
+            if let Err(e) = result {
+                // The Python side catches user errors; this is a last line of defence.
+                e.print(py);
+            }
+        });
+    })
+}
+
+/// The producer behind `loghose.Producer`.
+#[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
+pub(crate) struct NativeProducer {
+    producer: Producer,
+}
+
+impl NativeProducer {
+    /// The producer, refused in a process that inherited it through `fork`.
+    #[inline]
+    fn owned(&self, py: Python<'_>) -> PyResult<&Producer> {
+        self.producer
+            .ensure_owned()
+            .map_err(|e| producer_error(py, e))?;
+        Ok(&self.producer)
+    }
+}
+
+/// `send(contents)` without keywords, the per-record call, as a raw fastcall function bound to
+/// its producer (see [`NativeProducer::sender`]); any other call goes on to the full
+/// `NativeProducer.send`. It only skips pyo3's generic argument extraction, which on this path
+/// costs about a tenth of the binding's time; the GIL bookkeeping and panic handling are
+/// pyo3's own entry trampoline, an internal module of pyo3 (which is why pyo3 is pinned to an
+/// exact version in `Cargo.toml`).
+struct MethodDef(pyo3::ffi::PyMethodDef);
+// SAFETY: a constant definition CPython only reads.
+unsafe impl Sync for MethodDef {}
+
+static SEND_ONE: MethodDef = MethodDef(pyo3::ffi::PyMethodDef {
+    ml_name: c"send".as_ptr(),
+    ml_meth: pyo3::ffi::PyMethodDefPointer {
+        PyCFunctionFastWithKeywords: send_one,
+    },
+    ml_flags: pyo3::ffi::METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
+    ml_doc: c"send(contents, *, topic=None, source=None, time=None, shard_key=None, project=None, logstore=None)\n--\n\nQueues one record (fire and forget).".as_ptr(),
+});
+
+unsafe extern "C" fn send_one(
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: CPython calls this with the GIL held, `slf` the NativeProducer the function was
+    // bound to and `args` holding `nargs` arguments.
+    unsafe {
+        pyo3::impl_::trampoline::fastcall_with_keywords(slf, args, nargs, kwnames, send_one_body)
+    }
+}
+
+unsafe fn send_one_body(
+    py: Python<'_>,
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> PyResult<*mut pyo3::ffi::PyObject> {
+    // SAFETY: `slf` is the live NativeProducer this function was created for (the function
+    // holds a reference to it) and `args` holds `nargs` live arguments (see `send_one`).
+    unsafe {
+        let native = pyo3::Borrowed::from_ptr(py, slf);
+        if nargs != 1 || !kwnames.is_null() {
+            let method = native.getattr(pyo3::intern!(py, "send"))?;
+            let out =
+                pyo3::ffi::PyObject_Vectorcall(method.as_ptr(), args, nargs as usize, kwnames);
+            return if out.is_null() {
+                Err(PyErr::fetch(py))
+            } else {
+                Ok(out)
+            };
+        }
+        let native = native.cast_unchecked::<NativeProducer>();
+        let contents = pyo3::Borrowed::from_ptr(py, *args);
+        send_record(
+            py,
+            &native.get().producer,
+            &SendOptions::default(),
+            Track::None,
+            &contents,
+        )?;
+        Ok(pyo3::ffi::Py_NewRef(pyo3::ffi::Py_None()))
+    }
+}
+
+#[pymethods]
+impl NativeProducer {
+    #[new]
+    #[pyo3(signature = (config_json, on_reports=None))]
+    fn new(py: Python<'_>, config_json: &str, on_reports: Option<Py<PyAny>>) -> PyResult<Self> {
+        let config: ProducerConfig = serde_json::from_str(config_json)
+            .map_err(|e| raise(py, "ConfigError", e.to_string()))?;
+        let callback = on_reports.map(report_callback);
+        let producer = py
+            .detach(|| Producer::build(config, None, callback))
+            .map_err(|e| producer_error(py, e))?;
+        Ok(NativeProducer { producer })
+    }
+
+    /// Encodes and queues one record. `ticket` asks for the batch report to list it.
+    #[pyo3(signature = (contents, *, topic=None, source=None, time=None, shard_key=None, project=None, logstore=None, ticket=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &self,
+        py: Python<'_>,
+        contents: &Bound<'_, PyAny>,
+        topic: Option<&str>,
+        source: Option<&str>,
+        time: Option<&Bound<'_, PyAny>>,
+        shard_key: Option<&str>,
+        project: Option<&str>,
+        logstore: Option<&str>,
+        ticket: Option<u64>,
+    ) -> PyResult<()> {
+        let (secs, nanos) = split_time(py, time)?;
+        let opts = SendOptions {
+            time: secs,
+            time_ns: nanos,
+            topic,
+            source,
+            shard_key,
+            project,
+            logstore,
+        };
+        let track = ticket.map_or(Track::None, Track::Ticket);
+        send_record(py, &self.producer, &opts, track, contents)
+    }
+
+    /// `send` bound to this producer as a plain function: the per-record path (see
+    /// [`send_one`]); it takes the same arguments as `send`.
+    fn sender(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        // SAFETY: a static method definition; the new function holds a reference to `slf`.
+        unsafe {
+            let function = pyo3::ffi::PyCFunction_NewEx(
+                std::ptr::addr_of!(SEND_ONE.0).cast_mut(),
+                slf.as_ptr(),
+                std::ptr::null_mut(),
+            );
+            Py::from_owned_ptr_or_err(slf.py(), function)
+        }
+    }
+
+    /// Queues many records; returns how many were accepted before the first error (raised).
+    fn send_many(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut count = 0;
+        for record in records.try_iter()? {
+            let record = record?;
+            send_record(
+                py,
+                &self.producer,
+                &SendOptions::default(),
+                Track::None,
+                &record,
+            )?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Seals everything and waits up to `timeout` seconds (None: until done); returns the
+    /// records still pending. Releases the GIL; Ctrl-C interrupts it.
+    #[pyo3(signature = (timeout=None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
+        let producer = self.owned(py)?;
+        flush_until(py, producer, deadline_of(timeout))
+    }
+
+    /// Refuses new records, waits up to `timeout` seconds for delivery, abandons the rest;
+    /// returns (undelivered records, failed reports). Ctrl-C interrupts the wait.
+    #[pyo3(signature = (timeout=None))]
+    fn close(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+    ) -> PyResult<(u64, Vec<PyDeliveryReport>)> {
+        let producer = &self.producer;
+        if producer.is_inherited() {
+            return Ok((0, Vec::new()));
+        }
+        let deadline = deadline_of(timeout);
+        flush_until(py, producer, deadline)?;
+        // What is left of the timeout (a few seconds without one) lets the reporter thread
+        // pass on the last reports before close returns; pending records are already settled
+        // unless the deadline passed.
+        let remaining = deadline.map_or(Duration::from_secs(5), |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        let report = py.detach(|| producer.close(remaining));
+        Ok((
+            report.undelivered,
+            report.failed.into_iter().map(PyDeliveryReport).collect(),
+        ))
+    }
+
+    /// The counters, as JSON.
+    fn stats_json(&self) -> String {
+        serde_json::to_string(&self.producer.stats()).unwrap_or_else(|_| "null".into())
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.producer.is_closed()
+    }
+}

@@ -1,0 +1,266 @@
+//! Reading a Python record into the engine's encoder.
+//!
+//! A dict whose keys and values are all `str` (the usual record) is read straight from
+//! CPython, with no reference counting and no Python code run, and so is written in place into
+//! its batch under the engine's shard lock ([`Producer::try_send_in_place`]). Anything else
+//! (bytes, numbers, pairs, subclasses) goes through the engine's scratch path with no lock
+//! held, because reading such a value may run Python code (an iterator, an `int` subclass's
+//! `__str__`), which may release the GIL or log through the same producer.
+
+use loghose::producer::{LogEncoder, Producer, SendOptions, Track};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::errors::{producer_error, FillError};
+
+/// Queues one record: a dict of `str` is written straight into its batch; anything else (or a
+/// dict holding other values) goes through the engine's scratch path.
+pub(crate) fn send_record(
+    py: Python<'_>,
+    producer: &Producer,
+    opts: &SendOptions<'_>,
+    track: Track,
+    contents: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    if let Ok(dict) = contents.cast::<PyDict>() {
+        match producer.try_send_in_place(opts, track, |enc| put_dict_direct(enc, dict)) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {}
+            Err(e) => return Err(producer_error(py, e)),
+        }
+    }
+    producer
+        .send_with_scratch(opts, track, |enc| put_contents(enc, contents))
+        .map(drop)
+        .map_err(|e| match e {
+            loghose::producer::ScratchError::Producer(e) => producer_error(py, e),
+            loghose::producer::ScratchError::Fill(e) => e.into_py(py),
+        })
+}
+
+/// Writes one Python value as a field, or explains why it cannot be one.
+fn put_field(
+    enc: &mut LogEncoder<'_>,
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> Result<(), FillError> {
+    let key_bytes: &[u8] = if let Ok(k) = key.cast::<PyString>() {
+        k.to_str()?.as_bytes()
+    } else if let Ok(k) = key.cast::<PyBytes>() {
+        k.as_bytes()
+    } else {
+        let key_text = key.repr().map(|r| r.to_string()).unwrap_or_default();
+        return Err(PyTypeError::new_err(format!(
+            "field key {key_text} must be str or bytes, not {}",
+            type_name(key)
+        ))
+        .into());
+    };
+    if let Ok(v) = value.cast::<PyString>() {
+        return Ok(enc.field_bytes_utf8(key_bytes, v.to_str()?)?);
+    }
+    if let Ok(v) = value.cast::<PyBytes>() {
+        return Ok(enc.field_bytes(key_bytes, v.as_bytes())?);
+    }
+    let converted = if value.is_instance_of::<PyBool>() {
+        Some(if value.is_truthy().unwrap_or(false) {
+            "true".to_owned()
+        } else {
+            "false".to_owned()
+        })
+    } else if value.is_instance_of::<PyInt>() {
+        value.str().ok().map(|s| s.to_string())
+    } else if value.is_instance_of::<PyFloat>() {
+        value.repr().ok().map(|s| s.to_string())
+    } else {
+        None
+    };
+    match converted {
+        Some(text) => Ok(enc.field_bytes_utf8(key_bytes, &text)?),
+        None => Err(PyTypeError::new_err(format!(
+            "value of field {:?} must be str, bytes, int, float or bool, not {}",
+            String::from_utf8_lossy(key_bytes),
+            type_name(value)
+        ))
+        .into()),
+    }
+}
+
+pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The text of a `str` (or subclass) as UTF-8, borrowed from the object (CPython caches it);
+/// `None` for anything else. Runs no Python code.
+///
+/// # Safety
+/// `obj` must be a valid object pointer; the returned slice lives as long as the object.
+unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Result<&'a str, ()>> {
+    // SAFETY: `obj` is valid (caller); both calls only read it.
+    unsafe {
+        if pyo3::ffi::PyUnicode_Check(obj) == 0 {
+            return None;
+        }
+        if let Some(text) = compact_ascii(obj) {
+            return Some(Ok(text));
+        }
+        let mut size: pyo3::ffi::Py_ssize_t = 0;
+        let data = pyo3::ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+        if data.is_null() {
+            // A lone surrogate: not encodable; the Python error is left for the caller.
+            return Some(Err(()));
+        }
+        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+        // CPython's UTF-8 form of a str is valid UTF-8 by construction.
+        Some(Ok(std::str::from_utf8_unchecked(bytes)))
+    }
+}
+
+/// The text of a compact ASCII `str` (nearly every key and most values), read from the object
+/// itself: its characters follow the header and are their own UTF-8.
+///
+/// # Safety
+/// `obj` must be a valid `str`; the returned slice lives as long as the object.
+#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy, Py_3_14)))]
+#[inline(always)]
+unsafe fn compact_ascii<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
+    // SAFETY: `obj` is a str (caller), so it starts with a PyASCIIObject header; a compact
+    // ASCII str stores its `length` one-byte characters right after that header.
+    unsafe {
+        if pyo3::ffi::PyUnicode_IS_COMPACT_ASCII(obj) == 0 {
+            return None;
+        }
+        let data = obj.cast::<pyo3::ffi::PyASCIIObject>().add(1).cast::<u8>();
+        let bytes = std::slice::from_raw_parts(data, pyo3::ffi::PyUnicode_GET_LENGTH(obj) as usize);
+        Some(std::str::from_utf8_unchecked(bytes))
+    }
+}
+
+/// Where CPython's `str` layout is not available, every string goes through
+/// `PyUnicode_AsUTF8AndSize`.
+#[cfg(any(Py_LIMITED_API, PyPy, GraalPy, Py_3_14))]
+#[inline(always)]
+unsafe fn compact_ascii<'a>(_obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
+    None
+}
+
+/// Writes the fields of a dict. Keys and values that are both `str` are read straight from
+/// CPython; anything else takes [`put_field`]. A dict resized meanwhile (by a conversion's
+/// Python code) is an error, as in Python's own iteration.
+fn put_dict(enc: &mut LogEncoder<'_>, dict: &Bound<'_, PyDict>) -> Result<(), FillError> {
+    let py = dict.py();
+    let ptr = dict.as_ptr();
+    // SAFETY: `ptr` is a live dict (we hold `dict`); PyDict_Next hands out borrowed pointers,
+    // used only until the next step or turned into owned references before any Python code
+    // can run.
+    unsafe {
+        let size = pyo3::ffi::PyDict_Size(ptr);
+        let mut pos: pyo3::ffi::Py_ssize_t = 0;
+        let mut key: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        while pyo3::ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) != 0 {
+            if let (Some(Ok(k)), Some(Ok(v))) = (str_utf8(key), str_utf8(value)) {
+                enc.field_bytes_utf8(k.as_bytes(), v)?;
+                continue;
+            }
+            if !pyo3::ffi::PyErr_Occurred().is_null() {
+                pyo3::ffi::PyErr_Clear();
+            }
+            let k = Bound::from_borrowed_ptr(py, key);
+            let v = Bound::from_borrowed_ptr(py, value);
+            put_field(enc, &k, &v)?;
+            if pyo3::ffi::PyDict_Size(ptr) != size {
+                return Err(PyRuntimeError::new_err("dictionary changed size during send").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes a dict whose keys and values are all `str`, read straight from CPython; declines
+/// (`Ok(false)`) at the first other key or value. Runs no Python code, so it may run inside
+/// the engine's in-place add.
+fn put_dict_direct(
+    enc: &mut LogEncoder<'_>,
+    dict: &Bound<'_, PyDict>,
+) -> Result<bool, loghose::producer::RecordError> {
+    let ptr = dict.as_ptr();
+    // SAFETY: `ptr` is a live dict (we hold `dict`) and no Python code runs during the loop,
+    // so the borrowed pointers from PyDict_Next stay valid while they are used.
+    unsafe {
+        let mut pos: pyo3::ffi::Py_ssize_t = 0;
+        let mut key: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        while pyo3::ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) != 0 {
+            let Some(Ok(k)) = str_utf8(key) else {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            };
+            let Some(Ok(v)) = str_utf8(value) else {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            };
+            enc.field_bytes_utf8(k.as_bytes(), v)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Writes a dict, or any iterable of `(key, value)` pairs (tuples or two-item lists).
+fn put_contents(enc: &mut LogEncoder<'_>, contents: &Bound<'_, PyAny>) -> Result<(), FillError> {
+    if let Ok(dict) = contents.cast::<PyDict>() {
+        return put_dict(enc, dict);
+    }
+    let Ok(items) = contents.try_iter() else {
+        return Err(PyTypeError::new_err(format!(
+            "contents must be a dict or a sequence of (key, value) pairs, not {}",
+            type_name(contents)
+        ))
+        .into());
+    };
+    for item in items {
+        let item = item?;
+        let (key, value) = if let Some(t) = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2) {
+            (t.get_item(0)?, t.get_item(1)?)
+        } else if let Some(l) = item.cast::<PyList>().ok().filter(|l| l.len() == 2) {
+            (l.get_item(0)?, l.get_item(1)?)
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "each field must be a (key, value) pair, not {}",
+                type_name(&item)
+            ))
+            .into());
+        };
+        put_field(enc, &key, &value)?;
+    }
+    Ok(())
+}
+
+/// Splits a Python time (int or float seconds) into seconds and nanoseconds.
+pub(crate) fn split_time(
+    py: Python<'_>,
+    time: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Option<u32>, Option<u32>)> {
+    let Some(t) = time else {
+        return Ok((None, None));
+    };
+    if t.is_instance_of::<PyInt>() {
+        let secs: u32 = t
+            .extract()
+            .map_err(|_| PyTypeError::new_err("time must be unix seconds from 0 to 4294967295"))?;
+        return Ok((Some(secs), None));
+    }
+    let f: f64 = t.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "time must be int or float seconds, not {}",
+            type_name(t)
+        ))
+    })?;
+    let (secs, nanos) =
+        loghose::producer::split_unix_seconds(f).map_err(|e| producer_error(py, e.into()))?;
+    Ok((Some(secs), Some(nanos)))
+}

@@ -1,0 +1,93 @@
+//! `DeliveryReport`: a read-only view of one engine report, shared, not copied (the reporter
+//! thread wraps each report in one object per batch of reports it hands to Python).
+
+use std::sync::Arc;
+
+use loghose::producer::DeliveryReport;
+use pyo3::prelude::*;
+
+/// The final report of one batch.
+#[pyclass(frozen, module = "loghose._native", name = "DeliveryReport")]
+pub(crate) struct PyDeliveryReport(pub(crate) Arc<DeliveryReport>);
+
+#[pymethods]
+impl PyDeliveryReport {
+    #[getter]
+    fn batch_id(&self) -> u64 {
+        self.0.batch_id
+    }
+    #[getter]
+    fn project(&self) -> &str {
+        &self.0.project
+    }
+    #[getter]
+    fn logstore(&self) -> &str {
+        &self.0.logstore
+    }
+    #[getter]
+    fn delivered(&self) -> bool {
+        self.0.is_delivered()
+    }
+    #[getter]
+    fn error_code(&self) -> Option<&str> {
+        self.0.error_code()
+    }
+    #[getter]
+    fn error_message(&self) -> Option<&str> {
+        self.0.error_message()
+    }
+    #[getter]
+    fn http_status(&self) -> Option<u16> {
+        self.0.http_status()
+    }
+    #[getter]
+    fn attempts(&self) -> u32 {
+        self.0.attempts
+    }
+    #[getter]
+    fn request_id(&self) -> Option<&str> {
+        self.0.request_id.as_deref()
+    }
+    #[getter]
+    fn records(&self) -> u32 {
+        self.0.records
+    }
+    #[getter]
+    fn raw_bytes(&self) -> usize {
+        self.0.raw_bytes
+    }
+    #[getter]
+    fn compressed_bytes(&self) -> usize {
+        self.0.compressed_bytes
+    }
+    #[getter]
+    fn latency_ms(&self) -> f64 {
+        self.0.latency_ms()
+    }
+    #[getter]
+    fn pack_id(&self) -> &str {
+        &self.0.pack_id
+    }
+    #[getter]
+    fn tickets(&self) -> Vec<u64> {
+        self.0.tickets.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        let r = &self.0;
+        match r.error_code() {
+            None => format!(
+                "DeliveryReport(delivered, records={}, attempts={}, request_id={:?})",
+                r.records,
+                r.attempts,
+                r.request_id.as_deref().unwrap_or("")
+            ),
+            Some(code) => format!(
+                "DeliveryReport(failed {code}, records={}, attempts={}, message={:?})",
+                r.records,
+                r.attempts,
+                r.error_message().unwrap_or("")
+            ),
+        }
+    }
+}

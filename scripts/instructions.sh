@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions per S1 add, counted with callgrind (repeatable where seconds are not):
+# - rust: the engine's encode and add (core/examples/encode_cost.rs), whole process, run with N
+#   adds and with 0; the difference over N is the marginal cost of one add.
+# - python, node: the native call of each `send` (the binding and the engine's add, inclusive;
+#   not the interpreter building or passing the record), N sends of the scripts in
+#   scripts/cost/, counted only inside the native entry (`--toggle-collect`).
+# Needs valgrind, a release build of the example, the Python package installed in .venv and the
+# Node addon built (bash scripts/test.sh leaves all three).
+# Usage: bash scripts/instructions.sh [rust|python|node]...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=16000
+count() {
+  local out
+  out=$(mktemp)
+  valgrind --tool=callgrind --callgrind-out-file="$out" $TOGGLE "$@" >/dev/null 2>&1
+  awk '/^summary:/ {print $2}' "$out"
+  rm -f "$out"
+}
+TOGGLE=
+per_add() {
+  local label=$1; shift
+  local zero full
+  zero=$(count "$@" 0)
+  full=$(count "$@" "$N")
+  printf '%-28s %8d instructions per add (%d adds)\n' "$label" $(( (full - zero) / N )) "$N"
+}
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(rust python node)
+for t in "${targets[@]}"; do
+  case $t in
+    rust)
+      cargo build --quiet --release -p loghose --example encode_cost
+      per_add "rust encode" target/release/examples/encode_cost encode
+      per_add "rust add" target/release/examples/encode_cost add ;;
+    python) TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
+    node) TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
+    *) echo "unknown target $t (rust, python, node)" >&2; exit 2 ;;
+  esac
+done
