@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
-use loghose::scenarios::S1Workload;
-use loghose::wire::scan::KeyPolicy;
+use loghose::bench::S1Workload;
+use loghose::wire::keys::KeyPolicy;
 
 /// Adds per timed chunk: fewer than one batch holds, so no batch seals (and no send competes
 /// for the two cores) while the adds are timed.

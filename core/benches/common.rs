@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use loghose::scenarios::{s1_log, S1_TAGS, S1_TOPIC};
+use loghose::bench::{s1_log, S1_TAGS, S1_TOPIC};
 use loghose::wire::compress::Compression;
 use loghose::wire::proto::{Log, LogContent, LogGroup, LogTag};
 use loghose::wire::request::{self, Auth, PutLogsTarget, SignedRequest};

@@ -6,8 +6,9 @@ mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loghose::wire::compress::{self, Compression};
+use loghose::wire::keys::KeyPolicy;
 use loghose::wire::proto::LogGroup;
-use loghose::wire::scan::{self, KeyPolicy};
+use loghose::wire::scan;
 use loghose::wire::sign::Credentials;
 use prost::Message;
 

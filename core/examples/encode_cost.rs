@@ -2,8 +2,8 @@
 //! machine, unlike time): `encode` writes S1 logs with the encoder alone; `add` adds them to a
 //! producer whose batches never seal while it runs.
 use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
-use loghose::scenarios::S1Workload;
-use loghose::wire::scan::KeyPolicy;
+use loghose::bench::S1Workload;
+use loghose::wire::keys::KeyPolicy;
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "encode".into());

@@ -11,13 +11,14 @@
 //!    signatures, dates, digests, compression and contents), stores what it accepts, serves it
 //!    back through its own JSON API and the SLS read APIs, and injects faults on demand.
 //!
-//! 3. [`scenarios`] — the seed benchmark workloads, defined once for every harness.
-//!
-//! 4. [`producer`] — the engine: batching per destination, bounded memory, sending on a shared
+//! 3. [`producer`] — the engine: batching per destination, bounded memory, sending on a shared
 //!    runtime, retries by error class, delivery reports and per-record completions.
+//!
+//! [`bench`] holds the benchmark workloads (docs/scenarios.md) that the Rust benches, examples
+//! and the fronts' harnesses share; it is not part of the producer's API.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod emulator;
 pub mod producer;
-pub mod scenarios;
 pub mod wire;

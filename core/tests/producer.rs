@@ -12,7 +12,7 @@ use loghose::producer::{
     CredentialsProvider, DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError,
     RecordError, SendOptions, SignatureVersion, State, Track,
 };
-use loghose::wire::scan::KeyProblem;
+use loghose::wire::keys::KeyProblem;
 use loghose::wire::sign::Credentials;
 
 mod common;

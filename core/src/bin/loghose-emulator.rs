@@ -11,7 +11,7 @@ use loghose::emulator::{
     AccessKey, Emulator, EmulatorConfig, EmulatorTls, StsKey, DEFAULT_ACCESS_KEY_ID,
     DEFAULT_ACCESS_KEY_SECRET, DEFAULT_PROJECT,
 };
-use loghose::wire::scan::KeyPolicy;
+use loghose::wire::keys::KeyPolicy;
 
 /// A local server that accepts SLS PutLogs as the real service does.
 #[derive(Parser, Debug)]

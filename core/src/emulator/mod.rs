@@ -32,7 +32,7 @@ pub use faults::{Fault, FaultAction};
 pub use service::{Counters, Service};
 pub use store::{LogstoreTotals, StoredLog};
 
-use crate::wire::scan::KeyPolicy;
+use crate::wire::keys::KeyPolicy;
 use crate::wire::sign::Credentials;
 
 /// AccessKeyId the emulator accepts unless configured otherwise.

@@ -31,8 +31,8 @@ use super::lifecycle::Lifecycle;
 use super::report::{Completion, DeliveryReport};
 use super::routing::Destination;
 use super::Track;
+use crate::wire::keys::KeyPolicy;
 use crate::wire::proto::put_len_field;
-use crate::wire::scan::KeyPolicy;
 
 type CompletionSender = tokio::sync::oneshot::Sender<Arc<DeliveryReport>>;
 

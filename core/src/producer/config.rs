@@ -10,10 +10,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::wire::compress::Compression;
+use crate::wire::keys::KeyPolicy;
 use crate::wire::limits::{
-    MAX_LOGS_PER_GROUP, MAX_RAW_BODY_BYTES, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES,
+    MAX_KEY_BYTES, MAX_LOGS_PER_GROUP, MAX_NAME_BYTES, MAX_RAW_BODY_BYTES, MAX_SOURCE_BYTES,
+    MAX_TOPIC_BYTES,
 };
-use crate::wire::scan::KeyPolicy;
 
 /// Largest batch the producer builds: 8 MiB raw keeps every request under the service's 10 MB.
 pub const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
@@ -218,7 +219,7 @@ pub(crate) const NAME_RULE: &str = "must be 1 to 128 of [A-Za-z0-9_-]";
 /// Whether a project or logstore name is 1 to 128 of `[A-Za-z0-9_-]`.
 pub(crate) fn is_valid_name(value: &str) -> bool {
     !value.is_empty()
-        && value.len() <= 128
+        && value.len() <= MAX_NAME_BYTES
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -360,7 +361,7 @@ impl ProducerConfig {
             range("source", s.len() as u64, 0, MAX_SOURCE_BYTES as u64)?;
         }
         for (k, _) in &self.tags {
-            if k.is_empty() || k.len() > 128 || k == "__pack_id__" {
+            if k.is_empty() || k.len() > MAX_KEY_BYTES || k == "__pack_id__" {
                 return Err(ConfigError::Invalid {
                     key: "tags",
                     value: k.clone(),

@@ -7,8 +7,8 @@
 //! was, so one bad record never damages the others. Runs on the caller's thread, lock-free.
 
 use super::buffer::BatchBuf;
+use crate::wire::keys::{check_key, KeyPolicy, KeyProblem};
 use crate::wire::limits::MAX_VALUE_BYTES;
-use crate::wire::scan::{check_key, KeyPolicy, KeyProblem};
 
 /// A record the producer refuses, naming what is wrong; nothing else is affected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -10,6 +10,8 @@ pub const MAX_SENT_BODY_BYTES: usize = MAX_RAW_BODY_BYTES + 64 * 1024;
 pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 /// Longest key of one log field, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
+/// Longest project or logstore name loghose accepts, in bytes (names are `[A-Za-z0-9_-]`).
+pub const MAX_NAME_BYTES: usize = 128;
 /// Longest topic, in bytes.
 pub const MAX_TOPIC_BYTES: usize = 128;
 /// Longest source, in bytes.

@@ -1,0 +1,402 @@
+//! The emulator's request handler: one synchronous function from a complete request to a
+//! complete response, with no I/O, so the HTTP server, the benchmarks and the tests all drive
+//! exactly the same code.
+//!
+//! PutLogs goes through every check the service makes, in the service's order, and the first
+//! failure refuses the whole request: API version, Content-Type, Content-Length, the signature
+//! (v1, v4 or bearer, with STS tokens and ±15 min date skew), the project and logstore,
+//! `x-log-bodyrawsize`, Content-MD5, the compression type, decompression to exactly the
+//! declared size, then a zero-copy validation of the `LogGroup` (or `LogGroupList` in
+//! `batch_group` mode). Accepted groups are stored as they arrived (compressed), once valid.
+//! The SLS read APIs (ListShards, GetCursor, PullLogs) and the unauthenticated `/_emulator/`
+//! test API are served here too. Every answer carries a lowercase `x-log-requestid`.
+//!
+//! One file per part: [`auth`] (signatures, credentials, the request date), [`put_logs`],
+//! [`read`] (ListShards, GetCursor, PullLogs) and [`admin`] (`/_emulator/`).
+//!
+//! Runs on whichever thread calls it (the server's tokio workers); it never blocks except on
+//! the store's short mutex.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use hyper::http::{HeaderValue, Method, Request, Response, StatusCode};
+use parking_lot::Mutex;
+
+use super::error::ApiError;
+use super::faults::Faults;
+use super::store::{Missing, Store};
+use super::EmulatorConfig;
+use crate::wire::compress::CodecError;
+use crate::wire::scan::ScanError;
+use crate::wire::sign;
+
+mod admin;
+mod auth;
+mod put_logs;
+mod read;
+
+thread_local! {
+    /// Per server thread decompression area for validating PutLogs bodies (they are stored
+    /// compressed, so the decoded bytes are only needed while checking them).
+    static DECODE_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Exact running totals of what the emulator saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Counters {
+    /// Every request, of any kind.
+    pub requests: u64,
+    /// PutLogs requests, accepted or not.
+    pub put_requests: u64,
+    /// PutLogs requests accepted.
+    pub accepted_requests: u64,
+    /// Logs accepted.
+    pub logs: u64,
+    /// Log groups accepted.
+    pub log_groups: u64,
+    /// Uncompressed bytes accepted.
+    pub raw_bytes: u64,
+    /// Bytes accepted as sent (compressed).
+    pub compressed_bytes: u64,
+    /// Refused requests by errorCode (injected errors included).
+    pub rejected: BTreeMap<String, u64>,
+    /// Requests that met an injected fault.
+    pub faults_injected: u64,
+}
+
+#[derive(Default)]
+struct AtomicCounters {
+    requests: AtomicU64,
+    put_requests: AtomicU64,
+    accepted_requests: AtomicU64,
+    logs: AtomicU64,
+    log_groups: AtomicU64,
+    raw_bytes: AtomicU64,
+    compressed_bytes: AtomicU64,
+    rejected: Mutex<BTreeMap<String, u64>>,
+}
+
+struct Key {
+    secret: String,
+    token: Option<String>,
+}
+
+/// The request handler and everything it owns (store, faults, counters).
+pub struct Service {
+    config: EmulatorConfig,
+    keys: HashMap<String, Key>,
+    api_keys: HashSet<String>,
+    pub(crate) store: Store,
+    pub(crate) faults: Faults,
+    counters: AtomicCounters,
+    id_prefix: u32,
+    id_next: AtomicU64,
+}
+
+/// The parts of a request every check looks at, parsed once.
+struct Head<'a> {
+    method: &'a Method,
+    path: &'a str,
+    query: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    headers: Vec<(&'a str, &'a str)>,
+}
+
+impl Head<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        sign::header(&self.headers, name)
+    }
+
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_ref())
+    }
+}
+
+fn unix_now() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0)
+}
+
+fn json_response(value: &impl serde::Serialize) -> Response<Bytes> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut resp = Response::new(Bytes::from(body));
+    resp.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn missing(m: Missing, project: &str, logstore: &str) -> ApiError {
+    match m {
+        Missing::Project => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "ProjectNotExist",
+            format!("The Project does not exist : {project}"),
+        ),
+        Missing::Logstore => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "LogStoreNotExist",
+            format!("logstore {logstore} does not exist"),
+        ),
+    }
+}
+
+fn scan_error(e: ScanError) -> ApiError {
+    let code = if matches!(e, ScanError::InvalidKey { .. }) {
+        "InvalidKey"
+    } else {
+        "PostBodyInvalid"
+    };
+    ApiError::bad_request(code, e.to_string())
+}
+
+fn codec_error(e: CodecError) -> ApiError {
+    match e {
+        CodecError::UnknownType(t) => ApiError::bad_request(
+            "InvalidCompressType",
+            format!("compress type {t} is not supported"),
+        ),
+        CodecError::RawSizeTooLarge { .. } => {
+            ApiError::bad_request("PostBodyTooLarge", e.to_string())
+        }
+        other => ApiError::bad_request(
+            "PostBodyUncompressError",
+            format!("post body uncompressed fail: {other}"),
+        ),
+    }
+}
+
+impl Service {
+    /// A handler for `config`.
+    pub fn new(config: EmulatorConfig) -> Self {
+        let mut keys = HashMap::new();
+        for k in &config.access_keys {
+            keys.insert(
+                k.id.clone(),
+                Key {
+                    secret: k.secret.clone(),
+                    token: None,
+                },
+            );
+        }
+        for k in &config.sts_keys {
+            keys.insert(
+                k.id.clone(),
+                Key {
+                    secret: k.secret.clone(),
+                    token: Some(k.token.clone()),
+                },
+            );
+        }
+        let store = Store::new(
+            config.auto_create,
+            config.shard_count,
+            config.retention_bytes,
+        );
+        Service {
+            api_keys: config.api_keys.iter().cloned().collect(),
+            keys,
+            store,
+            faults: Faults::default(),
+            counters: AtomicCounters::default(),
+            id_prefix: fastrand::u32(..),
+            id_next: AtomicU64::new(1),
+            config,
+        }
+    }
+
+    /// The configuration it serves.
+    pub fn config(&self) -> &EmulatorConfig {
+        &self.config
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> Counters {
+        let c = &self.counters;
+        Counters {
+            requests: c.requests.load(Ordering::Relaxed),
+            put_requests: c.put_requests.load(Ordering::Relaxed),
+            accepted_requests: c.accepted_requests.load(Ordering::Relaxed),
+            logs: c.logs.load(Ordering::Relaxed),
+            log_groups: c.log_groups.load(Ordering::Relaxed),
+            raw_bytes: c.raw_bytes.load(Ordering::Relaxed),
+            compressed_bytes: c.compressed_bytes.load(Ordering::Relaxed),
+            rejected: c.rejected.lock().clone(),
+            faults_injected: self.faults.applied(),
+        }
+    }
+
+    /// Forgets every stored log, counter and fault.
+    pub fn reset(&self) {
+        self.store.reset();
+        self.faults.clear();
+        let c = &self.counters;
+        for a in [
+            &c.requests,
+            &c.put_requests,
+            &c.accepted_requests,
+            &c.logs,
+            &c.log_groups,
+            &c.raw_bytes,
+            &c.compressed_bytes,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+        c.rejected.lock().clear();
+    }
+
+    /// A fresh 24-hex-digit request id.
+    pub fn next_request_id(&self) -> String {
+        format!(
+            "{:08X}{:016X}",
+            self.id_prefix,
+            self.id_next.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Counts a PutLogs request answered by an injected fault (the handler never sees it).
+    pub(crate) fn count_faulted_put(&self) {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.put_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a refusal by code (used for injected errors too).
+    pub(crate) fn count_rejection(&self, code: &str) {
+        *self
+            .counters
+            .rejected
+            .lock()
+            .entry(code.to_owned())
+            .or_default() += 1;
+    }
+
+    /// An error response, counted.
+    pub(crate) fn error_response(&self, error: &ApiError) -> Response<Bytes> {
+        self.count_rejection(error.code);
+        let mut resp = Response::new(Bytes::from(error.body()));
+        *resp.status_mut() = error.status;
+        resp.headers_mut()
+            .insert("content-type", HeaderValue::from_static("application/json"));
+        resp
+    }
+
+    /// Stamps a request id on a response.
+    pub(crate) fn stamp(&self, resp: &mut Response<Bytes>) {
+        if let Ok(v) = HeaderValue::from_str(&self.next_request_id()) {
+            resp.headers_mut().insert("x-log-requestid", v);
+        }
+    }
+
+    /// The project a request addresses: the first label of its `Host`, or the default project
+    /// for IP addresses, `localhost`, single-label names, or when host projects are off.
+    pub fn project_of(&self, host: Option<&str>) -> String {
+        let default = || self.config.default_project.clone();
+        let Some(host) = host.map(str::trim) else {
+            return default();
+        };
+        if !self.config.project_from_host {
+            return default();
+        }
+        let name = if host.starts_with('[') {
+            return default();
+        } else {
+            host.rsplit_once(':')
+                .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(host, |(h, _)| h)
+        };
+        if name.parse::<IpAddr>().is_ok() || name.eq_ignore_ascii_case("localhost") {
+            return default();
+        }
+        match name.split_once('.') {
+            Some((label, _)) if !label.is_empty() => label.to_ascii_lowercase(),
+            _ => default(),
+        }
+    }
+
+    /// For a PutLogs request, the (project, logstore) it writes to; `None` for other requests.
+    pub fn put_logs_target<B>(&self, req: &Request<B>) -> Option<(String, String)> {
+        if req.method() != Method::POST {
+            return None;
+        }
+        let segments: Vec<&str> = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .collect();
+        let logstore = match segments.as_slice() {
+            ["logstores", ls] | ["logstores", ls, "shards", "lb" | "route"] => *ls,
+            _ => return None,
+        };
+        let host = req.headers().get("host").and_then(|v| v.to_str().ok());
+        Some((self.project_of(host), logstore.to_owned()))
+    }
+
+    /// Handles one complete request.
+    pub fn handle(&self, req: Request<Bytes>) -> Response<Bytes> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let mut resp = match self.route(&req) {
+            Ok(resp) => resp,
+            Err(error) => self.error_response(&error),
+        };
+        self.stamp(&mut resp);
+        resp
+    }
+
+    fn route(&self, req: &Request<Bytes>) -> Result<Response<Bytes>, ApiError> {
+        let path = req.uri().path();
+        let head = Head {
+            method: req.method(),
+            path,
+            query: req
+                .uri()
+                .query()
+                .map(|q| form_urlencoded::parse(q.as_bytes()).collect())
+                .unwrap_or_default(),
+            headers: req
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)))
+                .collect(),
+        };
+        if let Some(rest) = path.strip_prefix("/_emulator/") {
+            return self.admin(&head, rest, req.body());
+        }
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match (req.method(), segments.as_slice()) {
+            (&Method::POST, ["logstores", ls] | ["logstores", ls, "shards", "lb" | "route"]) => {
+                self.put_logs(&head, ls, req.body().clone())
+            }
+            (&Method::GET, ["logstores", ls, "shards"]) => self.list_shards(&head, ls),
+            (&Method::GET, ["logstores", ls, "shards", shard]) => {
+                let shard: u32 = shard.parse().map_err(|_| {
+                    ApiError::bad_request(
+                        "ParameterInvalid",
+                        format!("shard id {shard:?} is not a number"),
+                    )
+                })?;
+                match head.param("type") {
+                    Some("cursor") => self.get_cursor(&head, ls, shard),
+                    Some("log" | "logs") => self.pull_logs(&head, ls, shard),
+                    other => Err(ApiError::bad_request(
+                        "ParameterInvalid",
+                        format!("unsupported type {other:?}"),
+                    )),
+                }
+            }
+            _ => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                format!("the emulator does not serve {} {path}", req.method()),
+            )),
+        }
+    }
+}

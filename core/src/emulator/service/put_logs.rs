@@ -1,0 +1,142 @@
+//! PutLogs: every check the service makes, in its order, then the store. The first failure
+//! refuses the whole request; nothing of a refused request is stored.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use hyper::http::{Response, StatusCode};
+use md5::Digest as _;
+
+use super::{codec_error, missing, scan_error, unix_now, Head, Service, DECODE_SCRATCH};
+use crate::emulator::error::ApiError;
+use crate::emulator::store::{Placement, StoredGroup};
+use crate::wire::compress::{self, Compression};
+use crate::wire::hashkey;
+use crate::wire::limits::MAX_RAW_BODY_BYTES;
+use crate::wire::scan;
+
+impl Service {
+    pub(super) fn put_logs(
+        &self,
+        head: &Head<'_>,
+        logstore: &str,
+        body: Bytes,
+    ) -> Result<Response<Bytes>, ApiError> {
+        self.counters.put_requests.fetch_add(1, Ordering::Relaxed);
+        Self::check_api_version(head)?;
+        match head.header("content-type") {
+            None => {
+                return Err(ApiError::bad_request(
+                    "MissingContentType",
+                    "Content-Type is missing",
+                ))
+            }
+            Some(t) if !t.trim().eq_ignore_ascii_case("application/x-protobuf") => {
+                return Err(ApiError::bad_request(
+                    "InvalidContentType",
+                    format!("Content-Type {t} is not application/x-protobuf"),
+                ))
+            }
+            Some(_) => {}
+        }
+        if head.header("content-length").is_none() {
+            return Err(ApiError::new(
+                StatusCode::LENGTH_REQUIRED,
+                "MissingContentLength",
+                "Content-Length is missing",
+            ));
+        }
+        self.authenticate(head, &body)?;
+        let project = self.project_of(head.header("host"));
+        self.store
+            .ensure(&project, logstore, unix_now())
+            .map_err(|m| missing(m, &project, logstore))?;
+
+        let raw_size: usize = match head.header("x-log-bodyrawsize") {
+            None => {
+                return Err(ApiError::bad_request(
+                    "MissingBodyRawSize",
+                    "x-log-bodyrawsize is missing",
+                ))
+            }
+            Some(v) => v.trim().parse().map_err(|_| {
+                ApiError::bad_request(
+                    "InvalidBodyRawSize",
+                    format!("x-log-bodyrawsize {v:?} is not a number"),
+                )
+            })?,
+        };
+        if raw_size > MAX_RAW_BODY_BYTES {
+            return Err(ApiError::bad_request(
+                "PostBodyTooLarge",
+                format!("body raw size {raw_size} exceeds the limit of {MAX_RAW_BODY_BYTES} bytes"),
+            ));
+        }
+        if let Some(md5) = head.header("content-md5") {
+            let actual = md5::Md5::digest(&body);
+            if !hex::decode(md5.trim()).is_ok_and(|sent| sent.as_slice() == actual.as_slice()) {
+                return Err(ApiError::bad_request(
+                    "InvalidContentMD5",
+                    format!("Content-MD5 {md5} does not match the body"),
+                ));
+            }
+        }
+        let codec =
+            Compression::from_header(head.header("x-log-compresstype")).map_err(codec_error)?;
+        let hash_key = head.param("key").or_else(|| head.header("x-log-hashkey"));
+        let placement = match hash_key {
+            None => Placement::LoadBalance,
+            Some(k) => Placement::HashKey(hashkey::parse(k.trim()).ok_or_else(|| {
+                ApiError::bad_request(
+                    "ParameterInvalid",
+                    format!("hash key {k:?} is not 1 to 32 hex digits"),
+                )
+            })?),
+        };
+        let groups = DECODE_SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let raw = compress::decompress_into(codec, &body, raw_size, &mut scratch)
+                .map_err(codec_error)?;
+            let received = unix_now();
+            let policy = self.config.key_policy;
+            if head.header("x-log-mode") == Some("batch_group") {
+                // Each group of the list is kept on its own, so these are kept uncompressed.
+                let raw = Bytes::copy_from_slice(raw);
+                Ok(scan::scan_log_group_list(&raw, policy)
+                    .map_err(scan_error)?
+                    .into_iter()
+                    .map(|(range, summary)| StoredGroup {
+                        raw_size: range.len(),
+                        body: raw.slice(range),
+                        codec: Compression::None,
+                        received,
+                        logs: summary.logs,
+                    })
+                    .collect::<Vec<_>>())
+            } else {
+                let summary = scan::scan_log_group(raw, policy).map_err(scan_error)?;
+                Ok(vec![StoredGroup {
+                    body: body.clone(),
+                    codec,
+                    raw_size,
+                    received,
+                    logs: summary.logs,
+                }])
+            }
+        })?;
+        let logs: u64 = groups.iter().map(|g| u64::from(g.logs)).sum();
+        let group_count = groups.len() as u64;
+        self.store
+            .append(&project, logstore, placement, groups)
+            .map_err(|m| missing(m, &project, logstore))?;
+
+        let c = &self.counters;
+        c.accepted_requests.fetch_add(1, Ordering::Relaxed);
+        c.logs.fetch_add(logs, Ordering::Relaxed);
+        c.log_groups.fetch_add(group_count, Ordering::Relaxed);
+        c.raw_bytes.fetch_add(raw_size as u64, Ordering::Relaxed);
+        c.compressed_bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
+        Ok(Response::new(Bytes::new()))
+    }
+}
