@@ -10,9 +10,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use loghose::bench::S1Workload;
 use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
-use loghose::bench::S1Workload;
 use loghose::wire::keys::KeyPolicy;
 
 /// Adds per timed chunk: fewer than one batch holds, so no batch seals (and no send competes

@@ -1,8 +1,8 @@
 //! Instruction counts of the add path, for `valgrind --tool=callgrind` (repeatable on a noisy
 //! machine, unlike time): `encode` writes S1 logs with the encoder alone; `add` adds them to a
 //! producer whose batches never seal while it runs.
-use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
 use loghose::bench::S1Workload;
+use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
 use loghose::wire::keys::KeyPolicy;
 
 fn main() {

@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
+use loghose::bench::{S1Workload, S1_TAGS, S1_TOPIC};
 use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{Producer, ProducerConfig};
-use loghose::bench::{S1Workload, S1_TAGS, S1_TOPIC};
 use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
 use loghose::wire::request::{self, Auth};

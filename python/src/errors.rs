@@ -1,8 +1,8 @@
-//! Engine errors as `loghose.errors` classes: each [`ErrorKind`] has one class, so the fronts'
-//! hierarchy follows the engine's kinds rather than strings.
+//! Engine errors as `loghose.errors` classes: each engine `ErrorKind` has one class (named by
+//! the engine, the same in every front).
 
 use loghose::emulator::EmbeddedError;
-use loghose::producer::{ErrorKind, ProducerError, RecordError};
+use loghose::producer::{ProducerError, RecordError};
 use pyo3::prelude::*;
 
 /// Raises the exception class `name` of `loghose.errors` with `message`.
@@ -17,28 +17,12 @@ pub(crate) fn raise(py: Python<'_>, name: &str, message: String) -> PyErr {
     }
 }
 
-/// The `loghose.errors` class of an engine error kind.
-fn class_of(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Config => "ConfigError",
-        ErrorKind::InvalidRecord => "InvalidRecordError",
-        ErrorKind::BufferFull => "BufferFullError",
-        ErrorKind::Closed => "ProducerClosedError",
-        _ => "LoghoseError",
-    }
-}
-
 pub(crate) fn producer_error(py: Python<'_>, e: ProducerError) -> PyErr {
-    raise(py, class_of(e.kind()), e.to_string())
+    raise(py, e.kind().class_name(), e.to_string())
 }
 
 pub(crate) fn emulator_error(py: Python<'_>, e: EmbeddedError) -> PyErr {
-    let class = if e.is_config() {
-        "ConfigError"
-    } else {
-        "LoghoseError"
-    };
-    raise(py, class, e.to_string())
+    raise(py, e.kind().class_name(), e.to_string())
 }
 
 /// Why a record could not be read: a field the engine refuses, or a Python error (a value of

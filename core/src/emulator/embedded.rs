@@ -10,6 +10,7 @@
 use std::sync::Mutex;
 
 use super::{Emulator, EmulatorConfig, EmulatorError, Fault};
+use crate::producer::ErrorKind;
 
 /// Why an embedded emulator call failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,16 @@ impl EmbeddedError {
     /// emulator.
     pub fn is_config(&self) -> bool {
         matches!(self, EmbeddedError::Config { .. })
+    }
+
+    /// The error's class, as the producer's errors have one: `Config` for bad input, `Engine`
+    /// otherwise.
+    pub fn kind(&self) -> ErrorKind {
+        if self.is_config() {
+            ErrorKind::Config
+        } else {
+            ErrorKind::Engine
+        }
     }
 }
 

@@ -127,6 +127,25 @@ fn shard_hint() -> usize {
     })
 }
 
+/// The open batch of `dest` as an `Option` slot: the shard's default one, or a keyed one taken
+/// out of the map into `keyed` (the caller puts it back). Both kinds of batch are then worked
+/// on the same way; borrowing the two fields apart leaves the shard's counters free.
+#[inline(always)]
+fn slot_of<'s>(
+    default_batch: &'s mut Option<OpenBatch>,
+    batches: &mut HashMap<Arc<Destination>, OpenBatch>,
+    dest: &Option<Arc<Destination>>,
+    keyed: &'s mut Option<OpenBatch>,
+) -> &'s mut Option<OpenBatch> {
+    match dest {
+        None => default_batch,
+        Some(d) => {
+            *keyed = batches.remove(d);
+            keyed
+        }
+    }
+}
+
 impl Accumulator {
     pub(crate) fn new(
         config: &ProducerConfig,
@@ -179,13 +198,12 @@ impl Accumulator {
         let mut guard = self.shards[shard_index].lock();
         let shard = &mut *guard;
         let mut keyed: Option<OpenBatch> = None;
-        let slot: &mut Option<OpenBatch> = match dest {
-            None => &mut shard.default_batch,
-            Some(d) => {
-                keyed = shard.batches.remove(d);
-                &mut keyed
-            }
-        };
+        let slot = slot_of(
+            &mut shard.default_batch,
+            &mut shard.batches,
+            dest,
+            &mut keyed,
+        );
         let mut after = AfterAdd {
             shard: shard_index,
             deadline: None,
@@ -271,16 +289,13 @@ impl Accumulator {
         };
         let shard = &mut *guard;
         shard.accepted += 1;
-        // Both kinds of batch are worked on in an Option slot; a keyed batch is taken out of
-        // the map and put back below.
         let mut keyed: Option<OpenBatch> = None;
-        let slot: &mut Option<OpenBatch> = match dest {
-            None => &mut shard.default_batch,
-            Some(d) => {
-                keyed = shard.batches.remove(d);
-                &mut keyed
-            }
-        };
+        let slot = slot_of(
+            &mut shard.default_batch,
+            &mut shard.batches,
+            dest,
+            &mut keyed,
+        );
         if slot.as_ref().is_some_and(|b| b.buf.len() + n > max_bytes) {
             if let Some(full) = slot.take() {
                 after.sealed.push(self.seal(full));

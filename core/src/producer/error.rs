@@ -69,6 +69,20 @@ pub enum ErrorKind {
     Engine,
 }
 
+impl ErrorKind {
+    /// The name of the exception class every front raises for this kind: loghose's error
+    /// hierarchy is the same in Python and Node (`LoghoseError` and its subclasses).
+    pub fn class_name(self) -> &'static str {
+        match self {
+            ErrorKind::Config => "ConfigError",
+            ErrorKind::InvalidRecord => "InvalidRecordError",
+            ErrorKind::BufferFull => "BufferFullError",
+            ErrorKind::Closed => "ProducerClosedError",
+            ErrorKind::Engine => "LoghoseError",
+        }
+    }
+}
+
 impl ProducerError {
     /// The class of this error.
     pub fn kind(&self) -> ErrorKind {

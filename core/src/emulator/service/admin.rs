@@ -48,22 +48,12 @@ impl Service {
                 Ok(json_response(&serde_json::json!({ "ok": true })))
             }
             (&Method::GET, "totals") => {
-                let project = head
-                    .param("project")
-                    .map_or_else(|| self.config.default_project.clone(), str::to_owned);
-                let logstore = head.param("logstore").ok_or_else(|| {
-                    ApiError::bad_request("ParameterInvalid", "logstore is missing")
-                })?;
+                let (project, logstore) = self.admin_target(head)?;
                 let totals = self.store.totals(&project, logstore).unwrap_or_default();
                 Ok(json_response(&totals))
             }
             (&Method::GET, "logs") => {
-                let project = head
-                    .param("project")
-                    .map_or_else(|| self.config.default_project.clone(), str::to_owned);
-                let logstore = head.param("logstore").ok_or_else(|| {
-                    ApiError::bad_request("ParameterInvalid", "logstore is missing")
-                })?;
+                let (project, logstore) = self.admin_target(head)?;
                 let totals = self
                     .store
                     .totals(&project, logstore)
@@ -79,5 +69,16 @@ impl Service {
                 format!("no emulator API {} /_emulator/{rest}", head.method),
             )),
         }
+    }
+
+    /// The `project` (default: the default project) and `logstore` parameters of an admin read.
+    fn admin_target<'h>(&self, head: &'h Head<'_>) -> Result<(String, &'h str), ApiError> {
+        let project = head
+            .param("project")
+            .map_or_else(|| self.config.default_project.clone(), str::to_owned);
+        let logstore = head
+            .param("logstore")
+            .ok_or_else(|| ApiError::bad_request("ParameterInvalid", "logstore is missing"))?;
+        Ok((project, logstore))
     }
 }
