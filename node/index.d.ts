@@ -106,6 +106,13 @@ export declare class Producer extends EventEmitter {
   static fromPreset(preset: 'server' | 'pi', options: ProducerOptions): Producer
   send(contents: Contents, opts?: SendOptions): void
   sendAsync(contents: Contents, opts?: SendOptions): Promise<DeliveryReport>
+  /**
+   * Queues every record, or none of them; returns how many were queued. All or nothing: every
+   * record is checked before any is queued, so a caller who retries a failed call sends
+   * nothing twice. A record that cannot be sent throws (`TypeError` or `InvalidRecordError`,
+   * its message starting `record N:`); a buffer without room for all of them throws
+   * `BufferFullError`. Either way nothing is queued, and the refused records are counted.
+   */
   sendMany(records: Iterable<Contents>): number
   flush(timeoutMs?: number): Promise<number>
   close(options?: { timeoutMs?: number }): Promise<{ undelivered: number; failed: DeliveryReport[] }>

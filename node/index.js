@@ -36,6 +36,13 @@ function translate(err) {
   return new Cls(match[2], { code: match[1] })
 }
 
+/** `err` again with "record N: " before its message. */
+function withIndex(err, index) {
+  const again = new err.constructor(`record ${index}: ${err.message}`, err.code ? { code: err.code } : undefined)
+  again.cause = err
+  return again
+}
+
 function deliveryError(report) {
   return new DeliveryError(`${report.code}: ${report.message}`, {
     code: report.code,
@@ -48,10 +55,32 @@ function deliveryError(report) {
 
 const DECODER = new TextDecoder('utf-8', { fatal: true })
 
+const TWO_TO_64 = 2 ** 64
+
+/** Whether JSON carries a number as every front writes it: a safe integer (its digits), or a
+ * float the engine formats as Python's repr. Not: the four JSON cannot carry, and integers
+ * past 2^53, whose JSON text is rounded. */
+function plainNumber(value) {
+  if (Number.isSafeInteger(value)) return !Object.is(value, -0)
+  return Number.isFinite(value) && !(Number.isInteger(value) && Math.abs(value) < TWO_TO_64)
+}
+
+/** A number as every front writes it: integers below 2^64 as their exact digits, floats as
+ * Python's repr (the engine formats finite ones). */
+function numberValue(value) {
+  if (plainNumber(value)) return value
+  if (Number.isNaN(value)) return 'nan'
+  if (value === Infinity) return 'inf'
+  if (value === -Infinity) return '-inf'
+  if (Object.is(value, -0)) return '-0.0'
+  return BigInt(value).toString()
+}
+
 function convertValue(key, value) {
   switch (typeof value) {
-    case 'string':
     case 'number':
+      return numberValue(value)
+    case 'string':
     case 'boolean':
       return value
     case 'bigint':
@@ -66,12 +95,19 @@ function convertValue(key, value) {
       throw new InvalidRecordError(`value of field "${key}" is not valid UTF-8`, { code: 'InvalidRecordError' })
     }
   }
-  throw new TypeError(`value of field "${key}" must be a string, Buffer, number or boolean, not ${value === null ? 'null' : typeof value}`)
+  throw new TypeError(`value of field "${key}" must be a string, Buffer, number, bigint or boolean, not ${typeName(value)}`)
+}
+
+function typeName(value) {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'array'
+  if (typeof value === 'object' && value.constructor && value.constructor.name) return value.constructor.name
+  return typeof value
 }
 
 function plain(value) {
   const t = typeof value
-  return t === 'string' || (t === 'number' && Number.isFinite(value)) || t === 'boolean'
+  return t === 'string' || (t === 'number' && plainNumber(value)) || t === 'boolean'
 }
 
 /** The record as JSON for the addon, which encodes it in order and checks every field. Lone
@@ -124,7 +160,8 @@ function fieldText(value) {
     case 'boolean':
       return value ? 'true' : 'false'
     case 'number':
-      return Number.isSafeInteger(value) ? String(value) : null
+      // Other numbers go as JSON, where the engine writes them as every front does.
+      return Number.isSafeInteger(value) && !Object.is(value, -0) ? String(value) : null
     default:
       return null
   }
@@ -165,6 +202,23 @@ function framedFields(contents, lengths) {
   }
   framedCount = n >> 1
   return n === 0 ? null : text
+}
+
+const STRING_OPTIONS = ['topic', 'source', 'shardKey', 'project', 'logstore']
+
+/** Per-send options of the wrong type are a TypeError naming the option and the type given. */
+function checkSendOptions(opts) {
+  if (opts === null || typeof opts !== 'object') throw new TypeError(`send options must be an object, not ${typeName(opts)}`)
+  for (const name of STRING_OPTIONS) {
+    const value = opts[name]
+    if (value !== undefined && value !== null && typeof value !== 'string') {
+      throw new TypeError(`option ${name} must be a string, not ${typeName(value)}`)
+    }
+  }
+  const time = opts.time
+  if (time !== undefined && time !== null && typeof time !== 'number') {
+    throw new TypeError(`option time must be a number of unix seconds, not ${typeName(time)}`)
+  }
 }
 
 /** The options a preset sets, camelCase; the engine holds the values. */
@@ -246,16 +300,32 @@ class Producer extends EventEmitter {
     })
   }
 
+  /** Queues every record or none of them; returns how many were queued. All or nothing: every
+   * record is checked before any is queued, so retrying a failed call sends nothing twice. */
   sendMany(records) {
-    let count = 0
+    const parts = []
+    let index = 0
     for (const record of records) {
-      this._send(record, undefined, undefined)
-      count += 1
+      try {
+        parts.push(recordJson(record))
+      } catch (err) {
+        throw withIndex(err, index)
+      }
+      index += 1
     }
+    if (parts.length === 0) return 0
+    let count
+    try {
+      count = this._native.sendManyJson(`[${parts.join(',')}]`)
+    } catch (err) {
+      throw translate(err)
+    }
+    if (this._keepAlive === null) this._startKeepAlive()
     return count
   }
 
   _send(contents, opts, ticket) {
+    if (opts !== undefined) checkSendOptions(opts)
     if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object' && !this._framing) {
       // Reading the record may run its getters; one that sends through this producer while
       // this record's lengths are being written takes the JSON path instead.

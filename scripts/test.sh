@@ -27,6 +27,15 @@ step "cargo test (core: wire layer, emulator, integration; the Node addon's pure
 cargo test -p loghose
 cargo test -p loghose-node
 
+step "cargo check of the engine for Windows (no fork, no Unix signals: the cfg fences hold)"
+if rustup target add x86_64-pc-windows-gnu >/dev/null 2>&1 &&
+  { command -v x86_64-w64-mingw32-gcc >/dev/null ||
+    { apt-get update -qq && apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null; }; }; then
+  cargo check --quiet -p loghose --target x86_64-pc-windows-gnu
+else
+  echo "skipped: the Windows standard library or the mingw-w64 C compiler could not be installed here"
+fi
+
 step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
 cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
 

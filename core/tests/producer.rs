@@ -1280,3 +1280,71 @@ fn many_producers_share_the_engines_threads() {
     drop(producers);
     drop(warm);
 }
+
+#[test]
+fn a_record_set_is_queued_whole_or_not_at_all() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        logstore: "sets".into(),
+        batch_max_bytes: 4096,
+        ..config(&emu)
+    })
+    .unwrap();
+    // A set spanning several batches arrives whole (batches may arrive in any order).
+    let mut set = p.record_set();
+    let value = "v".repeat(500);
+    for i in 0..20u64 {
+        set.push(&SendOptions::default(), |enc| {
+            enc.field_str("id", &i.to_string())?;
+            enc.field_str("v", &value)
+        })
+        .map_err(|e: RecordError| e)
+        .unwrap();
+    }
+    // A record whose fill fails leaves the set as it was.
+    let bad = set.push(&SendOptions::default(), |enc| {
+        enc.field_str("id", "bad")?;
+        enc.field_bytes(b"k", b"\xff")
+    });
+    assert!(matches!(bad, Err(RecordError::ValueNotUtf8 { .. })));
+    assert_eq!(set.len(), 20);
+    assert_eq!(p.send_all(&set, &SendOptions::default()).unwrap(), 20);
+    assert_eq!(p.flush(WAIT), 0);
+    let mut got = ids(&emu, "sets");
+    got.sort_unstable();
+    assert_eq!(got, (0..20).collect::<Vec<u64>>());
+    assert!(emu.totals("proj", "sets").unwrap().groups >= 3);
+    assert_eq!(p.stats().invalid, 1);
+
+    // No room for the whole set: none of it is queued, all of it counted as dropped.
+    let small = Producer::new(ProducerConfig {
+        logstore: "small".into(),
+        buffer_max_bytes: 4096,
+        batch_max_bytes: 4096,
+        ..config(&emu)
+    })
+    .unwrap();
+    let mut big = small.record_set();
+    for i in 0..10u64 {
+        big.push(&SendOptions::default(), |enc| {
+            enc.field_str("id", &i.to_string())?;
+            enc.field_str("v", &value)
+        })
+        .map_err(|e: RecordError| e)
+        .unwrap();
+    }
+    assert!(matches!(
+        small.send_all(&big, &SendOptions::default()),
+        Err(ProducerError::BufferFull { .. })
+    ));
+    assert_eq!(small.stats().dropped, 10);
+    assert_eq!(small.stats().accepted, 0);
+    // A closed producer refuses the whole set the same way.
+    small.close(WAIT);
+    assert!(matches!(
+        small.send_all(&big, &SendOptions::default()),
+        Err(ProducerError::Closed)
+    ));
+    assert_eq!(small.stats().dropped, 20);
+    assert!(emu.totals("proj", "small").is_none());
+}

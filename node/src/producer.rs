@@ -22,7 +22,7 @@ use napi_derive::napi;
 
 use crate::errors::{fail, producer_error};
 use crate::fields;
-use crate::record::send_json;
+use crate::record::{send_json, send_many_json};
 
 /// The producer, shared with the environment's cleanup hook (which takes it at exit).
 type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
@@ -49,8 +49,8 @@ impl NativeProducer {
     /// delivery reports.
     #[napi(constructor)]
     pub fn new(env: Env, config_json: String, on_reports: Function<String, ()>) -> Result<Self> {
-        let config: ProducerConfig =
-            serde_json::from_str(&config_json).map_err(|e| fail("ConfigError", e))?;
+        let config =
+            ProducerConfig::from_json(&config_json).map_err(|e| producer_error(e.into()))?;
         let tsfn = on_reports
             .build_threadsafe_function::<String>()
             .weak::<true>()
@@ -122,6 +122,12 @@ impl NativeProducer {
         };
         let track = ticket.map_or(Track::None, |t| Track::Ticket(t as u64));
         send_json(&*self.get()?, &record_json, &opts, track)
+    }
+
+    /// Queues every record of a JSON array, or none; resolves how many were queued.
+    #[napi]
+    pub fn send_many_json(&self, records_json: String) -> Result<u32> {
+        send_many_json(&*self.get()?, &records_json).map(|n| n as u32)
     }
 
     /// Records accepted and not yet at a final outcome.

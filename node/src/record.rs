@@ -3,7 +3,9 @@
 //! building JavaScript or Rust maps. Values may be strings, numbers or booleans (converted as
 //! `String()` would); anything else is a `TypeError` naming the key.
 
-use loghose::producer::{LogEncoder, Producer, RecordError, ScratchError, SendOptions, Track};
+use loghose::producer::{
+    LogEncoder, Producer, RecordError, RecordSet, ScratchError, SendOptions, Track,
+};
 use napi::Result;
 
 use crate::errors::{fail, producer_error};
@@ -68,7 +70,8 @@ impl<'de> serde::Deserialize<'de> for Scalar<'de> {
                 Ok(Scalar::Converted(v.to_string()))
             }
             fn visit_f64<E>(self, v: f64) -> std::result::Result<Scalar<'de>, E> {
-                Ok(Scalar::Converted(v.to_string()))
+                // Written as every front writes a float (Python's repr).
+                Ok(Scalar::Converted(loghose::producer::text::float_text(v)))
             }
             fn visit_unit<E>(self) -> std::result::Result<Scalar<'de>, E> {
                 Ok(Scalar::Refused("null"))
@@ -187,4 +190,31 @@ pub(crate) fn send_json(
         Err(ScratchError::Fill(JsonRecordError::Record(e))) => Err(producer_error(e.into())),
         Err(ScratchError::Fill(JsonRecordError::Type(message))) => Err(fail("TypeError", message)),
     }
+}
+
+/// Queues every record of a JSON array, or none of them (see [`Producer::send_all`]): each is
+/// encoded first; the first that cannot be is refused with its index, and nothing is queued.
+pub(crate) fn send_many_json(producer: &Producer, json: &str) -> Result<usize> {
+    producer.ensure_owned().map_err(producer_error)?;
+    let records: Vec<&serde_json::value::RawValue> = serde_json::from_str(json)
+        .map_err(|e| fail("TypeError", format!("records must be an array: {e}")))?;
+    let mut set: RecordSet<'_> = producer.record_set();
+    for (index, record) in records.iter().enumerate() {
+        set.push(&SendOptions::default(), |enc| {
+            encode_json(enc, record.get())
+        })
+        .map_err(|e| match e {
+            JsonRecordError::Record(e) => {
+                let e = producer_error(e.into());
+                let (class, message) = e.reason.split_once('|').unwrap_or(("", &e.reason));
+                fail(class, format!("record {index}: {message}"))
+            }
+            JsonRecordError::Type(message) => {
+                fail("TypeError", format!("record {index}: {message}"))
+            }
+        })?;
+    }
+    producer
+        .send_all(&set, &SendOptions::default())
+        .map_err(producer_error)
 }

@@ -99,7 +99,14 @@ class Producer:
                           project=project, logstore=logstore)
 
     def send_many(self, records: Iterable[Contents]) -> int:
-        """Queues many records with one call; returns how many were queued."""
+        """Queues every record, or none of them; returns how many were queued.
+
+        All or nothing: every record is read and checked before any is queued, so a caller
+        who retries a failed call sends nothing twice. A record that cannot be sent raises
+        (``TypeError`` or :class:`InvalidRecordError`, its message starting ``record N:``);
+        a buffer without room for all of them raises :class:`BufferFullError`. In both cases
+        nothing is queued, and the refused records are counted (``invalid`` or ``dropped``).
+        """
         return self._native.send_many(records)
 
     def send_future(self, contents: Contents, **options: Any) -> concurrent.futures.Future:
@@ -301,7 +308,9 @@ def _after_fork_in_child() -> None:
     _live.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# Only where the platform forks (not on Windows).
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 __all__ = [
     "AsyncProducer",

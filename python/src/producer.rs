@@ -18,8 +18,8 @@ use loghose::producer::{
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::errors::{producer_error, raise};
-use crate::record::{send_record, split_time};
+use crate::errors::producer_error;
+use crate::record::{self, send_record, split_time};
 use crate::report::PyDeliveryReport;
 
 fn deadline_of(timeout: Option<f64>) -> Option<Instant> {
@@ -149,8 +149,8 @@ impl NativeProducer {
     #[new]
     #[pyo3(signature = (config_json, on_reports=None))]
     fn new(py: Python<'_>, config_json: &str, on_reports: Option<Py<PyAny>>) -> PyResult<Self> {
-        let config: ProducerConfig = serde_json::from_str(config_json)
-            .map_err(|e| raise(py, "ConfigError", e.to_string()))?;
+        let config =
+            ProducerConfig::from_json(config_json).map_err(|e| producer_error(py, e.into()))?;
         let callback = on_reports.map(report_callback);
         let producer = py
             .detach(|| Producer::build(config, None, callback))
@@ -201,21 +201,10 @@ impl NativeProducer {
         }
     }
 
-    /// Queues many records; returns how many were accepted before the first error (raised).
+    /// Queues every record of `records` or none of them; returns how many were queued. A
+    /// record that cannot be sent raises (naming its index) before anything is queued.
     fn send_many(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let mut count = 0;
-        for record in records.try_iter()? {
-            let record = record?;
-            send_record(
-                py,
-                &self.producer,
-                &SendOptions::default(),
-                Track::None,
-                &record,
-            )?;
-            count += 1;
-        }
-        Ok(count)
+        record::send_many(py, &self.producer, records)
     }
 
     /// Seals everything and waits up to `timeout` seconds (None: until done); returns the

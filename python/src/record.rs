@@ -7,7 +7,9 @@
 //! held, because reading such a value may run Python code (an iterator, an `int` subclass's
 //! `__str__`), which may release the GIL or log through the same producer.
 
-use loghose::producer::{LogEncoder, Producer, SendOptions, Track};
+use std::borrow::Cow;
+
+use loghose::producer::{LogEncoder, Producer, RecordSet, SendOptions, Track};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -39,14 +41,39 @@ pub(crate) fn send_record(
         })
 }
 
+/// The text of a `str`: borrowed when it is valid UTF-8; with each lone surrogate (which UTF-8
+/// cannot hold) replaced by U+FFFD otherwise, as the Node front stores them.
+fn str_text<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, str>> {
+    if let Ok(text) = s.to_str() {
+        return Ok(Cow::Borrowed(text));
+    }
+    // SAFETY: `s` is a live str; PyUnicode_AsUCS4Copy returns a NUL-terminated copy of its
+    // code points (or null with an exception set), which is freed here.
+    unsafe {
+        let length = pyo3::ffi::PyUnicode_GetLength(s.as_ptr());
+        let points = pyo3::ffi::PyUnicode_AsUCS4Copy(s.as_ptr());
+        if points.is_null() {
+            return Err(PyErr::fetch(s.py()));
+        }
+        let text = std::slice::from_raw_parts(points, length.max(0) as usize)
+            .iter()
+            .map(|&c| char::from_u32(c).unwrap_or('\u{FFFD}'))
+            .collect::<String>();
+        pyo3::ffi::PyMem_Free(points.cast());
+        Ok(Cow::Owned(text))
+    }
+}
+
 /// Writes one Python value as a field, or explains why it cannot be one.
 fn put_field(
     enc: &mut LogEncoder<'_>,
     key: &Bound<'_, PyAny>,
     value: &Bound<'_, PyAny>,
 ) -> Result<(), FillError> {
+    let key_text;
     let key_bytes: &[u8] = if let Ok(k) = key.cast::<PyString>() {
-        k.to_str()?.as_bytes()
+        key_text = str_text(k)?;
+        key_text.as_bytes()
     } else if let Ok(k) = key.cast::<PyBytes>() {
         k.as_bytes()
     } else {
@@ -58,7 +85,7 @@ fn put_field(
         .into());
     };
     if let Ok(v) = value.cast::<PyString>() {
-        return Ok(enc.field_bytes_utf8(key_bytes, v.to_str()?)?);
+        return Ok(enc.field_bytes_utf8(key_bytes, &str_text(v)?)?);
     }
     if let Ok(v) = value.cast::<PyBytes>() {
         return Ok(enc.field_bytes(key_bytes, v.as_bytes())?);
@@ -211,7 +238,10 @@ fn put_dict_direct(
 }
 
 /// Writes a dict, or any iterable of `(key, value)` pairs (tuples or two-item lists).
-fn put_contents(enc: &mut LogEncoder<'_>, contents: &Bound<'_, PyAny>) -> Result<(), FillError> {
+pub(crate) fn put_contents(
+    enc: &mut LogEncoder<'_>,
+    contents: &Bound<'_, PyAny>,
+) -> Result<(), FillError> {
     if let Ok(dict) = contents.cast::<PyDict>() {
         return put_dict(enc, dict);
     }
@@ -238,6 +268,39 @@ fn put_contents(enc: &mut LogEncoder<'_>, contents: &Bound<'_, PyAny>) -> Result
         put_field(enc, &key, &value)?;
     }
     Ok(())
+}
+
+/// Queues every record of `records` or none (see [`Producer::send_all`]): all are read and
+/// encoded first; the first that cannot be raises, naming its index, and nothing is queued.
+pub(crate) fn send_many(
+    py: Python<'_>,
+    producer: &Producer,
+    records: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    producer.ensure_owned().map_err(|e| producer_error(py, e))?;
+    let mut set: RecordSet<'_> = producer.record_set();
+    for (index, record) in records.try_iter()?.enumerate() {
+        let record = record?;
+        set.push(&SendOptions::default(), |enc| put_contents(enc, &record))
+            .map_err(|e| at_index(py, index, e.into_py(py)))?;
+    }
+    producer
+        .send_all(&set, &SendOptions::default())
+        .map_err(|e| producer_error(py, e))
+}
+
+/// `error` raised again as the same class with "record {index}: " before its message, the
+/// original as its cause.
+fn at_index(py: Python<'_>, index: usize, error: PyErr) -> PyErr {
+    let message = format!("record {index}: {}", error.value(py));
+    match error.get_type(py).call1((message,)) {
+        Ok(instance) => {
+            let again = PyErr::from_value(instance);
+            again.set_cause(py, Some(error));
+            again
+        }
+        Err(_) => error,
+    }
 }
 
 /// Splits a Python time (int or float seconds) into seconds and nanoseconds.

@@ -134,23 +134,33 @@ fn main() -> std::process::ExitCode {
         eprintln!("loghose-emulator: cannot wait for signals");
         return std::process::ExitCode::FAILURE;
     };
-    signals.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {},
-                    _ = term.recv() => {},
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    });
+    signals.block_on(wait_for_stop());
     emulator.shutdown();
     std::process::ExitCode::SUCCESS
+}
+
+/// Until SIGINT or SIGTERM (Ctrl-C where there are no Unix signals).
+#[cfg(unix)]
+async fn wait_for_stop() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {},
+                _ = term.recv() => {},
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// Until Ctrl-C.
+#[cfg(not(unix))]
+async fn wait_for_stop() {
+    let _ = tokio::signal::ctrl_c().await;
 }

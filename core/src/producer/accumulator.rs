@@ -262,23 +262,26 @@ impl Accumulator {
         }
     }
 
-    /// Appends an encoded record to its batch: the path of records that could not be written
-    /// in place (no room in the batch, or no room in the budget without waiting). Waits for
-    /// room up to `max_block_ms` with no lock held.
-    pub(crate) fn append(
+    /// Appends encoded records (`total` bytes in all) to their batch: the path of records that
+    /// could not be written in place (no room in the batch, or no room in the budget without
+    /// waiting), and of record sets queued all together. The bytes of all of them are reserved
+    /// first, waiting for room up to `max_block_ms` with no lock held; then all are appended,
+    /// sealing batches as they fill, so either every record is accepted or none is. Returns
+    /// the last record's completion.
+    pub(crate) fn append<'l>(
         &self,
         budget: &Budget,
         lifecycle: &Lifecycle,
-        log: &[u8],
+        logs: impl IntoIterator<Item = &'l [u8]>,
+        total: usize,
         dest: &Option<Arc<Destination>>,
         track: Track,
     ) -> Result<(Option<Completion>, AfterAdd), ProducerError> {
-        let n = log.len();
         let shard_index = shard_hint() % self.shards.len();
         let mut guard = self.shards[shard_index].lock();
-        if !budget.reserve_now(&mut guard.credit, n) {
+        if !budget.reserve_now(&mut guard.credit, total) {
             drop(guard);
-            budget.reserve(n, lifecycle)?;
+            budget.reserve(total, lifecycle)?;
             guard = self.shards[shard_index].lock();
         }
         let max_bytes = self.batch_max_bytes;
@@ -288,7 +291,6 @@ impl Accumulator {
             sealed: Vec::new(),
         };
         let shard = &mut *guard;
-        shard.accepted += 1;
         let mut keyed: Option<OpenBatch> = None;
         let slot = slot_of(
             &mut shard.default_batch,
@@ -296,14 +298,24 @@ impl Accumulator {
             dest,
             &mut keyed,
         );
-        if slot.as_ref().is_some_and(|b| b.buf.len() + n > max_bytes) {
-            if let Some(full) = slot.take() {
-                after.sealed.push(self.seal(full));
+        let mut completion = None;
+        let mut count = 0;
+        for log in logs {
+            count += 1;
+            if slot
+                .as_ref()
+                .is_some_and(|b| b.buf.len() + log.len() > max_bytes)
+            {
+                if let Some(full) = slot.take() {
+                    after.sealed.push(self.seal(full));
+                }
             }
+            let batch =
+                slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
+            batch.buf.extend_from_slice(log);
+            completion = self.commit_record(slot, track, &mut after);
         }
-        let batch = slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
-        batch.buf.extend_from_slice(log);
-        let completion = self.commit_record(slot, track, &mut after);
+        shard.accepted += count;
         if let (Some(d), Some(open)) = (dest, keyed.take()) {
             shard.batches.insert(d.clone(), open);
         }

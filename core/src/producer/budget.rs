@@ -23,8 +23,8 @@
 //! Runs on the callers' threads (reserve, take) and the I/O threads (release, recycle); only
 //! `reserve` with `max_block_ms > 0` blocks.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -207,6 +207,9 @@ impl Budget {
 fn release_free_memory(at_rest: bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
+        use std::sync::atomic::AtomicU64;
+        use std::time::SystemTime;
+
         static LAST_TRIM_MS: AtomicU64 = AtomicU64::new(0);
         let now_ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)

@@ -195,6 +195,14 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+    /// An option given with the wrong type or an unknown name (from [`ProducerConfig::from_json`]).
+    #[error("`{key}`: {message}")]
+    Parse {
+        /// The option (empty when the JSON itself is malformed).
+        key: String,
+        /// What is wrong; never the value of a secret.
+        message: String,
+    },
     /// A preset name that does not exist.
     #[error("unknown preset {0:?} (expected \"server\" or \"pi\")")]
     UnknownPreset(String),
@@ -212,6 +220,14 @@ fn range(key: &'static str, value: u64, min: u64, max: u64) -> Result<(), Config
         })
     }
 }
+
+/// Options whose values error messages never show.
+const SECRET_OPTIONS: [&str; 4] = [
+    "access_key_id",
+    "access_key_secret",
+    "security_token",
+    "api_key",
+];
 
 /// The rule project and logstore names follow, as error messages state it.
 pub(crate) const NAME_RULE: &str = "must be 1 to 128 of [A-Za-z0-9_-]";
@@ -279,6 +295,31 @@ impl ProducerConfig {
             }),
             other => Err(ConfigError::UnknownPreset(other.into())),
         }
+    }
+
+    /// Parses a configuration given as JSON with the engine's option names (what the Python and
+    /// Node fronts pass), then validates it. A wrong type or an unknown name is an error naming
+    /// the option; the value of a secret (`access_key_id`, `access_key_secret`,
+    /// `security_token`, `api_key`) never appears in the message.
+    pub fn from_json(json: &str) -> Result<ProducerConfig, ConfigError> {
+        let mut de = serde_json::Deserializer::from_str(json);
+        let config: ProducerConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let key = e.path().to_string();
+            let key = if key == "." { String::new() } else { key };
+            let error = e.into_inner();
+            let message = if SECRET_OPTIONS.iter().any(|s| key.starts_with(s)) {
+                "must be a string (the value given is not shown)".to_owned()
+            } else {
+                let text = error.to_string();
+                // The option is named; where in the JSON it was is noise to the caller.
+                match text.rfind(" at line ") {
+                    Some(at) => text[..at].to_owned(),
+                    None => text,
+                }
+            };
+            ConfigError::Parse { key, message }
+        })?;
+        Ok(config)
     }
 
     /// The preset names [`preset`](ProducerConfig::preset) knows.
@@ -459,6 +500,26 @@ mod tests {
             access_key_secret: "s".into(),
             ..ProducerConfig::new("http://127.0.0.1:1", "p", "l")
         }
+    }
+
+    #[test]
+    fn json_errors_name_the_option_and_never_show_a_secret() {
+        let err = ProducerConfig::from_json(r#"{"linger_ms": "10"}"#).unwrap_err();
+        assert!(matches!(&err, ConfigError::Parse { key, .. } if key == "linger_ms"));
+        assert!(!err.to_string().contains("line 1"), "{err}");
+        let err = ProducerConfig::from_json(r#"{"lingr_ms": 10}"#).unwrap_err();
+        assert!(err.to_string().contains("lingr_ms"), "{err}");
+        for secret in SECRET_OPTIONS {
+            let json = format!(r#"{{"{secret}": 987654321}}"#);
+            let err = ProducerConfig::from_json(&json).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains(secret) && !text.contains("987654321"),
+                "{text}"
+            );
+        }
+        let ok = ProducerConfig::from_json(r#"{"project": "p", "linger_ms": 5}"#).unwrap();
+        assert_eq!((ok.project.as_str(), ok.linger_ms), ("p", 5));
     }
 
     #[test]

@@ -101,6 +101,13 @@ impl Delivery {
     /// Delivers `batch` to a final outcome and settles it.
     pub(crate) async fn deliver(self: Arc<Self>, mut batch: SealedBatch) {
         self.ledger.in_flight.fetch_add(1, Ordering::Relaxed);
+        if self.lifecycle.state() >= State::Aborted {
+            // Sealed by a close whose timeout has passed: nothing to compress or send.
+            self.budget.recycle(std::mem::take(&mut batch.raw));
+            let failure = Failure::closed("closed before the batch could be sent".into(), None);
+            self.settle(batch, Err(failure), 0, None, 0);
+            return;
+        }
         let codec = self.policy.compression;
         let compressed = COMPRESS_AREA
             .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -39,7 +39,9 @@ static ENGINE: Mutex<Option<(u32, &'static Engine)>> = Mutex::new(None);
 /// in the child.
 pub fn process_id() -> u32 {
     static CACHED_PID: AtomicU32 = AtomicU32::new(0);
-    static REGISTER: Once = Once::new();
+    #[cfg(unix)]
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    #[cfg(unix)]
     extern "C" fn forget_pid_in_child() {
         CACHED_PID.store(0, Ordering::Relaxed);
     }
@@ -47,6 +49,8 @@ pub fn process_id() -> u32 {
     if cached != 0 {
         return cached;
     }
+    // Only Unix has fork; elsewhere the cached id never goes stale.
+    #[cfg(unix)]
     REGISTER.call_once(|| {
         // SAFETY: registers a handler that only stores to an atomic, which is
         // async-signal-safe and valid in a freshly forked child.

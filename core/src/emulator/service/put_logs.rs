@@ -59,12 +59,19 @@ impl Service {
                     "x-log-bodyrawsize is missing",
                 ))
             }
-            Some(v) => v.trim().parse().map_err(|_| {
-                ApiError::bad_request(
-                    "InvalidBodyRawSize",
-                    format!("x-log-bodyrawsize {v:?} is not a number"),
-                )
-            })?,
+            // Decimal digits only: Rust's parse would also take a sign (`+22`).
+            Some(v) => v
+                .trim()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| v.trim().parse().ok())
+                .flatten()
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "InvalidBodyRawSize",
+                        format!("x-log-bodyrawsize {v:?} is not a number"),
+                    )
+                })?,
         };
         if raw_size > MAX_RAW_BODY_BYTES {
             return Err(ApiError::bad_request(
