@@ -358,6 +358,10 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
     resign(&mut r, &auth);
     cases.push(("rawsize not a number", r, 400, "InvalidBodyRawSize"));
     let mut r = good();
+    set_header(&mut r, "x-log-bodyrawsize", &format!("+{}", raw.len()));
+    resign(&mut r, &auth);
+    cases.push(("rawsize with a sign", r, 400, "InvalidBodyRawSize"));
+    let mut r = good();
     set_header(&mut r, "x-log-bodyrawsize", "20000000");
     resign(&mut r, &auth);
     cases.push(("rawsize over the limit", r, 400, "PostBodyTooLarge"));
