@@ -485,8 +485,13 @@ class Emulator {
     this._native.reset()
   }
 
+  /** Creates a logstore of 1 to 100 shards (ConfigError outside that, as the service refuses). */
   createLogstore(project, logstore, shards) {
-    this._native.createLogstore(project, logstore, shards)
+    try {
+      this._native.createLogstore(project, logstore, shards)
+    } catch (err) {
+      throw translate(err)
+    }
   }
 
   close() {

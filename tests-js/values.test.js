@@ -96,4 +96,10 @@ describe('values, sendMany and option errors', () => {
   test('a config type error names the option', () => {
     expect(() => new lh.Producer({ ...emu.producerOptions(), lingerMs: '10' })).toThrow(/linger_ms/)
   })
+
+  test.each([0, 101, 4294967295])('the emulator refuses %d shards as the service would', (shards) => {
+    expect(() => emu.createLogstore('p', 'huge', shards)).toThrow(lh.ConfigError)
+    expect(emu.totals('p', 'huge')).toBeNull()
+    expect(() => new lh.Emulator({ shardCount: shards })).toThrow(/shard_count/)
+  })
 })

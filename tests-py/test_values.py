@@ -89,3 +89,12 @@ def test_a_config_error_never_shows_a_secret(emu, option):
 def test_a_config_type_error_names_the_option(emu):
     with pytest.raises(loghose.ConfigError, match="linger_ms"):
         loghose.Producer(**emu.producer_options(), linger_ms="10")
+
+
+@pytest.mark.parametrize("shards", [0, 101, 4294967295])
+def test_the_emulator_refuses_a_shard_count_the_service_would(emu, shards):
+    with pytest.raises(loghose.ConfigError, match="1 to 100"):
+        emu.create_logstore("p", "huge", shards)
+    assert emu.totals("p", "huge") is None
+    with pytest.raises(loghose.ConfigError, match="shard_count"):
+        loghose.Emulator(shard_count=shards)

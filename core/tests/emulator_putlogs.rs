@@ -499,13 +499,13 @@ async fn without_auto_create_unknown_projects_and_logstores_are_404() {
         (reply.status, reply.error_code().as_str()),
         (404, "ProjectNotExist")
     );
-    emu.create_logstore("proj", "other", None);
+    emu.create_logstore("proj", "other", None).unwrap();
     let reply = put(&client, &emu, HOST, "ls", &g, Compression::Lz4).await;
     assert_eq!(
         (reply.status, reply.error_code().as_str()),
         (404, "LogStoreNotExist")
     );
-    emu.create_logstore("proj", "ls", Some(4));
+    emu.create_logstore("proj", "ls", Some(4)).unwrap();
     assert_eq!(
         put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
             .await

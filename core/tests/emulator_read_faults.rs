@@ -635,3 +635,153 @@ async fn pull_logs_answers_with_fewer_groups_rather_than_an_oversized_body() {
     assert!(pages.len() >= 2, "{pages:?}");
     assert_eq!(pages.iter().sum::<usize>(), 7);
 }
+
+#[tokio::test]
+async fn admin_inputs_are_bounded_and_admin_reads_leave_the_counters_alone() {
+    let emu = Emulator::start_default().unwrap();
+    let client = client();
+    let base = emu.endpoint();
+    // A shard count the service refuses is a 400 in the service's shape, with nothing
+    // allocated; the server goes on answering.
+    for shards in [0u64, 101, 100_000_000, 4_294_967_295] {
+        let body = serde_json::json!({"project": "proj", "logstore": "huge", "shards": shards});
+        let resp = client
+            .post(format!("{base}/_emulator/logstores"))
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{shards}");
+        let error: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(error["errorCode"], "ParameterInvalid");
+        assert!(
+            error["errorMessage"].as_str().unwrap().contains("1 to 100"),
+            "{error}"
+        );
+    }
+    assert!(emu.totals("proj", "huge").is_none());
+    assert!(emu.create_logstore("proj", "huge", Some(u32::MAX)).is_err());
+    emu.create_logstore("proj", "hundred", Some(100)).unwrap();
+    assert_eq!(
+        put(
+            &client,
+            &emu,
+            HOST,
+            "ls",
+            &sample_group(2),
+            Compression::Lz4
+        )
+        .await
+        .status,
+        200
+    );
+    let before = emu.counters();
+    // Admin reads, found or not, are not the service's traffic.
+    for path in [
+        "logs?project=proj&logstore=missing",
+        "totals?project=proj",
+        "counters",
+        "health",
+        "nothing-here",
+    ] {
+        client
+            .get(format!("{base}/_emulator/{path}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    assert_eq!(emu.counters(), before);
+}
+
+/// Reads until the server closes the connection (or `limit` passes); what it sent.
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, limit: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt as _;
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(limit, stream.read_to_end(&mut got)).await;
+    read.ok()
+        .map(|_| String::from_utf8_lossy(&got).into_owned())
+}
+
+#[tokio::test]
+async fn stalled_oversized_and_surplus_connections_are_bounded() {
+    use tokio::io::AsyncWriteExt as _;
+    let emu = Emulator::start(EmulatorConfig {
+        header_read_timeout_ms: 300,
+        body_idle_timeout_ms: 300,
+        max_connections: 4,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let client = client();
+    let group = sample_group(1);
+    let valid = || put(&client, &emu, HOST, "ls", &group, Compression::Lz4);
+
+    // Half a request head: closed once the header timeout passes.
+    let mut half = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+    half.write_all(b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: proj.127")
+        .await
+        .unwrap();
+    assert_eq!(
+        valid().await.status,
+        200,
+        "served while a head is half sent"
+    );
+    assert!(
+        read_until_closed(&mut half, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "a half-sent head is closed"
+    );
+
+    // A declared body over the limit: 413 before a byte of it is sent.
+    let mut huge = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+    huge.write_all(
+        b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let answer = read_until_closed(&mut huge, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("PostBodyTooLarge"), "{answer}");
+
+    // A body that stops arriving: dropped once the idle timeout passes.
+    let mut stalled = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+    stalled
+        .write_all(
+            b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Length: 1000\r\n\r\n0123456789",
+        )
+        .await
+        .unwrap();
+    assert!(read_until_closed(&mut stalled, Duration::from_secs(5))
+        .await
+        .is_some());
+
+    // More connections than the limit: the surplus one is refused at once, the rest served.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut c = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+        c.write_all(b"GET /_emulator/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        held.push(c);
+    }
+    let mut surplus = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+    let refused = read_until_closed(&mut surplus, Duration::from_secs(5))
+        .await
+        .expect("refused and closed");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("ServerBusy"), "{refused}");
+    drop(held);
+    // Their slots come back: a valid request is served again.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = valid().await;
+        if reply.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still refused: {}", reply.status);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

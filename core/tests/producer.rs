@@ -740,7 +740,7 @@ fn final_errors_are_reported_once_and_not_retried() {
             ..
         }
     ));
-    emu.create_logstore("proj", "store", None);
+    emu.create_logstore("proj", "store", None).unwrap();
     emu.inject(Fault::error(400, "ParameterInvalid", 1));
     let p = Producer::new(ProducerConfig {
         linger_ms: 0,

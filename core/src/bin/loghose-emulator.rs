@@ -60,6 +60,15 @@ struct Args {
     /// Private key (PEM file) of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
+    /// Milliseconds a connection may take to send a whole request head.
+    #[arg(long, default_value_t = 20_000)]
+    header_read_timeout_ms: u64,
+    /// Milliseconds a request body may go without sending anything.
+    #[arg(long, default_value_t = 10_000)]
+    body_idle_timeout_ms: u64,
+    /// Connections served at once; more are answered 503 and closed.
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
 }
 
 fn main() -> std::process::ExitCode {
@@ -105,7 +114,7 @@ fn main() -> std::process::ExitCode {
         api_keys: args.api_keys,
         default_project: args.default_project,
         auto_create: !args.no_auto_create,
-        shard_count: args.shards.max(1),
+        shard_count: args.shards,
         retention_bytes: args.retention_mib.saturating_mul(1024 * 1024),
         key_policy: if args.strict_keys {
             KeyPolicy::Strict
@@ -113,6 +122,9 @@ fn main() -> std::process::ExitCode {
             KeyPolicy::Service
         },
         worker_threads: args.threads.max(1),
+        header_read_timeout_ms: args.header_read_timeout_ms,
+        body_idle_timeout_ms: args.body_idle_timeout_ms,
+        max_connections: args.max_connections,
         ..EmulatorConfig::default()
     };
     let emulator = match Emulator::start(config) {

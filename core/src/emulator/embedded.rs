@@ -27,6 +27,9 @@ pub enum EmbeddedError {
     /// The emulator could not start.
     #[error(transparent)]
     Start(#[from] EmulatorError),
+    /// The emulator refused the call as the service would (a shard count out of range).
+    #[error("{}: {}", .0.code, .0.message)]
+    Refused(super::ApiError),
     /// The emulator was closed.
     #[error("the emulator is stopped")]
     Stopped,
@@ -36,7 +39,12 @@ impl EmbeddedError {
     /// Whether the caller's input was at fault (a configuration error) rather than the
     /// emulator.
     pub fn is_config(&self) -> bool {
-        matches!(self, EmbeddedError::Config { .. })
+        matches!(
+            self,
+            EmbeddedError::Config { .. }
+                | EmbeddedError::Refused(_)
+                | EmbeddedError::Start(EmulatorError::Config { .. })
+        )
     }
 
     /// The error's class, as the producer's errors have one: `Config` for bad input, `Engine`
@@ -144,7 +152,8 @@ impl EmbeddedEmulator {
         logstore: &str,
         shards: Option<u32>,
     ) -> Result<(), EmbeddedError> {
-        self.with(|e| e.create_logstore(project, logstore, shards))
+        self.with(|e| e.create_logstore(project, logstore, shards))?
+            .map_err(EmbeddedError::Refused)
     }
 
     /// Stops serving and waits for the server's threads. Idempotent.
@@ -177,6 +186,12 @@ mod tests {
         assert_eq!(emu.logs_json("p", "l").unwrap(), "[]");
         assert_eq!(emu.totals_json("p", "l").unwrap(), "null");
         emu.create_logstore("p", "l", Some(2)).unwrap();
+        for shards in [0, 101, u32::MAX] {
+            let refused = emu.create_logstore("p", "huge", Some(shards)).unwrap_err();
+            assert!(refused.is_config(), "{refused}");
+            assert!(refused.to_string().contains("1 to 100"), "{refused}");
+        }
+        assert_eq!(emu.totals_json("p", "huge").unwrap(), "null");
         assert!(emu.totals_json("p", "l").unwrap().starts_with('{'));
         let bad = emu.inject_json(r#"{"kind":"nope"}"#).unwrap_err();
         assert!(
@@ -190,6 +205,13 @@ mod tests {
         emu.close();
         emu.close();
         assert!(matches!(emu.counters_json(), Err(EmbeddedError::Stopped)));
+    }
+
+    #[test]
+    fn a_shard_count_the_service_refuses_is_a_config_error() {
+        let e = EmbeddedEmulator::start_json(r#"{"shard_count": 4294967295}"#).unwrap_err();
+        assert!(e.is_config());
+        assert!(e.to_string().contains("shard_count"), "{e}");
     }
 
     #[test]

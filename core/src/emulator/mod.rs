@@ -102,6 +102,15 @@ pub struct EmulatorConfig {
     pub worker_threads: usize,
     /// Serve HTTPS with this certificate instead of HTTP. Default none.
     pub tls: Option<EmulatorTls>,
+    /// A connection that has not sent a whole request head this many milliseconds after it
+    /// began one is closed. Default 20 000.
+    pub header_read_timeout_ms: u64,
+    /// A request body that sends nothing for this many milliseconds is abandoned and its
+    /// connection closed (what it held is freed). Default 10 000.
+    pub body_idle_timeout_ms: u64,
+    /// Connections served at once; one more is answered 503 and closed at once, so stalled
+    /// clients cannot starve the rest. Default 512 (below the usual limit of 1 024 open files).
+    pub max_connections: usize,
 }
 
 /// A certificate chain and key, PEM, for serving HTTPS.
@@ -164,6 +173,9 @@ impl Default for EmulatorConfig {
             clock_offset_secs: 0,
             worker_threads: 2,
             tls: None,
+            header_read_timeout_ms: 20_000,
+            body_idle_timeout_ms: 10_000,
+            max_connections: 512,
         }
     }
 }
@@ -178,6 +190,14 @@ pub enum EmulatorError {
     /// The TLS certificate or key could not be used.
     #[error("cannot serve HTTPS: {0}")]
     Tls(String),
+    /// A configuration value outside what the service allows.
+    #[error("`{key}` is invalid: {reason}")]
+    Config {
+        /// The option.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -210,6 +230,10 @@ impl std::fmt::Debug for Emulator {
 impl Emulator {
     /// Starts an emulator with `config` on a runtime of its own; returns once it is listening.
     pub fn start(config: EmulatorConfig) -> Result<Emulator, EmulatorError> {
+        store::check_shard_count(config.shard_count).map_err(|e| EmulatorError::Config {
+            key: "shard_count",
+            reason: e.message,
+        })?;
         let acceptor = config.tls.as_ref().map(tls_acceptor).transpose()?;
         let https = acceptor.is_some();
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -232,12 +256,17 @@ impl Emulator {
         let addr = listener
             .local_addr()
             .map_err(|source| EmulatorError::Bind { addr, source })?;
+        let limits = server::Limits {
+            header_read_timeout: Duration::from_millis(config.header_read_timeout_ms.max(1)),
+            body_idle_timeout: Duration::from_millis(config.body_idle_timeout_ms.max(1)),
+            max_connections: config.max_connections,
+        };
         let service = Arc::new(Service::new(config));
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let svc = service.clone();
         runtime.spawn(async move {
-            server::accept_loop(listener, svc, stop_rx, acceptor).await;
+            server::accept_loop(listener, svc, stop_rx, acceptor, limits).await;
             let _ = done_tx.send(());
         });
         Ok(Emulator {
@@ -308,12 +337,18 @@ impl Emulator {
         self.service.faults.clear();
     }
 
-    /// Creates a logstore (needed when auto-create is off); `shards` defaults to the config's.
-    pub fn create_logstore(&self, project: &str, logstore: &str, shards: Option<u32>) {
+    /// Creates a logstore (needed when auto-create is off); `shards` defaults to the config's
+    /// and is 1 to 100, as the service allows (otherwise a `ParameterInvalid` refusal).
+    pub fn create_logstore(
+        &self,
+        project: &str,
+        logstore: &str,
+        shards: Option<u32>,
+    ) -> Result<(), ApiError> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as u32);
-        self.service.store.create(project, logstore, shards, now);
+        self.service.store.create(project, logstore, shards, now)
     }
 
     /// Forgets every stored log, counter and fault.

@@ -2,8 +2,14 @@
 //!
 //! Each connection is a task; a request body is read whole (capped at
 //! [`MAX_SENT_BODY_BYTES`](crate::wire::limits::MAX_SENT_BODY_BYTES), above which the request
-//! is refused with 413 and the connection closed), then handed to the synchronous
-//! [`Service`]. Injected faults are applied here, before the service sees the request: an error
+//! is refused with 413 and the connection closed; a declared `Content-Length` over it is
+//! refused before a byte of the body is read), then handed to the synchronous [`Service`].
+//!
+//! Hostile or broken clients are bounded: a request head must arrive within
+//! `header_read_timeout_ms`, a body must keep sending (`body_idle_timeout_ms` between chunks),
+//! and at most `max_connections` are served at once — one more is answered 503 and closed, so
+//! stalled connections cannot starve valid requests. What a dropped connection held is freed
+//! with it. Injected faults are applied here, before the service sees the request: an error
 //! answer, added latency, a dropped connection, or a hang. Requests in absolute form (as sent
 //! to an HTTP proxy) are served like any other, so clients can reach the emulator through
 //! their proxy setting under any host name.
@@ -29,18 +35,86 @@ use super::faults::FaultAction;
 use super::service::Service;
 use crate::wire::limits::MAX_SENT_BODY_BYTES;
 
-/// Why a connection is dropped without an answer.
+/// Why a connection is dropped without an answer: an injected fault, or a client that went
+/// away or stalled mid-body.
 #[derive(Debug, thiserror::Error)]
-#[error("connection dropped by an injected fault")]
+#[error("connection dropped")]
 struct InjectedReset;
+
+/// The connection limits, from the emulator's configuration.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) body_idle_timeout: Duration,
+    pub(crate) max_connections: usize,
+}
+
+/// A refusal sent as is, on a connection over the limit.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 80\r\n\r\n{\"errorCode\":\"ServerBusy\",\"errorMessage\":\"too many connections to the emulator\"}";
+
+/// Reads a whole body, at most `limit` bytes, giving up when no chunk arrives for `idle`.
+async fn read_body(mut body: Incoming, limit: usize, idle: Duration) -> Result<Bytes, BodyError> {
+    use hyper::body::Body as _;
+    let mut collected = bytes::BytesMut::new();
+    loop {
+        let frame = tokio::time::timeout(
+            idle,
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)),
+        )
+        .await
+        .map_err(|_| BodyError::Stalled)?;
+        let Some(frame) = frame else {
+            return Ok(collected.freeze());
+        };
+        let frame = frame.map_err(|_| BodyError::Gone)?;
+        if let Ok(data) = frame.into_data() {
+            if collected.len() + data.len() > limit {
+                return Err(BodyError::TooLarge);
+            }
+            collected.extend_from_slice(&data);
+        }
+    }
+}
+
+/// Why a body was not read whole.
+enum BodyError {
+    TooLarge,
+    Stalled,
+    Gone,
+}
 
 /// Default length of a hang without an explicit duration.
 const DEFAULT_HANG: Duration = Duration::from_secs(600);
 
+/// A 413 that closes the connection.
+fn too_large(service: &Service, what: String) -> Response<Full<Bytes>> {
+    let error = ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PostBodyTooLarge", what);
+    let mut resp = service.error_response(&error);
+    service.stamp(&mut resp);
+    resp.headers_mut()
+        .insert("connection", hyper::http::HeaderValue::from_static("close"));
+    resp.map(Full::new)
+}
+
 async fn serve_request(
     service: Arc<Service>,
+    limits: Limits,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, InjectedReset> {
+    let declared = req
+        .headers()
+        .get(hyper::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_SENT_BODY_BYTES as u64) {
+        return Ok(too_large(
+            &service,
+            format!(
+                "declared body of {} bytes exceeds {MAX_SENT_BODY_BYTES} bytes",
+                declared.unwrap_or_default()
+            ),
+        ));
+    }
     let (parts, body) = req.into_parts();
     let probe = Request::from_parts(parts, ());
     if let Some((project, logstore)) = service.put_logs_target(&probe) {
@@ -86,44 +160,34 @@ async fn serve_request(
         }
     }
     let (parts, ()) = probe.into_parts();
-    let bytes = match Limited::new(body, MAX_SENT_BODY_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            let too_large = e
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
-            let error = if too_large {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "PostBodyTooLarge",
-                    format!("body exceeds {MAX_SENT_BODY_BYTES} bytes"),
-                )
-            } else {
-                // The client went away mid-body; nobody will read an answer.
-                return Err(InjectedReset);
-            };
-            let mut resp = service.error_response(&error);
-            service.stamp(&mut resp);
-            resp.headers_mut()
-                .insert("connection", hyper::http::HeaderValue::from_static("close"));
-            return Ok(resp.map(Full::new));
+    let bytes = match read_body(body, MAX_SENT_BODY_BYTES, limits.body_idle_timeout).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => {
+            return Ok(too_large(
+                &service,
+                format!("body exceeds {MAX_SENT_BODY_BYTES} bytes"),
+            ))
         }
+        // The client went away or stalled mid-body: drop the connection and what it sent.
+        Err(BodyError::Stalled | BodyError::Gone) => return Err(InjectedReset),
     };
     let resp = service.handle(Request::from_parts(parts, bytes));
     Ok(resp.map(Full::new))
 }
 
 /// Serves HTTP/1.1 with keep-alive on one connection until it closes.
-async fn serve_io<I>(io: I, service: Arc<Service>)
+async fn serve_io<I>(io: I, service: Arc<Service>, limits: Limits)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = service_fn(move |req| {
         let service = service.clone();
-        async move { serve_request(service, req).await }
+        async move { serve_request(service, limits, req).await }
     });
     let _ = http1::Builder::new()
         .keep_alive(true)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
         .serve_connection(TokioIo::new(io), svc)
         .await;
 }
@@ -135,7 +199,9 @@ pub(crate) async fn accept_loop(
     service: Arc<Service>,
     mut stop: watch::Receiver<bool>,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: Limits,
 ) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
     loop {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
@@ -147,17 +213,28 @@ pub(crate) async fn accept_loop(
             continue;
         };
         let _ = stream.set_nodelay(true);
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // Over the limit: refuse this one at once rather than let it wait on the others.
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt as _;
+                let mut stream = stream;
+                let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(BUSY)).await;
+                let _ = stream.shutdown().await;
+            });
+            continue;
+        };
         let service = service.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             match tls {
-                None => serve_io(stream, service).await,
+                None => serve_io(stream, service, limits).await,
                 Some(acceptor) => {
                     // A failed handshake (an untrusting client, garbage) just ends the connection.
                     if let Ok(Ok(stream)) =
                         tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await
                     {
-                        serve_io(stream, service).await;
+                        serve_io(stream, service, limits).await;
                     }
                 }
             }

@@ -15,8 +15,10 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use prost::Message;
 
+use super::error::ApiError;
 use crate::wire::compress::{self, CodecError, Compression};
 use crate::wire::hashkey;
+use crate::wire::limits::MAX_SHARDS_PER_LOGSTORE;
 use crate::wire::proto::LogGroup;
 
 /// One accepted group.
@@ -150,6 +152,18 @@ pub(crate) struct Store {
     pub(crate) retention_bytes: usize,
 }
 
+/// Refuses a shard count the service would (400 `ParameterInvalid`, naming the limit).
+pub(crate) fn check_shard_count(shards: u32) -> Result<(), ApiError> {
+    if (1..=MAX_SHARDS_PER_LOGSTORE).contains(&shards) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "ParameterInvalid",
+            format!("shard count {shards} is out of range: 1 to {MAX_SHARDS_PER_LOGSTORE}"),
+        ))
+    }
+}
+
 impl Store {
     pub(crate) fn new(auto_create: bool, shard_count: u32, retention_bytes: usize) -> Self {
         Store {
@@ -160,14 +174,24 @@ impl Store {
         }
     }
 
-    pub(crate) fn create(&self, project: &str, logstore: &str, shards: Option<u32>, now: u32) {
-        let shards = shards.unwrap_or(self.shard_count).max(1);
+    /// Creates a logstore of `shards` shards (default: the configured count); refuses a count
+    /// outside the service's 1 to [`MAX_SHARDS_PER_LOGSTORE`] before allocating anything.
+    pub(crate) fn create(
+        &self,
+        project: &str,
+        logstore: &str,
+        shards: Option<u32>,
+        now: u32,
+    ) -> Result<(), ApiError> {
+        let shards = shards.unwrap_or(self.shard_count);
+        check_shard_count(shards)?;
         self.inner
             .lock()
             .entry(project.to_owned())
             .or_default()
             .entry(logstore.to_owned())
             .or_insert_with(|| Logstore::new(shards, now));
+        Ok(())
     }
 
     pub(crate) fn reset(&self) {
@@ -343,9 +367,9 @@ mod tests {
     fn missing_logstores_are_refused_without_auto_create() {
         let store = Store::new(false, 2, 1 << 20);
         assert_eq!(store.ensure("p", "l", 0), Err(Missing::Project));
-        store.create("p", "other", None, 0);
+        store.create("p", "other", None, 0).unwrap();
         assert_eq!(store.ensure("p", "l", 0), Err(Missing::Logstore));
-        store.create("p", "l", Some(4), 0);
+        store.create("p", "l", Some(4), 0).unwrap();
         assert_eq!(store.ensure("p", "l", 0), Ok(()));
         store
             .with_logstore("p", "l", |ls| assert_eq!(ls.shards.len(), 4))

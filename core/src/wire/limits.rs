@@ -12,6 +12,8 @@ pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 pub const MAX_KEY_BYTES: usize = 128;
 /// Longest project or logstore name loghose accepts, in bytes (names are `[A-Za-z0-9_-]`).
 pub const MAX_NAME_BYTES: usize = 128;
+/// Most shards a logstore can be created with (the service's CreateLogstore takes 1 to 100).
+pub const MAX_SHARDS_PER_LOGSTORE: u32 = 100;
 /// Longest topic, in bytes.
 pub const MAX_TOPIC_BYTES: usize = 128;
 /// Longest source, in bytes.

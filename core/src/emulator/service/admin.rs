@@ -44,7 +44,7 @@ impl Service {
                 }
                 let c: Create = serde_json::from_slice(body).map_err(bad_json)?;
                 self.store
-                    .create(&c.project, &c.logstore, c.shards, unix_now());
+                    .create(&c.project, &c.logstore, c.shards, unix_now())?;
                 Ok(json_response(&serde_json::json!({ "ok": true })))
             }
             (&Method::GET, "totals") => {
