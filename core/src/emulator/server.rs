@@ -52,10 +52,20 @@ pub(crate) struct Limits {
 /// A refusal sent as is, on a connection over the limit.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 80\r\n\r\n{\"errorCode\":\"ServerBusy\",\"errorMessage\":\"too many connections to the emulator\"}";
 
-/// Reads a whole body, at most `limit` bytes, giving up when no chunk arrives for `idle`.
-async fn read_body(mut body: Incoming, limit: usize, idle: Duration) -> Result<Bytes, BodyError> {
+/// Largest declared body that is read (and discarded) before its 413.
+const DRAIN_LIMIT: u64 = 2 * MAX_SENT_BODY_BYTES as u64;
+
+/// Reads a whole body of at most `limit` bytes (kept only when `keep`), giving up when no
+/// chunk arrives for `idle`.
+async fn read_body(
+    mut body: Incoming,
+    limit: usize,
+    idle: Duration,
+    keep: bool,
+) -> Result<Bytes, BodyError> {
     use hyper::body::Body as _;
     let mut collected = bytes::BytesMut::new();
+    let mut seen = 0usize;
     loop {
         let frame = tokio::time::timeout(
             idle,
@@ -68,10 +78,13 @@ async fn read_body(mut body: Incoming, limit: usize, idle: Duration) -> Result<B
         };
         let frame = frame.map_err(|_| BodyError::Gone)?;
         if let Ok(data) = frame.into_data() {
-            if collected.len() + data.len() > limit {
+            seen += data.len();
+            if seen > limit {
                 return Err(BodyError::TooLarge);
             }
-            collected.extend_from_slice(&data);
+            if keep {
+                collected.extend_from_slice(&data);
+            }
         }
     }
 }
@@ -106,16 +119,19 @@ async fn serve_request(
         .get(hyper::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_SENT_BODY_BYTES as u64) {
+    let (parts, body) = req.into_parts();
+    if let Some(declared) = declared.filter(|n| *n > MAX_SENT_BODY_BYTES as u64) {
+        // A body a little over the limit is read and discarded first, so a client that writes
+        // its whole body before reading sees the 413 rather than a broken pipe; an absurd one
+        // is answered at once.
+        if declared <= DRAIN_LIMIT {
+            let _ = read_body(body, DRAIN_LIMIT as usize, limits.body_idle_timeout, false).await;
+        }
         return Ok(too_large(
             &service,
-            format!(
-                "declared body of {} bytes exceeds {MAX_SENT_BODY_BYTES} bytes",
-                declared.unwrap_or_default()
-            ),
+            format!("declared body of {declared} bytes exceeds {MAX_SENT_BODY_BYTES} bytes"),
         ));
     }
-    let (parts, body) = req.into_parts();
     let probe = Request::from_parts(parts, ());
     if let Some((project, logstore)) = service.put_logs_target(&probe) {
         let fault = service.faults.take(&project, &logstore);
@@ -160,7 +176,7 @@ async fn serve_request(
         }
     }
     let (parts, ()) = probe.into_parts();
-    let bytes = match read_body(body, MAX_SENT_BODY_BYTES, limits.body_idle_timeout).await {
+    let bytes = match read_body(body, MAX_SENT_BODY_BYTES, limits.body_idle_timeout, true).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => {
             return Ok(too_large(
