@@ -2,8 +2,9 @@
 //!
 //! Each connection is a task; a request body is read whole (capped at
 //! [`MAX_SENT_BODY_BYTES`](crate::wire::limits::MAX_SENT_BODY_BYTES), above which the request
-//! is refused with 413 and the connection closed; a declared `Content-Length` over it is
-//! refused before a byte of the body is read), then handed to the synchronous [`Service`].
+//! is refused with 413 and the connection closed; a declared `Content-Length` over twice the
+//! cap is refused before a byte of the body is read), then handed to the synchronous
+//! [`Service`].
 //!
 //! Hostile or broken clients are bounded: a request head must arrive within
 //! `header_read_timeout_ms`, a body must keep sending (`body_idle_timeout_ms` between chunks),
