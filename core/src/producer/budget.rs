@@ -83,28 +83,34 @@ impl Budget {
     }
 
     fn try_reserve(&self, n: usize) -> bool {
+        self.reserve_or_used(n).is_ok()
+    }
+
+    /// Reserves `n` bytes if they fit; otherwise the bytes in use that did not leave room
+    /// (what a `BufferFull` reports, so `used + needed > limit` always holds in it).
+    fn reserve_or_used(&self, n: usize) -> Result<(), usize> {
         let limit = self.limit;
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
                 (u + n <= limit).then_some(u + n)
             })
-            .is_ok()
+            .map(drop)
     }
 
     /// Reserves `n` bytes, waiting up to `max_block_ms` for room (not past a close).
     pub(crate) fn reserve(&self, n: usize, lifecycle: &Lifecycle) -> Result<(), ProducerError> {
-        if self.try_reserve(n) {
+        let Err(used) = self.reserve_or_used(n) else {
             return Ok(());
-        }
+        };
         let started = Instant::now();
-        let full = |waited: Duration| ProducerError::BufferFull {
-            used: self.used(),
+        let full = |used: usize, waited: Duration| ProducerError::BufferFull {
+            used,
             limit: self.limit,
             needed: n,
             waited_ms: waited.as_millis() as u64,
         };
         if self.max_block_ms == 0 {
-            return Err(full(Duration::ZERO));
+            return Err(full(used, Duration::ZERO));
         }
         let deadline = started + Duration::from_millis(self.max_block_ms);
         self.blocked_waiters.fetch_add(1, Ordering::SeqCst);
@@ -116,8 +122,10 @@ impl Budget {
             if !lifecycle.is_running() {
                 break Err(ProducerError::Closed);
             }
-            if self.space.1.wait_until(&mut guard, deadline).timed_out() && !self.try_reserve(n) {
-                break Err(full(started.elapsed()));
+            if self.space.1.wait_until(&mut guard, deadline).timed_out() {
+                break self
+                    .reserve_or_used(n)
+                    .map_err(|used| full(used, started.elapsed()));
             }
         };
         drop(guard);
