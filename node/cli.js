@@ -62,7 +62,7 @@ function timeReportCallbacks(producer) {
 
 async function runRate(emu, preset, rate, seconds) {
   const logstore = `rate-${rate}`
-  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 's1', logstore, topic: 'test_topic', tags: TAGS })
+  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench-s1', logstore, topic: 'test_topic', tags: TAGS })
   const callbacks = timeReportCallbacks(producer)
   const delay = monitorEventLoopDelay({ resolution: 5 })
   delay.enable()
@@ -114,7 +114,7 @@ async function runRate(emu, preset, rate, seconds) {
 }
 
 async function runUnthrottled(emu, preset, seconds) {
-  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 's1', logstore: 'unthrottled', topic: 'test_topic', tags: TAGS })
+  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench-s1', logstore: 'unthrottled', topic: 'test_topic', tags: TAGS })
   let n = 0 // records accepted
   let index = 0
   let refused = 0
@@ -153,7 +153,7 @@ const COMPARE_ROUNDS = 5
  * producer, a warm-up round, then COMPARE_ROUNDS rounds with the styles alternating; the median
  * round of each style, and how many records of all rounds were received and lost. */
 async function compare(emu, count) {
-  const producer = lh.Producer.fromPreset('server', { ...emu.options, project: 's1', logstore: 'compare', maxBlockMs: 60000 })
+  const producer = lh.Producer.fromPreset('server', { ...emu.options, project: 'bench-s1', logstore: 'compare', maxBlockMs: 60000 })
   const styles = {
     object: () => {
       for (let i = 0; i < count; i++) producer.send({ level: 'INFO', logger: 'app.http', msg: 'request served', status: '200', path: '/api/items', index: String(i) })
@@ -239,7 +239,7 @@ async function middleware(argv) {
   const fileConsole = new console.Console(fs.createWriteStream(logFile))
   const producer = lh.Producer.fromPreset('server', {
     endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret,
-    project: 's3', logstore: 'access', topic: 'http',
+    project: 'bench-s3', logstore: 'access', topic: 'http',
   })
   const callbacks = timeReportCallbacks(producer)
   let calls = createHistogram() // the durations of the phase's logging calls, ns

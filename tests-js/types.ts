@@ -3,7 +3,7 @@ import { Emulator, Producer, DeliveryError, type DeliveryReport } from '..'
 
 async function main(): Promise<void> {
   const emu = new Emulator({ shardCount: 2 })
-  const producer = new Producer({ ...emu.producerOptions('p', 'l'), lingerMs: 10, tags: { env: 'dev' }, compression: 'zstd' })
+  const producer = new Producer({ ...emu.producerOptions('proj', 'logs'), lingerMs: 10, tags: { env: 'dev' }, compression: 'zstd' })
   producer.on('delivery', (reports: DeliveryReport[]) => reports.length)
   producer.send({ level: 'INFO', n: 1, ok: true, raw: Buffer.from('x') }, { topic: 't', shardKey: 'ff' })
   producer.send([['k', 'v']])

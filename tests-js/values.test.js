@@ -98,8 +98,8 @@ describe('values, sendMany and option errors', () => {
   })
 
   test.each([0, 101, 4294967295])('the emulator refuses %d shards as the service would', (shards) => {
-    expect(() => emu.createLogstore('p', 'huge', shards)).toThrow(lh.ConfigError)
-    expect(emu.totals('p', 'huge')).toBeNull()
+    expect(() => emu.createLogstore('proj', 'huge', shards)).toThrow(lh.ConfigError)
+    expect(emu.totals('proj', 'huge')).toBeNull()
     expect(() => new lh.Emulator({ shardCount: shards })).toThrow(/shard_count/)
   })
 })

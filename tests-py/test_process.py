@@ -43,7 +43,7 @@ def test_ctrl_c_interrupts_flush():
         emu.inject("hang", ms=60_000, count=1000)
         proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
             import loghose, sys, time
-            p = loghose.Producer(endpoint={emu.endpoint!r}, project="p", logstore="l",
+            p = loghose.Producer(endpoint={emu.endpoint!r}, project="proj", logstore="logs",
                                  access_key_id={emu.access_key_id!r}, access_key_secret={emu.access_key_secret!r},
                                  linger_ms=0, request_timeout_ms=120000)
             p.send({{"i": "1"}})

@@ -94,7 +94,7 @@ def test_a_config_type_error_names_the_option(emu):
 @pytest.mark.parametrize("shards", [0, 101, 4294967295])
 def test_the_emulator_refuses_a_shard_count_the_service_would(emu, shards):
     with pytest.raises(loghose.ConfigError, match="1 to 100"):
-        emu.create_logstore("p", "huge", shards)
-    assert emu.totals("p", "huge") is None
+        emu.create_logstore("proj", "huge", shards)
+    assert emu.totals("proj", "huge") is None
     with pytest.raises(loghose.ConfigError, match="shard_count"):
         loghose.Emulator(shard_count=shards)

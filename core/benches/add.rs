@@ -37,7 +37,7 @@ fn producer(emu: &Emulator) -> Producer {
     Producer::new(ProducerConfig {
         endpoint: emu.endpoint(),
         project: "bench".into(),
-        logstore: "s1".into(),
+        logstore: "bench-s1".into(),
         ..config
     })
     .unwrap()

@@ -52,7 +52,7 @@ pub fn s1_group(first: u64, logs: usize) -> Vec<u8> {
 pub fn s1_request(raw: &[u8], codec: Compression, credentials: Credentials) -> SignedRequest {
     let target = PutLogsTarget {
         host: "bench.127.0.0.1",
-        logstore: "s1",
+        logstore: "bench-s1",
         hash_key: None,
     };
     request::put_logs(

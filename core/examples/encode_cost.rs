@@ -29,8 +29,8 @@ fn main() {
         _ => {
             let config = ProducerConfig {
                 endpoint: "http://127.0.0.1:9".into(),
-                project: "p".into(),
-                logstore: "l".into(),
+                project: "proj".into(),
+                logstore: "logs".into(),
                 access_key_id: "id".into(),
                 access_key_secret: "secret".into(),
                 batch_max_bytes: 8 << 20,

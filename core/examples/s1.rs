@@ -85,7 +85,7 @@ fn proc_status_kb(key: &str) -> f64 {
 fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Producer {
     let mut config = ProducerConfig::preset(&args.preset).expect("preset");
     config.endpoint = endpoint.into();
-    config.project = "s1".into();
+    config.project = "bench-s1".into();
     config.logstore = logstore.into();
     config.access_key_id = loghose::emulator::DEFAULT_ACCESS_KEY_ID.into();
     config.access_key_secret = loghose::emulator::DEFAULT_ACCESS_KEY_SECRET.into();

@@ -63,16 +63,16 @@ async fn every_codec_and_path_form_is_accepted_and_stored_exactly() {
         for form in ["lb", "bare", "route", "header"] {
             let g = sample_group(3);
             let raw = g.encode_to_vec();
-            let mut req = put_request(HOST, "ls", &raw, codec, &auth);
+            let mut req = put_request(HOST, "app-logs", &raw, codec, &auth);
             match form {
                 "bare" => {
-                    req.path = "/logstores/ls".into();
+                    req.path = "/logstores/app-logs".into();
                     resign(&mut req, &auth);
                 }
                 "route" => {
                     let target = PutLogsTarget {
                         host: HOST,
-                        logstore: "ls",
+                        logstore: "app-logs",
                         hash_key: Some("ff000000000000000000000000000000"),
                     };
                     req = request::put_logs(target, &raw, codec, &auth, SystemTime::now()).unwrap();
@@ -101,11 +101,15 @@ async fn every_codec_and_path_form_is_accepted_and_stored_exactly() {
             sent.push(g);
         }
     }
-    assert_stored_exactly(&emu, "proj", "ls", &sent);
+    assert_stored_exactly(&emu, "proj", "app-logs", &sent);
     let c = emu.counters();
     assert_eq!((c.accepted_requests, c.logs, c.log_groups), (16, 48, 16));
     // Hash keys routed: ff… to the last shard, 00 to the first.
-    let shards: Vec<u32> = emu.logs("proj", "ls").iter().map(|l| l.shard).collect();
+    let shards: Vec<u32> = emu
+        .logs("proj", "app-logs")
+        .iter()
+        .map(|l| l.shard)
+        .collect();
     assert!(shards.contains(&0) && shards.contains(&1));
 }
 
@@ -165,7 +169,7 @@ async fn project_comes_from_the_host_or_the_default() {
             &client,
             &emu,
             "alpha.cn-hangzhou.log.aliyuncs.com",
-            "ls",
+            "app-logs",
             &g,
             Compression::Lz4
         )
@@ -178,7 +182,7 @@ async fn project_comes_from_the_host_or_the_default() {
             &client,
             &emu,
             &emu.addr().to_string(),
-            "ls",
+            "app-logs",
             &g,
             Compression::Lz4
         )
@@ -187,13 +191,13 @@ async fn project_comes_from_the_host_or_the_default() {
         200
     );
     assert_eq!(
-        put(&client, &emu, "localhost", "ls", &g, Compression::Lz4)
+        put(&client, &emu, "localhost", "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
     );
-    assert_eq!(emu.totals("alpha", "ls").unwrap().logs, 1);
-    assert_eq!(emu.totals("loghose", "ls").unwrap().logs, 2);
+    assert_eq!(emu.totals("alpha", "app-logs").unwrap().logs, 1);
+    assert_eq!(emu.totals("loghose", "app-logs").unwrap().logs, 2);
 }
 
 #[tokio::test]
@@ -226,7 +230,7 @@ async fn v4_sts_and_bearer_requests_are_accepted() {
         let reply = send(
             &client,
             &emu,
-            &put_request(HOST, "ls", &raw, Compression::Lz4, auth),
+            &put_request(HOST, "app-logs", &raw, Compression::Lz4, auth),
         )
         .await;
         assert_eq!(
@@ -236,7 +240,7 @@ async fn v4_sts_and_bearer_requests_are_accepted() {
             String::from_utf8_lossy(&reply.body)
         );
     }
-    assert_eq!(emu.totals("proj", "ls").unwrap().logs, 8);
+    assert_eq!(emu.totals("proj", "app-logs").unwrap().logs, 8);
 }
 
 #[tokio::test]
@@ -247,7 +251,7 @@ async fn batch_group_mode_stores_every_group() {
         log_groups: groups.clone(),
     }
     .encode_to_vec();
-    let mut req = put_request(HOST, "ls", &raw, Compression::Lz4, &v1(&emu));
+    let mut req = put_request(HOST, "app-logs", &raw, Compression::Lz4, &v1(&emu));
     req.headers.retain(|(k, _)| {
         k != "Authorization" && k != "x-log-signaturemethod" && k != "Date" && k != "Content-MD5"
     });
@@ -261,7 +265,7 @@ async fn batch_group_mode_stores_every_group() {
         "{}",
         String::from_utf8_lossy(&reply.body)
     );
-    assert_stored_exactly(&emu, "proj", "ls", &groups);
+    assert_stored_exactly(&emu, "proj", "app-logs", &groups);
     assert_eq!(emu.counters().log_groups, 2);
 }
 
@@ -296,14 +300,14 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
     let client = client();
     let auth = v1(&emu);
     let raw = sample_group(2).encode_to_vec();
-    let good = || put_request(HOST, "ls", &raw, Compression::Lz4, &auth);
+    let good = || put_request(HOST, "app-logs", &raw, Compression::Lz4, &auth);
 
     let mut cases: Vec<(&str, SignedRequest, u16, &str)> = Vec::new();
     cases.push((
         "unknown key",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &raw,
             Compression::Lz4,
             &Auth::V1(Credentials::new("nobody", "x")),
@@ -315,7 +319,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "wrong secret",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &raw,
             Compression::Lz4,
             &Auth::V1(Credentials::new("loghose-emulator", "wrong")),
@@ -329,7 +333,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
     let stale = request::put_logs(
         PutLogsTarget {
             host: HOST,
-            logstore: "ls",
+            logstore: "app-logs",
             hash_key: None,
         },
         &raw,
@@ -382,7 +386,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "reserved key",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &bad_key.encode_to_vec(),
             Compression::Lz4,
             &auth,
@@ -396,7 +400,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "control character in key",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &bad_key.encode_to_vec(),
             Compression::None,
             &auth,
@@ -408,7 +412,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "sts without token",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &raw,
             Compression::Lz4,
             &Auth::V1(Credentials::new("STS.tmp", "tmp-secret")),
@@ -420,7 +424,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "sts with wrong token",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &raw,
             Compression::Lz4,
             &Auth::V1(Credentials::sts("STS.tmp", "tmp-secret", "tok-2")),
@@ -432,7 +436,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "bearer unknown",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &raw,
             Compression::Lz4,
             &Auth::Bearer("nope".into()),
@@ -444,7 +448,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "v4 wrong secret",
         put_request(
             HOST,
-            "ls",
+            "app-logs",
             &raw,
             Compression::Lz4,
             &Auth::V4 {
@@ -456,7 +460,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         "SignatureNotMatch",
     ));
     let mut r = good();
-    r.path = "/logstores/ls/shards/route".into();
+    r.path = "/logstores/app-logs/shards/route".into();
     r.query = vec![("key".into(), "not-hex".into())];
     resign(&mut r, &auth);
     cases.push(("bad hash key", r, 400, "ParameterInvalid"));
@@ -476,7 +480,7 @@ async fn malformed_requests_get_the_services_status_and_code_and_store_nothing()
         );
         assert_eq!(reply.request_id().len(), 24, "{name}");
     }
-    assert_eq!(emu.totals("proj", "ls").map_or(0, |t| t.logs), 0);
+    assert_eq!(emu.totals("proj", "app-logs").map_or(0, |t| t.logs), 0);
     let c = emu.counters();
     assert_eq!(c.rejected.values().sum::<u64>(), total);
     assert_eq!(c.rejected.get("SignatureNotMatch"), Some(&3));
@@ -494,20 +498,20 @@ async fn without_auto_create_unknown_projects_and_logstores_are_404() {
     .unwrap();
     let client = client();
     let g = sample_group(1);
-    let reply = put(&client, &emu, HOST, "ls", &g, Compression::Lz4).await;
+    let reply = put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4).await;
     assert_eq!(
         (reply.status, reply.error_code().as_str()),
         (404, "ProjectNotExist")
     );
     emu.create_logstore("proj", "other", None).unwrap();
-    let reply = put(&client, &emu, HOST, "ls", &g, Compression::Lz4).await;
+    let reply = put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4).await;
     assert_eq!(
         (reply.status, reply.error_code().as_str()),
         (404, "LogStoreNotExist")
     );
-    emu.create_logstore("proj", "ls", Some(4)).unwrap();
+    emu.create_logstore("proj", "app-logs", Some(4)).unwrap();
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
@@ -518,7 +522,7 @@ async fn without_auto_create_unknown_projects_and_logstores_are_404() {
 async fn a_body_above_the_size_limit_is_refused_with_413() {
     let emu = Emulator::start_default().unwrap();
     let raw = vec![0u8; loghose::wire::limits::MAX_SENT_BODY_BYTES + 1];
-    let req = put_request(HOST, "ls", &raw, Compression::None, &v1(&emu));
+    let req = put_request(HOST, "app-logs", &raw, Compression::None, &v1(&emu));
     let reply = send(&client(), &emu, &req).await;
     assert_eq!(
         (reply.status, reply.error_code().as_str()),
@@ -530,7 +534,7 @@ async fn a_body_above_the_size_limit_is_refused_with_413() {
 fn the_service_handles_prebuilt_requests_without_the_network() {
     let emu = Emulator::start_default().unwrap();
     let raw = sample_group(5).encode_to_vec();
-    let req = put_request(HOST, "ls", &raw, Compression::Lz4, &v1(&emu));
+    let req = put_request(HOST, "app-logs", &raw, Compression::Lz4, &v1(&emu));
     let mut builder = hyper::http::Request::builder()
         .method("POST")
         .uri(req.path_and_query());
@@ -541,7 +545,7 @@ fn the_service_handles_prebuilt_requests_without_the_network() {
         .service()
         .handle(builder.body(bytes::Bytes::from(req.body.clone())).unwrap());
     assert_eq!(resp.status(), 200);
-    assert_eq!(emu.totals("proj", "ls").unwrap().logs, 5);
+    assert_eq!(emu.totals("proj", "app-logs").unwrap().logs, 5);
     let decoded = compress::decompress(Compression::Lz4, &req.body, raw.len()).unwrap();
     assert_eq!(decoded, raw);
 }

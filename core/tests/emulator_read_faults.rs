@@ -33,13 +33,13 @@ async fn official_read_apis_return_what_was_written() {
     let sent: Vec<LogGroup> = (0..5).map(|i| sample_group(i + 1)).collect();
     for g in &sent {
         assert_eq!(
-            put(&client, &emu, HOST, "ls", g, Compression::Lz4)
+            put(&client, &emu, HOST, "app-logs", g, Compression::Lz4)
                 .await
                 .status,
             200
         );
     }
-    let shards = signed_get(&emu, "/logstores/ls/shards", &[], &[]).await;
+    let shards = signed_get(&emu, "/logstores/app-logs/shards", &[], &[]).await;
     assert_eq!(shards.status, 200);
     let shards: serde_json::Value = serde_json::from_slice(&shards.body).unwrap();
     let shards = shards.as_array().unwrap();
@@ -56,7 +56,7 @@ async fn official_read_apis_return_what_was_written() {
 
     let mut received = Vec::new();
     for shard in 0..2 {
-        let path = format!("/logstores/ls/shards/{shard}");
+        let path = format!("/logstores/app-logs/shards/{shard}");
         for accept in ["lz4", "zstd", ""] {
             let cursor =
                 signed_get(&emu, &path, &[("type", "cursor"), ("from", "begin")], &[]).await;
@@ -110,7 +110,7 @@ async fn official_read_apis_return_what_was_written() {
 
     let missing_shard = signed_get(
         &emu,
-        "/logstores/ls/shards/9",
+        "/logstores/app-logs/shards/9",
         &[("type", "cursor"), ("from", "begin")],
         &[],
     )
@@ -121,7 +121,7 @@ async fn official_read_apis_return_what_was_written() {
     );
     let bad_cursor = signed_get(
         &emu,
-        "/logstores/ls/shards/0",
+        "/logstores/app-logs/shards/0",
         &[("type", "log"), ("cursor", "@@"), ("count", "1")],
         &[],
     )
@@ -138,14 +138,16 @@ async fn the_json_api_serves_logs_counters_faults_and_reset() {
     let client = client();
     let g = sample_group(3);
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
     );
     let base = emu.endpoint();
     let logs: serde_json::Value = client
-        .get(format!("{base}/_emulator/logs?project=proj&logstore=ls"))
+        .get(format!(
+            "{base}/_emulator/logs?project=proj&logstore=app-logs"
+        ))
         .send()
         .await
         .unwrap()
@@ -179,14 +181,14 @@ async fn the_json_api_serves_logs_counters_faults_and_reset() {
         200
     );
     for _ in 0..2 {
-        let r = put(&client, &emu, HOST, "ls", &g, Compression::Lz4).await;
+        let r = put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4).await;
         assert_eq!(
             (r.status, r.error_code().as_str()),
             (403, "WriteQuotaExceed")
         );
     }
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
@@ -221,7 +223,7 @@ async fn the_json_api_serves_logs_counters_faults_and_reset() {
         200
     );
     assert_eq!(emu.counters().logs, 0);
-    assert!(emu.totals("proj", "ls").is_none());
+    assert!(emu.totals("proj", "app-logs").is_none());
 }
 
 #[tokio::test]
@@ -243,14 +245,14 @@ async fn faults_apply_for_a_count_or_a_window_then_stop() {
         Duration::from_millis(1000),
     ));
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         401
     );
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
@@ -259,7 +261,7 @@ async fn faults_apply_for_a_count_or_a_window_then_stop() {
     emu.inject(Fault::times(FaultAction::Latency { ms: 300 }, 1));
     let started = Instant::now();
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
@@ -271,7 +273,7 @@ async fn faults_apply_for_a_count_or_a_window_then_stop() {
     other.logstore = Some("other".into());
     emu.inject(other);
     assert_eq!(
-        put(&client, &emu, HOST, "ls", &g, Compression::Lz4)
+        put(&client, &emu, HOST, "app-logs", &g, Compression::Lz4)
             .await
             .status,
         200
@@ -282,7 +284,7 @@ async fn faults_apply_for_a_count_or_a_window_then_stop() {
             .status,
         503
     );
-    assert_eq!(emu.totals("proj", "ls").unwrap().logs, 4);
+    assert_eq!(emu.totals("proj", "app-logs").unwrap().logs, 4);
 }
 
 async fn futures_status(
@@ -294,7 +296,7 @@ async fn futures_status(
     let mut out = Vec::new();
     for _ in 0..n {
         out.push(
-            put(client, emu, HOST, "ls", g, Compression::Lz4)
+            put(client, emu, HOST, "app-logs", g, Compression::Lz4)
                 .await
                 .status,
         );
@@ -306,7 +308,13 @@ async fn futures_status(
 async fn resets_drop_the_connection_and_hangs_outlast_the_client_timeout() {
     let emu = Emulator::start_default().unwrap();
     let g = sample_group(1);
-    let req = put_request(HOST, "ls", &g.encode_to_vec(), Compression::Lz4, &v1(&emu));
+    let req = put_request(
+        HOST,
+        "app-logs",
+        &g.encode_to_vec(),
+        Compression::Lz4,
+        &v1(&emu),
+    );
     let url = format!("{}{}", emu.endpoint(), req.path_and_query());
     let quick = reqwest::Client::builder()
         .timeout(Duration::from_millis(1500))
@@ -332,7 +340,7 @@ async fn resets_drop_the_connection_and_hangs_outlast_the_client_timeout() {
     assert!(err.is_timeout(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(4));
     assert_eq!(send_raw(&quick).await.unwrap().status(), 200);
-    assert_eq!(emu.totals("proj", "ls").unwrap().logs, 1);
+    assert_eq!(emu.totals("proj", "app-logs").unwrap().logs, 1);
 }
 
 #[tokio::test]
@@ -379,7 +387,7 @@ async fn garbage_gets_4xx_json_and_never_stops_the_server() {
             }
             _ => good.clone(),
         };
-        let mut req = put_request(HOST, "ls", &raw, codec, &auth);
+        let mut req = put_request(HOST, "app-logs", &raw, codec, &auth);
         if round % 3 == 0 {
             // Corrupt the compressed body too, then sign it so the body itself is judged.
             if !req.body.is_empty() {
@@ -447,7 +455,7 @@ async fn garbage_gets_4xx_json_and_never_stops_the_server() {
         let mut s = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
         let junk: Vec<u8> = match i % 3 {
             0 => (0..rng.usize(1..200)).map(|_| rng.u8(..)).collect(),
-            1 => b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: p.x\r\nContent-Length: 100000\r\n\r\nabc".to_vec(),
+            1 => b"POST /logstores/app-logs/shards/lb HTTP/1.1\r\nHost: p.x\r\nContent-Length: 100000\r\n\r\nabc".to_vec(),
             _ => b"GET / HTTP/1.1\r\nHost: ".to_vec(),
         };
         let _ = s.write_all(&junk).await;
@@ -464,7 +472,7 @@ async fn garbage_gets_4xx_json_and_never_stops_the_server() {
             &client,
             &emu,
             HOST,
-            "ls",
+            "app-logs",
             &sample_group(1),
             Compression::Lz4
         )
@@ -495,7 +503,7 @@ async fn an_emulator_can_be_restarted_on_the_same_port() {
             &client(),
             &second,
             HOST,
-            "ls",
+            "app-logs",
             &sample_group(1),
             Compression::Lz4
         )
@@ -569,7 +577,7 @@ async fn response_headers_are_lowercase_on_the_wire() {
     let emu = Emulator::start_default().unwrap();
     for request in [
         "GET /_emulator/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_owned(),
-        "POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: p.x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+        "POST /logstores/app-logs/shards/lb HTTP/1.1\r\nHost: p.x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
     ] {
         let mut s = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
         s.write_all(request.as_bytes()).await.unwrap();
@@ -667,7 +675,7 @@ async fn admin_inputs_are_bounded_and_admin_reads_leave_the_counters_alone() {
             &client,
             &emu,
             HOST,
-            "ls",
+            "app-logs",
             &sample_group(2),
             Compression::Lz4
         )
@@ -714,11 +722,11 @@ async fn stalled_oversized_and_surplus_connections_are_bounded() {
     .unwrap();
     let client = client();
     let group = sample_group(1);
-    let valid = || put(&client, &emu, HOST, "ls", &group, Compression::Lz4);
+    let valid = || put(&client, &emu, HOST, "app-logs", &group, Compression::Lz4);
 
     // Half a request head: closed once the header timeout passes.
     let mut half = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
-    half.write_all(b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: proj.127")
+    half.write_all(b"POST /logstores/app-logs/shards/lb HTTP/1.1\r\nHost: proj.127")
         .await
         .unwrap();
     assert_eq!(
@@ -736,7 +744,7 @@ async fn stalled_oversized_and_surplus_connections_are_bounded() {
     // A declared body over the limit: 413 before a byte of it is sent.
     let mut huge = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
     huge.write_all(
-        b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n",
+        b"POST /logstores/app-logs/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n",
     )
     .await
     .unwrap();
@@ -750,7 +758,7 @@ async fn stalled_oversized_and_surplus_connections_are_bounded() {
     let mut stalled = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
     stalled
         .write_all(
-            b"POST /logstores/ls/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Length: 1000\r\n\r\n0123456789",
+            b"POST /logstores/app-logs/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Length: 1000\r\n\r\n0123456789",
         )
         .await
         .unwrap();

@@ -28,7 +28,7 @@ function joined(contents) {
 
 const sends = Number(process.argv[2] || 400000)
 const producer = new lh.Producer({
-  endpoint: 'http://127.0.0.1:9', project: 'p', logstore: 'l', accessKeyId: 'a', accessKeySecret: 'b',
+  endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'logs', accessKeyId: 'a', accessKeySecret: 'b',
   bufferMaxBytes: 1 << 30, batchMaxCount: 4096, batchMaxBytes: 4 << 20, lingerMs: 3000, maxAttempts: 1, exitTimeoutMs: 100,
 })
 let sink = 0

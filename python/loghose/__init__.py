@@ -4,7 +4,7 @@ The engine is native (``loghose._native``); this package is its thin Python fron
 
     from loghose import Producer
 
-    with Producer(endpoint="https://cn-hangzhou.log.aliyuncs.com", project="p", logstore="app",
+    with Producer(endpoint="https://cn-hangzhou.log.aliyuncs.com", project="my-project", logstore="app-logs",
                   access_key_id="...", access_key_secret="...") as producer:
         producer.send({"level": "INFO", "msg": "hello"})
 

@@ -101,7 +101,7 @@ def progress(label: str, done: int, total: int) -> None:
 
 def run_rate(emu: ChildEmulator, preset: str, rate: int, seconds: int, show_progress: bool) -> dict[str, Any]:
     logstore = f"rate-{rate}"
-    producer = loghose.Producer.from_preset(preset, **emu.options, project="s1", logstore=logstore,
+    producer = loghose.Producer.from_preset(preset, **emu.options, project="bench-s1", logstore=logstore,
                                             topic=TOPIC, tags=TAGS)
     send = producer.send
     refused = 0
@@ -129,7 +129,7 @@ def run_rate(emu: ChildEmulator, preset: str, rate: int, seconds: int, show_prog
     rss = rss_mb()
     producer.close(10)
     sent = (rate // 2) * 2 * seconds
-    received = emu.totals("s1", logstore)["logs"]
+    received = emu.totals("bench-s1", logstore)["logs"]
     # The median second: one second disturbed by a collection or the machine's neighbours does
     # not move it.
     per_second = max((rate // 2) * 2, 1)
@@ -140,7 +140,7 @@ def run_rate(emu: ChildEmulator, preset: str, rate: int, seconds: int, show_prog
 
 
 def run_unthrottled(emu: ChildEmulator, preset: str, seconds: int) -> dict[str, Any]:
-    producer = loghose.Producer.from_preset(preset, **emu.options, project="s1", logstore="unthrottled",
+    producer = loghose.Producer.from_preset(preset, **emu.options, project="bench-s1", logstore="unthrottled",
                                             topic=TOPIC, tags=TAGS, max_block_ms=60_000)
     send = producer.send
     n = 0
@@ -155,7 +155,7 @@ def run_unthrottled(emu: ChildEmulator, preset: str, seconds: int) -> dict[str, 
     wall = time.perf_counter() - t0
     cpu = cpu_seconds() - cpu0
     producer.close(10)
-    received = emu.totals("s1", "unthrottled")["logs"]
+    received = emu.totals("bench-s1", "unthrottled")["logs"]
     return {"added": n, "us_per_send": add_secs * 1e6 / max(n, 1), "delivered_per_s": received / wall,
             "per_cpu_second": received / max(cpu, 1e-3), "received": received,
             "lost": n - received, "pending": left}
@@ -184,7 +184,7 @@ def compare(emu: ChildEmulator, count: int) -> dict[str, Any]:
             send_many([{"level": "INFO", "logger": "app.http", "msg": "request served", "status": "200",
                         "path": "/api/items", "index": str(i)} for i in range(start, min(start + 1000, n))])
 
-    producer = loghose.Producer.from_preset("server", **emu.options, project="s1", logstore="compare",
+    producer = loghose.Producer.from_preset("server", **emu.options, project="bench-s1", logstore="compare",
                                             topic=TOPIC, tags=TAGS, max_block_ms=60_000)
     styles = {"dict": (dicts, producer.send), "pairs": (pairs, producer.send),
               "send_many": (many, producer.send_many)}
@@ -198,7 +198,7 @@ def compare(emu: ChildEmulator, count: int) -> dict[str, Any]:
     producer.flush(120)
     producer.close(10)
     sent = (COMPARE_ROUNDS + 1) * len(styles) * count
-    received = emu.totals("s1", "compare")["logs"]
+    received = emu.totals("bench-s1", "compare")["logs"]
     return {"us": {style: statistics.median(us) for style, us in rounds.items()},
             "received": received, "lost": sent - received}
 

@@ -1,7 +1,8 @@
 //! `loghose-emulator`: the local SLS emulator as a command-line server.
 //!
 //! Prints its endpoint URL as the first line on stdout (so scripts can read it), then serves
-//! until SIGINT or SIGTERM.
+//! until SIGINT or SIGTERM. It raises its own open-file limit to the hard limit first, so
+//! `--max-connections` is not cut down by a low default soft limit.
 
 use std::io::Write as _;
 use std::net::IpAddr;
@@ -66,10 +67,39 @@ struct Args {
     /// Milliseconds a request body may go without sending anything.
     #[arg(long, default_value_t = 10_000)]
     body_idle_timeout_ms: u64,
-    /// Connections served at once; more are answered 503 and closed.
-    #[arg(long, default_value_t = 512)]
+    /// Connections served at once; more are answered 503 and closed (lowered to what the
+    /// open-file limit leaves room for).
+    #[arg(long, default_value_t = 4096)]
     max_connections: usize,
+    /// Most logstores held at once; auto-create stops there.
+    #[arg(long, default_value_t = 1000)]
+    max_logstores: usize,
+    /// Require `Authorization: Bearer TOKEN` on every /_emulator/ request. Needed to listen
+    /// on an address other than loopback.
+    #[arg(long, env = "LOGHOSE_EMULATOR_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
 }
+
+/// Raises the soft open-file limit to the hard one (a server's usual first step: the soft
+/// default of 1 024 would cap the connections served).
+#[cfg(unix)]
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max.min(1 << 20);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit() {}
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
@@ -125,8 +155,11 @@ fn main() -> std::process::ExitCode {
         header_read_timeout_ms: args.header_read_timeout_ms,
         body_idle_timeout_ms: args.body_idle_timeout_ms,
         max_connections: args.max_connections,
+        max_logstores: args.max_logstores,
+        admin_token: args.admin_token,
         ..EmulatorConfig::default()
     };
+    raise_open_file_limit();
     let emulator = match Emulator::start(config) {
         Ok(e) => e,
         Err(e) => {

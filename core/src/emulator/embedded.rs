@@ -183,16 +183,18 @@ mod tests {
         let emu = EmbeddedEmulator::start_json("{}").unwrap();
         assert!(emu.endpoint().starts_with("http://127.0.0.1:"));
         assert_eq!(emu.access_key_id(), super::super::DEFAULT_ACCESS_KEY_ID);
-        assert_eq!(emu.logs_json("p", "l").unwrap(), "[]");
-        assert_eq!(emu.totals_json("p", "l").unwrap(), "null");
-        emu.create_logstore("p", "l", Some(2)).unwrap();
+        assert_eq!(emu.logs_json("proj", "logs").unwrap(), "[]");
+        assert_eq!(emu.totals_json("proj", "logs").unwrap(), "null");
+        emu.create_logstore("proj", "logs", Some(2)).unwrap();
         for shards in [0, 101, u32::MAX] {
-            let refused = emu.create_logstore("p", "huge", Some(shards)).unwrap_err();
+            let refused = emu
+                .create_logstore("proj", "huge", Some(shards))
+                .unwrap_err();
             assert!(refused.is_config(), "{refused}");
             assert!(refused.to_string().contains("1 to 100"), "{refused}");
         }
-        assert_eq!(emu.totals_json("p", "huge").unwrap(), "null");
-        assert!(emu.totals_json("p", "l").unwrap().starts_with('{'));
+        assert_eq!(emu.totals_json("proj", "huge").unwrap(), "null");
+        assert!(emu.totals_json("proj", "logs").unwrap().starts_with('{'));
         let bad = emu.inject_json(r#"{"kind":"nope"}"#).unwrap_err();
         assert!(
             bad.is_config() && bad.to_string().starts_with("fault: "),

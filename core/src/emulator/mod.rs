@@ -86,6 +86,9 @@ pub struct EmulatorConfig {
     pub auto_create: bool,
     /// Shards of an auto-created logstore. Default 2.
     pub shard_count: u32,
+    /// Most logstores held at once, over every project; past it auto-create answers 404
+    /// `LogStoreNotExist` and the admin API 403 `ExceedQuota`. Default 1 000.
+    pub max_logstores: usize,
     /// Bytes of accepted groups kept per logstore, counted as held: a compressed PutLogs body
     /// is kept (and counted) compressed. Older groups are dropped first, totals stay exact.
     /// Default 256 MiB.
@@ -109,8 +112,13 @@ pub struct EmulatorConfig {
     /// connection closed (what it held is freed). Default 10 000.
     pub body_idle_timeout_ms: u64,
     /// Connections served at once; one more is answered 503 and closed at once, so stalled
-    /// clients cannot starve the rest. Default 512 (below the usual limit of 1 024 open files).
+    /// clients cannot starve the rest. Default 4 096, lowered at start to what the process's
+    /// open-file limit leaves room for (less 64 for everything else).
     pub max_connections: usize,
+    /// When set, every `/_emulator/` request must carry `Authorization: Bearer <token>`
+    /// (else 401 `Unauthorized`). Required to listen on an address other than loopback, where
+    /// the unauthenticated admin API would be open to the network. Default none.
+    pub admin_token: Option<String>,
 }
 
 /// A certificate chain and key, PEM, for serving HTTPS.
@@ -167,6 +175,7 @@ impl Default for EmulatorConfig {
             project_from_host: true,
             auto_create: true,
             shard_count: 2,
+            max_logstores: 1000,
             retention_bytes: 256 * 1024 * 1024,
             max_clock_skew_secs: crate::wire::limits::MAX_CLOCK_SKEW_SECS,
             key_policy: KeyPolicy::Service,
@@ -175,8 +184,52 @@ impl Default for EmulatorConfig {
             tls: None,
             header_read_timeout_ms: 20_000,
             body_idle_timeout_ms: 10_000,
-            max_connections: 512,
+            max_connections: 4096,
+            admin_token: None,
         }
+    }
+}
+
+impl EmulatorConfig {
+    /// Refuses values the emulator cannot serve with: a shard count or default project the
+    /// service would refuse, no room for a logstore, or the admin API on a non-loopback
+    /// address without a token.
+    pub fn check(&self) -> Result<(), EmulatorError> {
+        let invalid =
+            |key: &'static str, reason: String| Err(EmulatorError::Config { key, reason });
+        if let Err(e) = store::check_shard_count(self.shard_count) {
+            return invalid("shard_count", e.message);
+        }
+        let project_rule = crate::wire::names::NameKind::Project;
+        if !crate::wire::names::is_valid_name(project_rule, &self.default_project) {
+            return invalid(
+                "default_project",
+                format!("{:?} {}", self.default_project, project_rule.rule()),
+            );
+        }
+        if self.max_logstores == 0 || self.max_connections == 0 {
+            let key = if self.max_logstores == 0 {
+                "max_logstores"
+            } else {
+                "max_connections"
+            };
+            return invalid(key, "must be at least 1".into());
+        }
+        if self.admin_token.as_deref() == Some("") {
+            return invalid("admin_token", "must not be empty".into());
+        }
+        if !self.host.is_loopback() && self.admin_token.is_none() {
+            return invalid(
+                "admin_token",
+                format!(
+                    "listening on {} would open the unauthenticated /_emulator/ API to the \
+                     network: set an admin token (--admin-token, or LOGHOSE_EMULATOR_ADMIN_TOKEN) \
+                     or listen on 127.0.0.1",
+                    self.host
+                ),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -230,10 +283,7 @@ impl std::fmt::Debug for Emulator {
 impl Emulator {
     /// Starts an emulator with `config` on a runtime of its own; returns once it is listening.
     pub fn start(config: EmulatorConfig) -> Result<Emulator, EmulatorError> {
-        store::check_shard_count(config.shard_count).map_err(|e| EmulatorError::Config {
-            key: "shard_count",
-            reason: e.message,
-        })?;
+        config.check()?;
         let acceptor = config.tls.as_ref().map(tls_acceptor).transpose()?;
         let https = acceptor.is_some();
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -259,7 +309,7 @@ impl Emulator {
         let limits = server::Limits {
             header_read_timeout: Duration::from_millis(config.header_read_timeout_ms.max(1)),
             body_idle_timeout: Duration::from_millis(config.body_idle_timeout_ms.max(1)),
-            max_connections: config.max_connections,
+            max_connections: server::connection_cap(config.max_connections),
         };
         let service = Arc::new(Service::new(config));
         let (stop, stop_rx) = watch::channel(false);

@@ -50,6 +50,25 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
 }
 
+/// The connection cap actually used: `wanted`, lowered so the open connections plus 64
+/// descriptors for everything else fit the process's open-file limit (past which `accept`
+/// fails and every client, valid or not, waits in the backlog).
+pub(crate) fn connection_cap(wanted: usize) -> usize {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct it is given and nothing else.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            let room = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+            return wanted.min(room.saturating_sub(64)).max(1);
+        }
+    }
+    wanted.max(1)
+}
+
 /// A refusal sent as is, on a connection over the limit.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 80\r\n\r\n{\"errorCode\":\"ServerBusy\",\"errorMessage\":\"too many connections to the emulator\"}";
 

@@ -19,6 +19,7 @@ use super::error::ApiError;
 use crate::wire::compress::{self, CodecError, Compression};
 use crate::wire::hashkey;
 use crate::wire::limits::MAX_SHARDS_PER_LOGSTORE;
+use crate::wire::names::{self, NameKind};
 use crate::wire::proto::LogGroup;
 
 /// One accepted group.
@@ -95,6 +96,21 @@ pub(crate) enum Placement {
 pub(crate) enum Missing {
     Project,
     Logstore,
+    /// The name breaks the service's rule, so it can never exist.
+    InvalidName(NameKind),
+    /// Auto-create would pass the configured number of logstores.
+    AutoCreateLimit(usize),
+}
+
+/// Checks both names against the service's rules.
+fn check_names(project: &str, logstore: &str) -> Result<(), Missing> {
+    if !names::is_valid_name(NameKind::Project, project) {
+        return Err(Missing::InvalidName(NameKind::Project));
+    }
+    if !names::is_valid_name(NameKind::Logstore, logstore) {
+        return Err(Missing::InvalidName(NameKind::Logstore));
+    }
+    Ok(())
 }
 
 /// One decoded log with its group's metadata, as the read API returns it.
@@ -150,6 +166,10 @@ pub(crate) struct Store {
     pub(crate) auto_create: bool,
     pub(crate) shard_count: u32,
     pub(crate) retention_bytes: usize,
+    /// Most logstores (over every project) auto-create makes.
+    pub(crate) max_logstores: usize,
+    /// Logstores held now, over every project.
+    count: std::sync::atomic::AtomicUsize,
 }
 
 /// Refuses a shard count the service would (400 `ParameterInvalid`, naming the limit).
@@ -165,17 +185,26 @@ pub(crate) fn check_shard_count(shards: u32) -> Result<(), ApiError> {
 }
 
 impl Store {
-    pub(crate) fn new(auto_create: bool, shard_count: u32, retention_bytes: usize) -> Self {
+    pub(crate) fn new(
+        auto_create: bool,
+        shard_count: u32,
+        retention_bytes: usize,
+        max_logstores: usize,
+    ) -> Self {
         Store {
             inner: Mutex::new(BTreeMap::new()),
             auto_create,
             shard_count: shard_count.max(1),
             retention_bytes,
+            max_logstores,
+            count: Default::default(),
         }
     }
 
-    /// Creates a logstore of `shards` shards (default: the configured count); refuses a count
-    /// outside the service's 1 to [`MAX_SHARDS_PER_LOGSTORE`] before allocating anything.
+    /// Creates a logstore of `shards` shards (default: the configured count); refuses names
+    /// the service refuses, a count outside its 1 to [`MAX_SHARDS_PER_LOGSTORE`], and a
+    /// logstore past `max_logstores`, before allocating anything. Creating one that exists is
+    /// a no-op.
     pub(crate) fn create(
         &self,
         project: &str,
@@ -183,23 +212,65 @@ impl Store {
         shards: Option<u32>,
         now: u32,
     ) -> Result<(), ApiError> {
+        if let Err(Missing::InvalidName(kind)) = check_names(project, logstore) {
+            let (what, name) = match kind {
+                NameKind::Project => ("project", project),
+                NameKind::Logstore => ("logstore", logstore),
+            };
+            return Err(ApiError::bad_request(
+                "ParameterInvalid",
+                format!("{what} name {:?} {}", shorten(name), kind.rule()),
+            ));
+        }
         let shards = shards.unwrap_or(self.shard_count);
         check_shard_count(shards)?;
-        self.inner
-            .lock()
+        let mut inner = self.inner.lock();
+        if inner.get(project).is_some_and(|p| p.contains_key(logstore)) {
+            return Ok(());
+        }
+        self.insert(&mut inner, project, logstore, shards, now)
+            .map_err(|_| {
+                ApiError::new(
+                    hyper::http::StatusCode::FORBIDDEN,
+                    "ExceedQuota",
+                    format!(
+                        "the emulator holds its limit of {} logstores",
+                        self.max_logstores
+                    ),
+                )
+            })
+    }
+
+    fn insert(
+        &self,
+        inner: &mut BTreeMap<String, BTreeMap<String, Logstore>>,
+        project: &str,
+        logstore: &str,
+        shards: u32,
+        now: u32,
+    ) -> Result<(), Missing> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.count.load(Relaxed) >= self.max_logstores {
+            return Err(Missing::AutoCreateLimit(self.max_logstores));
+        }
+        self.count.fetch_add(1, Relaxed);
+        inner
             .entry(project.to_owned())
             .or_default()
-            .entry(logstore.to_owned())
-            .or_insert_with(|| Logstore::new(shards, now));
+            .insert(logstore.to_owned(), Logstore::new(shards, now));
         Ok(())
     }
 
     pub(crate) fn reset(&self) {
-        self.inner.lock().clear();
+        let mut inner = self.inner.lock();
+        inner.clear();
+        self.count.store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Checks that the logstore exists, creating it when auto-create is on.
+    /// Checks that the logstore exists, creating it when auto-create is on (within
+    /// `max_logstores`, and only under names the service allows).
     pub(crate) fn ensure(&self, project: &str, logstore: &str, now: u32) -> Result<(), Missing> {
+        check_names(project, logstore)?;
         let mut inner = self.inner.lock();
         if let Some(p) = inner.get(project) {
             if p.contains_key(logstore) {
@@ -213,11 +284,7 @@ impl Store {
                 Missing::Project
             });
         }
-        inner
-            .entry(project.to_owned())
-            .or_default()
-            .insert(logstore.to_owned(), Logstore::new(self.shard_count, now));
-        Ok(())
+        self.insert(&mut inner, project, logstore, self.shard_count, now)
     }
 
     /// Appends groups to one shard of an existing logstore; returns the shard.
@@ -288,23 +355,56 @@ impl Store {
 
     /// Every retained log of a logstore, shard by shard in arrival order, decoded.
     pub(crate) fn logs(&self, project: &str, logstore: &str) -> Vec<StoredLog> {
-        // Copy the (reference-counted) bodies out, then decode without the lock.
-        let groups: Vec<(u32, StoredGroup)> = self
+        self.logs_page(project, logstore, 0, usize::MAX).logs
+    }
+
+    /// `limit` retained logs from the `offset`-th, in the order of [`Store::logs`]. Only the
+    /// groups that hold them are copied out (reference counts) and decoded, without the lock,
+    /// so a page costs memory in proportion to its size, not to the logstore's. Offsets count
+    /// retained logs: retention dropping old groups between two pages shifts them.
+    pub(crate) fn logs_page(
+        &self,
+        project: &str,
+        logstore: &str,
+        offset: usize,
+        limit: usize,
+    ) -> LogsPage {
+        let mut skip = offset;
+        let mut need = limit;
+        let mut more = false;
+        // (shard, group, logs of it to skip, logs of it to take)
+        let chosen: Vec<(u32, StoredGroup, usize, usize)> = self
             .with_logstore(project, logstore, |ls| {
-                ls.shards
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, s)| s.groups.iter().map(move |g| (i as u32, g.clone())))
-                    .collect()
+                let mut chosen = Vec::new();
+                'shards: for (i, shard) in ls.shards.iter().enumerate() {
+                    for g in &shard.groups {
+                        let n = g.logs as usize;
+                        if need == 0 {
+                            if n > 0 {
+                                more = true;
+                                break 'shards;
+                            }
+                            continue;
+                        }
+                        if skip >= n {
+                            skip -= n;
+                            continue;
+                        }
+                        let available = n - skip;
+                        let take = available.min(need);
+                        need -= take;
+                        more |= available > take;
+                        chosen.push((i as u32, g.clone(), skip, take));
+                        skip = 0;
+                    }
+                }
+                chosen
             })
             .unwrap_or_default();
-        let mut out = Vec::new();
-        for (shard, stored) in groups {
+        let mut logs = Vec::new();
+        for (shard, stored, skip, take) in chosen {
             // Bodies were validated on the way in; a failure here would be an emulator bug.
-            let Ok(group) = stored.raw().map(LogGroup::decode) else {
-                continue;
-            };
-            let Ok(group) = group else {
+            let Ok(Ok(group)) = stored.raw().map(LogGroup::decode) else {
                 continue;
             };
             let tags: Vec<(String, String)> = group
@@ -312,8 +412,8 @@ impl Store {
                 .into_iter()
                 .map(|t| (t.key, t.value))
                 .collect();
-            for log in group.logs {
-                out.push(StoredLog {
+            for log in group.logs.into_iter().skip(skip).take(take) {
+                logs.push(StoredLog {
                     shard,
                     time: log.time,
                     time_ns: log.time_ns,
@@ -324,7 +424,24 @@ impl Store {
                 });
             }
         }
-        out
+        let next_offset = more.then(|| offset + logs.len());
+        LogsPage { logs, next_offset }
+    }
+}
+
+/// One page of [`Store::logs_page`].
+pub(crate) struct LogsPage {
+    /// The logs of the page.
+    pub(crate) logs: Vec<StoredLog>,
+    /// The offset of the next page; `None` when this one reached the end.
+    pub(crate) next_offset: Option<usize>,
+}
+
+/// A name as an error message quotes it: at most 80 characters.
+pub(crate) fn shorten(name: &str) -> String {
+    match name.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_owned(),
     }
 }
 
@@ -344,20 +461,20 @@ mod tests {
 
     #[test]
     fn retention_drops_oldest_but_totals_stay_exact() {
-        let store = Store::new(true, 1, 1000);
-        store.ensure("p", "l", 0).unwrap();
+        let store = Store::new(true, 1, 1000, 10);
+        store.ensure("proj", "logs", 0).unwrap();
         for _ in 0..10 {
             store
-                .append("p", "l", Placement::LoadBalance, [group(300)])
+                .append("proj", "logs", Placement::LoadBalance, [group(300)])
                 .unwrap();
         }
-        let totals = store.totals("p", "l").unwrap();
+        let totals = store.totals("proj", "logs").unwrap();
         assert_eq!(
             (totals.logs, totals.groups, totals.retained_groups),
             (20, 10, 3)
         );
         store
-            .with_logstore("p", "l", |ls| {
+            .with_logstore("proj", "logs", |ls| {
                 assert_eq!((ls.shards[0].first_seq, ls.shards[0].end_seq()), (7, 10))
             })
             .unwrap();
@@ -365,39 +482,126 @@ mod tests {
 
     #[test]
     fn missing_logstores_are_refused_without_auto_create() {
-        let store = Store::new(false, 2, 1 << 20);
-        assert_eq!(store.ensure("p", "l", 0), Err(Missing::Project));
-        store.create("p", "other", None, 0).unwrap();
-        assert_eq!(store.ensure("p", "l", 0), Err(Missing::Logstore));
-        store.create("p", "l", Some(4), 0).unwrap();
-        assert_eq!(store.ensure("p", "l", 0), Ok(()));
+        let store = Store::new(false, 2, 1 << 20, 10);
+        assert_eq!(store.ensure("proj", "logs", 0), Err(Missing::Project));
+        store.create("proj", "other", None, 0).unwrap();
+        assert_eq!(store.ensure("proj", "logs", 0), Err(Missing::Logstore));
+        store.create("proj", "logs", Some(4), 0).unwrap();
+        assert_eq!(store.ensure("proj", "logs", 0), Ok(()));
         store
-            .with_logstore("p", "l", |ls| assert_eq!(ls.shards.len(), 4))
+            .with_logstore("proj", "logs", |ls| assert_eq!(ls.shards.len(), 4))
             .unwrap();
     }
 
     #[test]
     fn load_balance_spreads_and_hash_keys_route() {
-        let store = Store::new(true, 2, 1 << 20);
-        store.ensure("p", "l", 0).unwrap();
+        let store = Store::new(true, 2, 1 << 20, 10);
+        store.ensure("proj", "logs", 0).unwrap();
         let a = store
-            .append("p", "l", Placement::LoadBalance, [group(1)])
+            .append("proj", "logs", Placement::LoadBalance, [group(1)])
             .unwrap();
         let b = store
-            .append("p", "l", Placement::LoadBalance, [group(1)])
+            .append("proj", "logs", Placement::LoadBalance, [group(1)])
             .unwrap();
         assert_ne!(a, b);
         assert_eq!(
             store
-                .append("p", "l", Placement::HashKey(0), [group(1)])
+                .append("proj", "logs", Placement::HashKey(0), [group(1)])
                 .unwrap(),
             0
         );
         assert_eq!(
             store
-                .append("p", "l", Placement::HashKey(u128::MAX), [group(1)])
+                .append("proj", "logs", Placement::HashKey(u128::MAX), [group(1)])
                 .unwrap(),
             1
         );
+    }
+
+    #[test]
+    fn names_the_service_refuses_are_never_created() {
+        let store = Store::new(true, 2, 1 << 20, 10);
+        for (project, logstore) in [
+            ("proj", ".."),
+            ("proj", "日志"),
+            ("P-roj", "logs"),
+            ("", "logs"),
+        ] {
+            assert!(matches!(
+                store.ensure(project, logstore, 0),
+                Err(Missing::InvalidName(_))
+            ));
+            let refused = store.create(project, logstore, None, 0).unwrap_err();
+            assert_eq!(refused.code, "ParameterInvalid");
+        }
+        let long = "x".repeat(5000);
+        let refused = store.create("proj", &long, None, 0).unwrap_err();
+        assert!(refused.message.len() < 300, "{}", refused.message);
+        assert_eq!(store.count.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn auto_create_stops_at_its_limit_and_reset_frees_the_room() {
+        let store = Store::new(true, 2, 1 << 20, 3);
+        for name in ["one", "two", "six"] {
+            store.ensure("proj", name, 0).unwrap();
+        }
+        store.ensure("proj", "one", 0).unwrap();
+        assert_eq!(
+            store.ensure("proj", "ten", 0),
+            Err(Missing::AutoCreateLimit(3))
+        );
+        assert_eq!(
+            store.create("other", "ten", None, 0).unwrap_err().code,
+            "ExceedQuota"
+        );
+        store.reset();
+        store.ensure("proj", "ten", 0).unwrap();
+    }
+
+    #[test]
+    fn pages_cover_every_log_once_in_order() {
+        use crate::wire::proto::{Log, LogGroup};
+        let store = Store::new(true, 2, 1 << 20, 10);
+        store.ensure("proj", "logs", 0).unwrap();
+        let mut n = 0u32;
+        for size in [3usize, 1, 4, 2, 5] {
+            let logs: Vec<Log> = (0..size)
+                .map(|_| {
+                    n += 1;
+                    Log::of_fields(n, None, &[("n", &n.to_string())])
+                })
+                .collect();
+            let raw = LogGroup::of_logs(logs, "", "", &[]).encode_to_vec();
+            let stored = StoredGroup {
+                codec: Compression::None,
+                raw_size: raw.len(),
+                body: Bytes::from(raw),
+                received: 0,
+                logs: size as u32,
+            };
+            store
+                .append("proj", "logs", Placement::HashKey(0), [stored])
+                .unwrap();
+        }
+        let all: Vec<String> = store
+            .logs("proj", "logs")
+            .iter()
+            .map(|l| l.get("n").unwrap().to_owned())
+            .collect();
+        assert_eq!(all.len(), 15);
+        for limit in [1usize, 2, 4, 7, 15, 100] {
+            let mut offset = Some(0);
+            let mut seen = Vec::new();
+            while let Some(at) = offset {
+                let page = store.logs_page("proj", "logs", at, limit);
+                assert!(page.logs.len() <= limit);
+                seen.extend(page.logs.iter().map(|l| l.get("n").unwrap().to_owned()));
+                offset = page.next_offset;
+            }
+            assert_eq!(seen, all, "limit {limit}");
+        }
+        let past = store.logs_page("proj", "logs", 99, 10);
+        assert!(past.logs.is_empty() && past.next_offset.is_none());
     }
 }

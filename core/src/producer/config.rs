@@ -12,12 +12,14 @@ use std::time::Duration;
 use crate::wire::compress::Compression;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::limits::{
-    MAX_KEY_BYTES, MAX_LOGS_PER_GROUP, MAX_NAME_BYTES, MAX_RAW_BODY_BYTES, MAX_SOURCE_BYTES,
+    MAX_KEY_BYTES, MAX_LOGS_PER_GROUP, MAX_LOG_GROUP_BYTES, MAX_RAW_BODY_BYTES, MAX_SOURCE_BYTES,
     MAX_TOPIC_BYTES,
 };
+use crate::wire::names::{self, NameKind};
 
-/// Largest batch the producer builds: 8 MiB raw keeps every request under the service's 10 MB.
-pub const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// Largest batch the producer builds: 4 MiB of logs leaves room for the topic, source and
+/// tags under the service's 5 MiB log group.
+pub const MAX_BATCH_BYTES: usize = MAX_LOG_GROUP_BYTES - 1024 * 1024;
 
 /// Which signature the producer sends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -229,29 +231,17 @@ const SECRET_OPTIONS: [&str; 4] = [
     "api_key",
 ];
 
-/// The rule project and logstore names follow, as error messages state it.
-pub(crate) const NAME_RULE: &str = "must be 1 to 128 of [A-Za-z0-9_-]";
-
-/// Whether a project or logstore name is 1 to 128 of `[A-Za-z0-9_-]`.
-pub(crate) fn is_valid_name(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= MAX_NAME_BYTES
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-fn name(key: &'static str, value: &str) -> Result<(), ConfigError> {
+fn name(key: &'static str, kind: NameKind, value: &str) -> Result<(), ConfigError> {
     if value.is_empty() {
         return Err(ConfigError::Missing { key });
     }
-    if is_valid_name(value) {
+    if names::is_valid_name(kind, value) {
         Ok(())
     } else {
         Err(ConfigError::Invalid {
             key,
             value: value.into(),
-            reason: NAME_RULE.into(),
+            reason: kind.rule().into(),
         })
     }
 }
@@ -356,8 +346,8 @@ impl ProducerConfig {
                 reason: "has no host".into(),
             });
         }
-        name("project", &self.project)?;
-        name("logstore", &self.logstore)?;
+        name("project", NameKind::Project, &self.project)?;
+        name("logstore", NameKind::Logstore, &self.logstore)?;
         match (
             &self.api_key,
             self.access_key_id.is_empty(),
@@ -498,7 +488,7 @@ mod tests {
         ProducerConfig {
             access_key_id: "id".into(),
             access_key_secret: "s".into(),
-            ..ProducerConfig::new("http://127.0.0.1:1", "p", "l")
+            ..ProducerConfig::new("http://127.0.0.1:1", "proj", "logs")
         }
     }
 

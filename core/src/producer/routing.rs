@@ -11,10 +11,11 @@ use std::time::SystemTime;
 
 use md5::Digest as _;
 
-use super::config::{self, ProducerConfig};
+use super::config::ProducerConfig;
 use super::encode::RecordError;
 use crate::wire::hashkey;
 use crate::wire::limits::{MAX_SOURCE_BYTES, MAX_TOPIC_BYTES};
+use crate::wire::names::{self, NameKind};
 
 /// Per-record options; `None` uses the producer's default.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,10 +96,10 @@ impl Router {
             check_len("source", s, MAX_SOURCE_BYTES)?;
         }
         if let Some(p) = opts.project {
-            check_name("project", p)?;
+            check_name("project", NameKind::Project, p)?;
         }
         if let Some(l) = opts.logstore {
-            check_name("logstore", l)?;
+            check_name("logstore", NameKind::Logstore, l)?;
         }
         Ok(Destination {
             project: opts.project.map_or_else(|| d.project.clone(), Arc::from),
@@ -144,14 +145,14 @@ fn check_len(what: &'static str, value: &str, limit: usize) -> Result<(), Record
     })
 }
 
-fn check_name(what: &'static str, value: &str) -> Result<(), RecordError> {
-    if config::is_valid_name(value) {
+fn check_name(what: &'static str, kind: NameKind, value: &str) -> Result<(), RecordError> {
+    if names::is_valid_name(kind, value) {
         Ok(())
     } else {
         Err(RecordError::InvalidOption {
             what,
             value: value.into(),
-            reason: config::NAME_RULE.into(),
+            reason: kind.rule().into(),
         })
     }
 }

@@ -6,12 +6,23 @@ pub const MAX_RAW_BODY_BYTES: usize = 10 * 1024 * 1024;
 /// Largest body as sent (compressed) that the emulator reads before refusing the request.
 /// Above the raw limit because zlib and zstd can grow incompressible input slightly.
 pub const MAX_SENT_BODY_BYTES: usize = MAX_RAW_BODY_BYTES + 64 * 1024;
+/// Largest `LogGroup` (uncompressed) one PutLogs may carry, 5 MiB: the service's log group
+/// limit. A `batch_group` request's list may hold several, up to the raw body limit.
+pub const MAX_LOG_GROUP_BYTES: usize = 5 * 1024 * 1024;
+/// Most logs in one `LogGroup` the emulator accepts (the official Python SDK's bound; the
+/// producers themselves stop at [`MAX_LOGS_PER_GROUP`]).
+pub const MAX_LOGS_PER_GROUP_ACCEPTED: usize = 512_000;
+/// Most fields in one log. The service documents none; this bound is far above any real log
+/// and refuses a map of a whole table sent by mistake.
+pub const MAX_FIELDS_PER_LOG: usize = 4_096;
 /// Largest value of one log field, 1 MiB.
 pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 /// Longest key of one log field, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
-/// Longest project or logstore name loghose accepts, in bytes (names are `[A-Za-z0-9_-]`).
-pub const MAX_NAME_BYTES: usize = 128;
+/// Shortest project or logstore name the service allows, in bytes.
+pub const MIN_NAME_BYTES: usize = 3;
+/// Longest project or logstore name the service allows, in bytes (the rule: `wire::names`).
+pub const MAX_NAME_BYTES: usize = 63;
 /// Most shards a logstore can be created with (the service's CreateLogstore takes 1 to 100).
 pub const MAX_SHARDS_PER_LOGSTORE: u32 = 100;
 /// Longest topic, in bytes.

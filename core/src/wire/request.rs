@@ -183,10 +183,21 @@ pub fn get(
     request
 }
 
+/// Adds the body's `Content-MD5` (the service requires it on a request with a body).
+fn push_content_md5(request: &mut SignedRequest) {
+    if !request.body.is_empty() {
+        request.headers.push((
+            "Content-MD5".into(),
+            format!("{:X}", md5::Md5::digest(&request.body)),
+        ));
+    }
+}
+
 /// Adds the date, digest and signature headers of `auth` to a request and signs it.
 pub fn authorize(request: &mut SignedRequest, auth: &Auth, now: SystemTime) {
     let credentials = match auth {
         Auth::Bearer(key) => {
+            push_content_md5(request);
             request
                 .headers
                 .push(("Authorization".into(), format!("Bearer {key}")));
@@ -212,12 +223,7 @@ pub fn authorize(request: &mut SignedRequest, auth: &Auth, now: SystemTime) {
                 .headers
                 .push(("x-log-signaturemethod".into(), V1_SIGNATURE_METHOD.into()));
             request.headers.push(("Date".into(), http_date(now)));
-            if !request.body.is_empty() {
-                request.headers.push((
-                    "Content-MD5".into(),
-                    format!("{:X}", md5::Md5::digest(&request.body)),
-                ));
-            }
+            push_content_md5(request);
         }
     }
     let headers: Vec<(&str, &str)> = request
@@ -336,6 +342,7 @@ mod tests {
         .unwrap();
         assert_eq!(req.header("Authorization"), Some("Bearer key-1"));
         assert_eq!(req.header("x-log-compresstype"), Some("zstd"));
+        assert_eq!(req.header("Content-MD5").map(str::len), Some(32));
         assert_eq!(req.header("Date"), None);
     }
 

@@ -1,6 +1,7 @@
 //! A zero-copy validator for `LogGroup` bodies: walks the protobuf wire format once, checks
 //! everything the service checks (structure, UTF-8, key names, value, topic and source sizes,
-//! log times), and counts logs, without decoding into owned strings.
+//! log times, the group's size, logs per group and fields per log), and counts logs, without
+//! decoding into owned strings. It allocates nothing but the list of a `LogGroupList`'s groups.
 //!
 //! The emulator runs it on every PutLogs body and stores the validated bytes as they are,
 //! decoding them only when a test reads them back; this keeps ingest at millions of logs per
@@ -9,7 +10,10 @@
 //! Pure functions, any thread; the input is never modified.
 
 use crate::wire::keys::{check_key, KeyPolicy, KeyProblem};
-use crate::wire::limits::{MAX_KEY_BYTES, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES, MAX_VALUE_BYTES};
+use crate::wire::limits::{
+    MAX_FIELDS_PER_LOG, MAX_KEY_BYTES, MAX_LOGS_PER_GROUP_ACCEPTED, MAX_LOG_GROUP_BYTES,
+    MAX_SOURCE_BYTES, MAX_TOPIC_BYTES, MAX_VALUE_BYTES,
+};
 
 /// A body the service would refuse, with what and where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -69,6 +73,28 @@ pub enum ScanError {
         /// The limit.
         limit: usize,
     },
+    /// A `LogGroup` above [`MAX_LOG_GROUP_BYTES`] uncompressed.
+    #[error("log group is {len} bytes, above the limit of {limit}")]
+    GroupTooLarge {
+        /// Its size.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// More logs in one group than [`MAX_LOGS_PER_GROUP_ACCEPTED`].
+    #[error("log group has more than {limit} logs")]
+    TooManyLogs {
+        /// The limit.
+        limit: usize,
+    },
+    /// More fields in one log than [`MAX_FIELDS_PER_LOG`].
+    #[error("log {log} has more than {limit} fields")]
+    TooManyFields {
+        /// Index of the log in its group.
+        log: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A `Time_ns` outside 0..=999 999 999.
     #[error("log {log}: Time_ns {value} is not below 1e9")]
     InvalidTimeNs {
@@ -84,6 +110,9 @@ pub enum ScanError {
 pub struct GroupSummary {
     /// Number of logs.
     pub logs: u32,
+    /// Where the value of the group's `__pack_id__` tag lies in the scanned bytes, if it has
+    /// one (the first).
+    pub pack_id: Option<(usize, usize)>,
 }
 
 struct Reader<'a> {
@@ -216,6 +245,7 @@ fn pair<'a>(
 fn scan_log(buf: &[u8], base: usize, index: usize, policy: KeyPolicy) -> Result<(), ScanError> {
     let mut r = Reader::new(buf, base);
     let mut has_time = false;
+    let mut fields = 0usize;
     while !r.done() {
         match r.tag()? {
             (1, 0) => {
@@ -226,6 +256,13 @@ fn scan_log(buf: &[u8], base: usize, index: usize, policy: KeyPolicy) -> Result<
                 has_time = true;
             }
             (2, 2) => {
+                fields += 1;
+                if fields > MAX_FIELDS_PER_LOG {
+                    return Err(ScanError::TooManyFields {
+                        log: index,
+                        limit: MAX_FIELDS_PER_LOG,
+                    });
+                }
                 let (content, at) = r.bytes()?;
                 let (key, value) = pair(content, at, "log content without key or value")?;
                 if let Err(problem) = check_key(key, policy) {
@@ -277,11 +314,23 @@ fn short_field(bytes: &[u8], field: &'static str, limit: usize) -> Result<(), Sc
 }
 
 fn scan_group_at(buf: &[u8], base: usize, policy: KeyPolicy) -> Result<GroupSummary, ScanError> {
+    if buf.len() > MAX_LOG_GROUP_BYTES {
+        return Err(ScanError::GroupTooLarge {
+            len: buf.len(),
+            limit: MAX_LOG_GROUP_BYTES,
+        });
+    }
     let mut r = Reader::new(buf, base);
     let mut logs = 0usize;
+    let mut pack_id = None;
     while !r.done() {
         match r.tag()? {
             (1, 2) => {
+                if logs == MAX_LOGS_PER_GROUP_ACCEPTED {
+                    return Err(ScanError::TooManyLogs {
+                        limit: MAX_LOGS_PER_GROUP_ACCEPTED,
+                    });
+                }
                 let (log, at) = r.bytes()?;
                 scan_log(log, at, logs, policy)?;
                 logs += 1;
@@ -303,12 +352,20 @@ fn scan_group_at(buf: &[u8], base: usize, policy: KeyPolicy) -> Result<GroupSumm
                 }
                 utf8(key, "tag key", None)?;
                 utf8(value, "tag value", None)?;
+                if pack_id.is_none() && key == b"__pack_id__" {
+                    // `pair` returns sub-slices of `tag`, which starts at `at`.
+                    let start = at + (value.as_ptr() as usize - tag.as_ptr() as usize);
+                    pack_id = Some((start, start + value.len()));
+                }
             }
             (1..=6, _) => return Err(r.malformed("LogGroup field with the wrong wire type")),
             (_, wt) => r.skip(wt)?,
         }
     }
-    Ok(GroupSummary { logs: logs as u32 })
+    Ok(GroupSummary {
+        logs: logs as u32,
+        pack_id,
+    })
 }
 
 /// Validates one `LogGroup` body.
@@ -360,14 +417,53 @@ mod tests {
             log(&[("b", "")]),
         ])
         .encode_to_vec();
-        assert_eq!(
-            scan_log_group(&body, KeyPolicy::Service),
-            Ok(GroupSummary { logs: 2 })
-        );
+        let summary = scan_log_group(&body, KeyPolicy::Service).unwrap();
+        assert_eq!(summary.logs, 2);
+        let (start, end) = summary.pack_id.unwrap();
+        assert_eq!(&body[start..end], b"ABC-0");
         assert_eq!(
             scan_log_group(&[], KeyPolicy::Service),
-            Ok(GroupSummary { logs: 0 })
+            Ok(GroupSummary::default())
         );
+    }
+
+    #[test]
+    fn groups_over_the_per_request_limits_are_refused() {
+        let many_logs = LogGroup::of_logs(
+            vec![Log::of_fields(1, None, &[]); MAX_LOGS_PER_GROUP_ACCEPTED + 1],
+            "",
+            "",
+            &[],
+        )
+        .encode_to_vec();
+        assert_eq!(
+            scan_log_group(&many_logs, KeyPolicy::Service),
+            Err(ScanError::TooManyLogs {
+                limit: MAX_LOGS_PER_GROUP_ACCEPTED
+            })
+        );
+        let keys: Vec<String> = (0..=MAX_FIELDS_PER_LOG).map(|i| format!("k{i}")).collect();
+        let fields: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "")).collect();
+        let wide = group(vec![log(&[("a", "1")]), log(&fields)]).encode_to_vec();
+        assert_eq!(
+            scan_log_group(&wide, KeyPolicy::Service),
+            Err(ScanError::TooManyFields {
+                log: 1,
+                limit: MAX_FIELDS_PER_LOG
+            })
+        );
+        let value = "v".repeat(MAX_VALUE_BYTES);
+        let big = group((0..6).map(|_| log(&[("a", value.as_str())])).collect()).encode_to_vec();
+        assert!(matches!(
+            scan_log_group(&big, KeyPolicy::Service),
+            Err(ScanError::GroupTooLarge {
+                limit: MAX_LOG_GROUP_BYTES,
+                ..
+            })
+        ));
+        // Within every limit, the same shapes pass.
+        let fine = group((0..4).map(|_| log(&[("a", value.as_str())])).collect()).encode_to_vec();
+        assert_eq!(scan_log_group(&fine, KeyPolicy::Service).unwrap().logs, 4);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The emulator's own JSON API under `/_emulator/`: health, counters, reset, faults,
-//! logstores, totals and stored logs. Unauthenticated.
+//! logstores, totals and stored logs, a page at a time. Unauthenticated unless an admin token
+//! is configured (then `Authorization: Bearer <token>` on every request). Never counted in
+//! the service counters.
 
 use bytes::Bytes;
 use hyper::http::{Method, Response, StatusCode};
@@ -9,7 +11,37 @@ use crate::emulator::error::ApiError;
 use crate::emulator::faults::Fault;
 use crate::emulator::store::Missing;
 
+/// Logs in a `/_emulator/logs` page unless `limit` says otherwise.
+const DEFAULT_PAGE_LOGS: usize = 1000;
+/// Most logs in one page.
+const MAX_PAGE_LOGS: usize = 10_000;
+
+/// Whether two byte strings are equal, in time that depends only on their lengths.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 impl Service {
+    /// With an admin token configured, refuses an admin request that does not carry it.
+    pub(super) fn check_admin_token(&self, head: &Head<'_>) -> Result<(), ApiError> {
+        let Some(token) = self.config.admin_token.as_deref() else {
+            return Ok(());
+        };
+        let sent = head
+            .header("authorization")
+            .and_then(|v| v.trim().strip_prefix("Bearer "))
+            .map(str::trim);
+        if sent.is_some_and(|sent| same_secret(sent.as_bytes(), token.as_bytes())) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized",
+                "the emulator's admin API needs Authorization: Bearer <admin token>",
+            ))
+        }
+    }
+
     pub(super) fn admin(
         &self,
         head: &Head<'_>,
@@ -54,14 +86,34 @@ impl Service {
             }
             (&Method::GET, "logs") => {
                 let (project, logstore) = self.admin_target(head)?;
+                let number = |name: &str, default: usize, max: usize| match head.param(name) {
+                    None => Ok(default),
+                    Some(v) => v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| *n <= max)
+                        .ok_or_else(|| {
+                            ApiError::bad_request(
+                                "ParameterInvalid",
+                                format!("{name} {v:?} is not a number from 0 to {max}"),
+                            )
+                        }),
+                };
+                let offset = number("offset", 0, usize::MAX)?;
+                let limit = number("limit", DEFAULT_PAGE_LOGS, MAX_PAGE_LOGS)?;
                 let totals = self
                     .store
                     .totals(&project, logstore)
                     .ok_or_else(|| missing(Missing::Logstore, &project, logstore))?;
-                let logs = self.store.logs(&project, logstore);
-                Ok(json_response(
-                    &serde_json::json!({ "project": project, "logstore": logstore, "totals": totals, "logs": logs }),
-                ))
+                let page = self.store.logs_page(&project, logstore, offset, limit);
+                Ok(json_response(&serde_json::json!({
+                    "project": project,
+                    "logstore": logstore,
+                    "totals": totals,
+                    "offset": offset,
+                    "next_offset": page.next_offset,
+                    "logs": page.logs,
+                })))
             }
             _ => Err(ApiError::new(
                 StatusCode::NOT_FOUND,

@@ -78,7 +78,10 @@ impl Service {
         }
     }
 
-    pub(super) fn authenticate(&self, head: &Head<'_>, body: &[u8]) -> Result<(), ApiError> {
+    /// Checks the request's signature (or API key); answers whether the signature covers the
+    /// body itself (a v4 `x-log-content-sha256` of the body, checked here) — v1 covers it only
+    /// through `Content-MD5`, which the caller checks.
+    pub(super) fn authenticate(&self, head: &Head<'_>, body: &[u8]) -> Result<bool, ApiError> {
         let value = head
             .header("authorization")
             .ok_or_else(|| ApiError::unauthorized("missing Authorization header"))?;
@@ -91,7 +94,7 @@ impl Service {
             None => Err(ApiError::unauthorized("unsupported Authorization header")),
             Some(Authorization::Bearer(key)) => {
                 if self.api_keys.contains(key) {
-                    Ok(())
+                    Ok(false)
                 } else {
                     Err(ApiError::unauthorized("The API key is invalid."))
                 }
@@ -136,7 +139,7 @@ impl Service {
                 };
                 let expected = sign::v1_signature(&key.secret, &string_to_sign);
                 if sign::constant_time_eq(&expected, signature) {
-                    Ok(())
+                    Ok(false)
                 } else {
                     Err(ApiError::new(
                         StatusCode::UNAUTHORIZED,
@@ -181,7 +184,7 @@ impl Service {
                         format!("Signature {signature} not matched."),
                     ));
                 }
-                Ok(())
+                Ok(content_hash != EMPTY_BODY_SHA256)
             }
         }
     }

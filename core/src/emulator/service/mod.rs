@@ -29,9 +29,10 @@ use parking_lot::Mutex;
 
 use super::error::ApiError;
 use super::faults::Faults;
-use super::store::{Missing, Store};
+use super::store::{shorten, Missing, Store};
 use super::EmulatorConfig;
 use crate::wire::compress::CodecError;
+use crate::wire::names::NameKind;
 use crate::wire::scan::ScanError;
 use crate::wire::sign;
 
@@ -156,14 +157,41 @@ fn missing(m: Missing, project: &str, logstore: &str) -> ApiError {
             "LogStoreNotExist",
             format!("logstore {logstore} does not exist"),
         ),
+        // Such a name can never exist on the service: it answers that it does not.
+        Missing::InvalidName(kind @ NameKind::Project) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "ProjectNotExist",
+            format!(
+                "The Project does not exist : {:?} (a project name {})",
+                shorten(project),
+                kind.rule()
+            ),
+        ),
+        Missing::InvalidName(kind @ NameKind::Logstore) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "LogStoreNotExist",
+            format!(
+                "logstore {:?} does not exist (a logstore name {})",
+                shorten(logstore),
+                kind.rule()
+            ),
+        ),
+        Missing::AutoCreateLimit(limit) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "LogStoreNotExist",
+            format!(
+                "logstore {logstore} does not exist and the emulator holds its limit of {limit} \
+                 logstores (max_logstores)"
+            ),
+        ),
     }
 }
 
 fn scan_error(e: ScanError) -> ApiError {
-    let code = if matches!(e, ScanError::InvalidKey { .. }) {
-        "InvalidKey"
-    } else {
-        "PostBodyInvalid"
+    let code = match e {
+        ScanError::InvalidKey { .. } => "InvalidKey",
+        ScanError::GroupTooLarge { .. } => "PostBodyTooLarge",
+        _ => "PostBodyInvalid",
     };
     ApiError::bad_request(code, e.to_string())
 }
@@ -210,6 +238,7 @@ impl Service {
             config.auto_create,
             config.shard_count,
             config.retention_bytes,
+            config.max_logstores,
         );
         Service {
             api_keys: config.api_keys.iter().cloned().collect(),
@@ -380,6 +409,7 @@ impl Service {
                 .collect(),
         };
         if let Some(rest) = path.strip_prefix("/_emulator/") {
+            self.check_admin_token(&head)?;
             return self.admin(&head, rest, req.body());
         }
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();

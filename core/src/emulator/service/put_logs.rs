@@ -46,7 +46,7 @@ impl Service {
                 "Content-Length is missing",
             ));
         }
-        self.authenticate(head, &body)?;
+        let body_signed = self.authenticate(head, &body)?;
         let project = self.project_of(head.header("host"));
         self.store
             .ensure(&project, logstore, unix_now())
@@ -79,14 +79,27 @@ impl Service {
                 format!("body raw size {raw_size} exceeds the limit of {MAX_RAW_BODY_BYTES} bytes"),
             ));
         }
-        if let Some(md5) = head.header("content-md5") {
-            let actual = md5::Md5::digest(&body);
-            if !hex::decode(md5.trim()).is_ok_and(|sent| sent.as_slice() == actual.as_slice()) {
+        match head.header("content-md5") {
+            Some(md5) => {
+                let actual = md5::Md5::digest(&body);
+                if !hex::decode(md5.trim()).is_ok_and(|sent| sent.as_slice() == actual.as_slice()) {
+                    return Err(ApiError::bad_request(
+                        "InvalidContentMD5",
+                        format!("Content-MD5 {md5} does not match the body"),
+                    ));
+                }
+            }
+            // The service requires Content-MD5 on a request with a body; without it nothing
+            // would tie a v1 signature to the body (a replaced body of the same length would
+            // pass). A v4 signature over the body's SHA-256 covers it instead.
+            None if !body.is_empty() && !body_signed => {
                 return Err(ApiError::bad_request(
-                    "InvalidContentMD5",
-                    format!("Content-MD5 {md5} does not match the body"),
+                    "MissingContentMD5",
+                    "Content-MD5 is missing: a request with a body must carry the MD5 of the \
+                     body (or, signed v4, x-log-content-sha256 of the body)",
                 ));
             }
+            None => {}
         }
         let codec =
             Compression::from_header(head.header("x-log-compresstype")).map_err(codec_error)?;

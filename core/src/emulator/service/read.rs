@@ -32,7 +32,7 @@ fn decode_cursor(cursor: &str) -> Result<u64, ApiError> {
 impl Service {
     pub(super) fn read_target(&self, head: &Head<'_>, logstore: &str) -> Result<String, ApiError> {
         Self::check_api_version(head)?;
-        self.authenticate(head, &[])?;
+        let _body_signed = self.authenticate(head, &[])?;
         let project = self.project_of(head.header("host"));
         self.store
             .ensure(&project, logstore, unix_now())
