@@ -1,6 +1,7 @@
 //! Fault injection: scripted misbehaviour for the next N PutLogs requests or for a time
 //! window — an error answer (any status and errorCode), added latency, a dropped connection,
-//! or a hang.
+//! a hang, or a request that is stored and then answered with an error or a dropped
+//! connection (the case where a retry makes a duplicate, to test at-least-once delivery).
 //!
 //! Rules are checked in the order they were added; the first live one that matches a request
 //! applies and uses up one of its count. Expired and used-up rules are removed as they are met.
@@ -33,6 +34,18 @@ pub enum FaultAction {
     },
     /// Drop the connection without answering.
     Reset,
+    /// Process and store the request as usual, then answer this status and errorCode instead
+    /// of success (default 500 `InternalServerError`).
+    StoreThenError {
+        /// HTTP status.
+        #[serde(default = "default_store_then_status")]
+        status: u16,
+        /// errorCode.
+        #[serde(default = "default_store_then_code")]
+        code: String,
+    },
+    /// Process and store the request as usual, then drop the connection without answering.
+    StoreThenReset,
     /// Hold the connection without answering for this long (default ten minutes, or until
     /// the emulator stops), then drop it.
     Hang {
@@ -40,6 +53,14 @@ pub enum FaultAction {
         #[serde(default)]
         ms: Option<u64>,
     },
+}
+
+fn default_store_then_status() -> u16 {
+    500
+}
+
+fn default_store_then_code() -> String {
+    "InternalServerError".into()
 }
 
 /// One rule: an action, for how many requests or how long, and for which requests.
@@ -219,5 +240,15 @@ mod tests {
         let f: Fault = serde_json::from_str(r#"{"kind":"hang","window_ms":100}"#).unwrap();
         assert_eq!(f.action, FaultAction::Hang { ms: None });
         assert!(serde_json::from_str::<Fault>(r#"{"kind":"explode"}"#).is_err());
+        let f: Fault = serde_json::from_str(r#"{"kind":"store_then_error","count":1}"#).unwrap();
+        assert_eq!(
+            f.action,
+            FaultAction::StoreThenError {
+                status: 500,
+                code: "InternalServerError".into()
+            }
+        );
+        let f: Fault = serde_json::from_str(r#"{"kind":"store_then_reset"}"#).unwrap();
+        assert_eq!(f.action, FaultAction::StoreThenReset);
     }
 }

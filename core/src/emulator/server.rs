@@ -10,8 +10,9 @@
 //! `header_read_timeout_ms`, a body must keep sending (`body_idle_timeout_ms` between chunks),
 //! and at most `max_connections` are served at once — one more is answered 503 and closed, so
 //! stalled connections cannot starve valid requests. What a dropped connection held is freed
-//! with it. Injected faults are applied here, before the service sees the request: an error
-//! answer, added latency, a dropped connection, or a hang. Requests in absolute form (as sent
+//! with it. Injected faults are applied here, before the service sees the request (an error
+//! answer, added latency, a dropped connection, a hang) or after it stored it (an error
+//! answer or a dropped connection in place of its success). Requests in absolute form (as sent
 //! to an HTTP proxy) are served like any other, so clients can reach the emulator through
 //! their proxy setting under any host name.
 //!
@@ -153,7 +154,7 @@ async fn serve_request(
         ));
     }
     let probe = Request::from_parts(parts, ());
-    if let Some((project, logstore)) = service.put_logs_target(&probe) {
+    let fault = if let Some((project, logstore)) = service.put_logs_target(&probe) {
         let fault = service.faults.take(&project, &logstore);
         if matches!(
             fault,
@@ -161,7 +162,7 @@ async fn serve_request(
         ) {
             service.count_faulted_put();
         }
-        match fault {
+        match fault.clone() {
             None => {}
             Some(FaultAction::Latency { ms }) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await
@@ -181,20 +182,20 @@ async fn serve_request(
                 let status =
                     StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 let message = message.unwrap_or_else(|| format!("injected fault: {status} {code}"));
-                service.count_rejection(&code);
-                let body =
-                    serde_json::json!({ "errorCode": code, "errorMessage": message }).to_string();
-                let mut resp = Response::new(Bytes::from(body));
-                *resp.status_mut() = status;
-                resp.headers_mut().insert(
-                    "content-type",
-                    hyper::http::HeaderValue::from_static("application/json"),
-                );
-                service.stamp(&mut resp);
-                return Ok(resp.map(Full::new));
+                return Ok(fault_answer(&service, status, &code, message));
             }
+            Some(FaultAction::StoreThenError { .. } | FaultAction::StoreThenReset) => {}
         }
-    }
+        fault
+    } else {
+        None
+    };
+    let after_store = fault.filter(|f| {
+        matches!(
+            f,
+            FaultAction::StoreThenError { .. } | FaultAction::StoreThenReset
+        )
+    });
     let (parts, ()) = probe.into_parts();
     let bytes = match read_body(body, MAX_SENT_BODY_BYTES, limits.body_idle_timeout, true).await {
         Ok(bytes) => bytes,
@@ -208,7 +209,36 @@ async fn serve_request(
         Err(BodyError::Stalled | BodyError::Gone) => return Err(InjectedReset),
     };
     let resp = service.handle(Request::from_parts(parts, bytes));
-    Ok(resp.map(Full::new))
+    match after_store {
+        // Stored: now the client is told it failed (or told nothing), so it retries a batch the
+        // emulator already holds.
+        Some(FaultAction::StoreThenReset) if resp.status().is_success() => Err(InjectedReset),
+        Some(FaultAction::StoreThenError { status, code }) if resp.status().is_success() => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let message = format!("injected fault after storing the request: {status} {code}");
+            Ok(fault_answer(&service, status, &code, message))
+        }
+        _ => Ok(resp.map(Full::new)),
+    }
+}
+
+/// An injected error answer, counted as a rejection under its code.
+fn fault_answer(
+    service: &Service,
+    status: StatusCode,
+    code: &str,
+    message: String,
+) -> Response<Full<Bytes>> {
+    service.count_rejection(code);
+    let body = serde_json::json!({ "errorCode": code, "errorMessage": message }).to_string();
+    let mut resp = Response::new(Bytes::from(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        "content-type",
+        hyper::http::HeaderValue::from_static("application/json"),
+    );
+    service.stamp(&mut resp);
+    resp.map(Full::new)
 }
 
 /// Serves HTTP/1.1 with keep-alive on one connection until it closes.

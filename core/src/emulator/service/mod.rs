@@ -69,6 +69,9 @@ pub struct Counters {
     pub rejected: BTreeMap<String, u64>,
     /// Requests that met an injected fault.
     pub faults_injected: u64,
+    /// Accepted groups whose `__pack_id__` tag had been accepted before in the same logstore
+    /// (among the last 262 144 groups with one): batches delivered more than once.
+    pub duplicate_groups: u64,
 }
 
 #[derive(Default)]
@@ -80,6 +83,7 @@ struct AtomicCounters {
     log_groups: AtomicU64,
     raw_bytes: AtomicU64,
     compressed_bytes: AtomicU64,
+    duplicate_groups: AtomicU64,
     rejected: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -96,6 +100,7 @@ pub struct Service {
     pub(crate) store: Store,
     pub(crate) faults: Faults,
     counters: AtomicCounters,
+    pack_ids: Mutex<put_logs::PackIds>,
     id_prefix: u32,
     id_next: AtomicU64,
 }
@@ -246,6 +251,7 @@ impl Service {
             store,
             faults: Faults::default(),
             counters: AtomicCounters::default(),
+            pack_ids: Mutex::default(),
             id_prefix: fastrand::u32(..),
             id_next: AtomicU64::new(1),
             config,
@@ -270,6 +276,7 @@ impl Service {
             compressed_bytes: c.compressed_bytes.load(Ordering::Relaxed),
             rejected: c.rejected.lock().clone(),
             faults_injected: self.faults.applied(),
+            duplicate_groups: c.duplicate_groups.load(Ordering::Relaxed),
         }
     }
 
@@ -286,10 +293,12 @@ impl Service {
             &c.log_groups,
             &c.raw_bytes,
             &c.compressed_bytes,
+            &c.duplicate_groups,
         ] {
             a.store(0, Ordering::Relaxed);
         }
         c.rejected.lock().clear();
+        self.pack_ids.lock().clear();
     }
 
     /// A fresh 24-hex-digit request id.

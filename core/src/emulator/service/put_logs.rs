@@ -15,6 +15,49 @@ use crate::wire::hashkey;
 use crate::wire::limits::MAX_RAW_BODY_BYTES;
 use crate::wire::scan;
 
+/// The identity of a pack id: a hash of where it was written and its value.
+fn pack_id_key(project: &str, logstore: &str, pack_id: &[u8]) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (project, logstore, pack_id).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The pack ids of the last [`PackIds::CAPACITY`] accepted groups that carried one, to count
+/// groups accepted twice (a producer's retry of a batch the emulator had already stored).
+#[derive(Default)]
+pub(crate) struct PackIds {
+    seen: std::collections::HashSet<u64>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl PackIds {
+    /// How many pack ids are remembered (about 6 MiB at most).
+    const CAPACITY: usize = 1 << 18;
+
+    /// Remembers `keys`; answers how many were already known.
+    pub(crate) fn record(&mut self, keys: &[u64]) -> u64 {
+        let mut duplicates = 0;
+        for &key in keys {
+            if !self.seen.insert(key) {
+                duplicates += 1;
+                continue;
+            }
+            self.order.push_back(key);
+            if self.order.len() > Self::CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.seen.remove(&old);
+                }
+            }
+        }
+        duplicates
+    }
+
+    pub(crate) fn clear(&mut self) {
+        *self = PackIds::default();
+    }
+}
+
 impl Service {
     pub(super) fn put_logs(
         &self,
@@ -113,6 +156,8 @@ impl Service {
                 )
             })?),
         };
+        let pack_key = |pack_id: &[u8]| pack_id_key(&project, logstore, pack_id);
+        let mut pack_ids = Vec::new();
         let groups = DECODE_SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let raw = compress::decompress_into(codec, &body, raw_size, &mut scratch)
@@ -125,6 +170,12 @@ impl Service {
                 Ok(scan::scan_log_group_list(&raw, policy)
                     .map_err(scan_error)?
                     .into_iter()
+                    .map(|(range, summary)| {
+                        if let Some((a, b)) = summary.pack_id {
+                            pack_ids.push(pack_key(&raw[a..b]));
+                        }
+                        (range, summary)
+                    })
                     .map(|(range, summary)| StoredGroup {
                         raw_size: range.len(),
                         body: raw.slice(range),
@@ -135,6 +186,9 @@ impl Service {
                     .collect::<Vec<_>>())
             } else {
                 let summary = scan::scan_log_group(raw, policy).map_err(scan_error)?;
+                if let Some((a, b)) = summary.pack_id {
+                    pack_ids.push(pack_key(&raw[a..b]));
+                }
                 Ok(vec![StoredGroup {
                     body: body.clone(),
                     codec,
@@ -151,6 +205,8 @@ impl Service {
             .map_err(|m| missing(m, &project, logstore))?;
 
         let c = &self.counters;
+        let duplicates = self.pack_ids.lock().record(&pack_ids);
+        c.duplicate_groups.fetch_add(duplicates, Ordering::Relaxed);
         c.accepted_requests.fetch_add(1, Ordering::Relaxed);
         c.logs.fetch_add(logs, Ordering::Relaxed);
         c.log_groups.fetch_add(group_count, Ordering::Relaxed);
