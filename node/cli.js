@@ -32,7 +32,7 @@ function startEmulator() {
 }
 
 async function totals(endpoint, logstore) {
-  const resp = await fetch(`${endpoint}/_emulator/totals?project=s1&logstore=${logstore}`)
+  const resp = await fetch(`${endpoint}/_emulator/totals?project=bench-s1&logstore=${logstore}`)
   return resp.json()
 }
 
@@ -284,7 +284,7 @@ async function middleware(argv) {
     }
     const left = await producer.flush(60000)
     await producer.close({ timeoutMs: 10000 })
-    const got = (await (await fetch(`${emu.endpoint}/_emulator/totals?project=s3&logstore=access`)).json()).logs
+    const got = (await (await fetch(`${emu.endpoint}/_emulator/totals?project=bench-s3&logstore=access`)).json()).logs
     const base = (rows.find((r) => r.phase === 'none') || rows[0]).rps
     console.log(`S3 middleware from Node: ${opts.connections} keep-alive connections for ${opts.seconds} s per phase, load from a child process\n`)
     console.log('| logging | requests/s | ratio to none | loop delay max ms | loop delay p99 ms | logging call p99 µs | longest logging call µs | longest report callback ms |')
