@@ -23,8 +23,8 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings (workspace)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "cargo test (core: wire layer, emulator, integration; the Node addon's pure functions)"
-cargo test -p loghose
+step "cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
+LOGHOSE_FUZZ_SECS=20 cargo test -p loghose
 cargo test -p loghose-node
 
 step "cargo check of the engine for Windows (no fork, no Unix signals: the cfg fences hold)"
