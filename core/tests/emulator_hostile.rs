@@ -509,3 +509,53 @@ async fn a_store_then_fail_fault_does_not_turn_a_refusal_into_a_store() {
     assert_eq!(emu.counters().accepted_requests, 0);
     still_served(&emu).await;
 }
+
+#[tokio::test]
+async fn request_bodies_buffered_at_once_are_bounded() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let emu = Emulator::start(EmulatorConfig {
+        max_body_buffer_bytes: 20 << 20,
+        body_idle_timeout_ms: 5_000,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let head = b"POST /logstores/app-logs/shards/lb HTTP/1.1\r\nHost: proj.127.0.0.1\r\nContent-Type: application/x-protobuf\r\nContent-Length: 10000000\r\n\r\n";
+    // The first large body fits and is being read (stalled after a little of it).
+    let mut first = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+    first.write_all(head).await.unwrap();
+    first.write_all(&[0u8; 1000]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A second one would leave less than the small requests' part: refused at once.
+    let mut second = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+    second.write_all(head).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), second.read_to_end(&mut answer))
+        .await
+        .expect("answered at once")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("max_body_buffer_bytes"), "{answer}");
+    // Small requests are still served meanwhile.
+    still_served(&emu).await;
+    // Once the first is gone, its part of the budget is back.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = tokio::net::TcpStream::connect(emu.addr()).await.unwrap();
+        again.write_all(head).await.unwrap();
+        let mut got = [0u8; 12];
+        let quick =
+            tokio::time::timeout(Duration::from_millis(300), again.read_exact(&mut got)).await;
+        if quick.is_err() {
+            break; // reading the body: it was admitted
+        }
+        assert!(Instant::now() < deadline, "the budget never came back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(Emulator::start(EmulatorConfig {
+        max_body_buffer_bytes: 1 << 20,
+        ..EmulatorConfig::default()
+    })
+    .is_err());
+}

@@ -71,6 +71,9 @@ struct Args {
     /// open-file limit leaves room for).
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
+    /// MiB of request bodies buffered at once; a body that does not fit is answered 503.
+    #[arg(long, default_value_t = 48)]
+    max_body_buffer_mib: usize,
     /// Most logstores held at once; auto-create stops there.
     #[arg(long, default_value_t = 1000)]
     max_logstores: usize,
@@ -101,7 +104,42 @@ fn raise_open_file_limit() {
 #[cfg(not(unix))]
 fn raise_open_file_limit() {}
 
+/// Makes the C allocator serve every block of 256 KiB or more with its own mapping, returned
+/// to the system when freed. glibc otherwise raises that threshold after the first large free,
+/// and the bodies of a burst of large or abandoned requests then stay in the process's heap
+/// long after the connections are gone.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_large_blocks_to_the_system() {
+    // SAFETY: mallopt only changes the allocator's tuning; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_large_blocks_to_the_system() {}
+
+/// Every ten seconds, hands the C allocator's free memory back to the system: after a burst of
+/// connections (each with its buffers) ends, the freed blocks are scattered through the heap
+/// and glibc would keep them.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_free_memory_periodically() {
+    let _ = std::thread::Builder::new()
+        .name("loghose-emulator-trim".into())
+        .spawn(|| loop {
+            std::thread::sleep(std::time::Duration::from_secs(10));
+            // SAFETY: malloc_trim only releases free memory; any thread may call it.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        });
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_free_memory_periodically() {}
+
 fn main() -> std::process::ExitCode {
+    return_large_blocks_to_the_system();
     let args = Args::parse();
     let mut sts_keys = Vec::new();
     for spec in &args.sts_keys {
@@ -156,10 +194,12 @@ fn main() -> std::process::ExitCode {
         body_idle_timeout_ms: args.body_idle_timeout_ms,
         max_connections: args.max_connections,
         max_logstores: args.max_logstores,
+        max_body_buffer_bytes: args.max_body_buffer_mib.saturating_mul(1024 * 1024),
         admin_token: args.admin_token,
         ..EmulatorConfig::default()
     };
     raise_open_file_limit();
+    trim_free_memory_periodically();
     let emulator = match Emulator::start(config) {
         Ok(e) => e,
         Err(e) => {

@@ -115,6 +115,10 @@ pub struct EmulatorConfig {
     /// clients cannot starve the rest. Default 4 096, lowered at start to what the process's
     /// open-file limit leaves room for (less 64 for everything else).
     pub max_connections: usize,
+    /// Bytes of request bodies buffered at once over every connection; a body that does not
+    /// fit is answered 503 `ServerBusy` (bodies over 64 KiB leave 8 MiB of it to small
+    /// requests). At least 20 MiB, so a body of the largest size always fits. Default 48 MiB.
+    pub max_body_buffer_bytes: usize,
     /// When set, every `/_emulator/` request must carry `Authorization: Bearer <token>`
     /// (else 401 `Unauthorized`). Required to listen on an address other than loopback, where
     /// the unauthenticated admin API would be open to the network. Default none.
@@ -185,10 +189,16 @@ impl Default for EmulatorConfig {
             header_read_timeout_ms: 20_000,
             body_idle_timeout_ms: 10_000,
             max_connections: 4096,
+            max_body_buffer_bytes: 48 * 1024 * 1024,
             admin_token: None,
         }
     }
 }
+
+/// The smallest body budget: a body of the largest size plus the part kept for small ones.
+const MIN_BODY_BUFFER_BYTES: usize = 20 * 1024 * 1024;
+/// The largest clock offset or skew (a century): beyond it dates stop being representable.
+const MAX_CLOCK_OFFSET_SECS: i64 = 100 * 365 * 24 * 3600;
 
 impl EmulatorConfig {
     /// Refuses values the emulator cannot serve with: a shard count or default project the
@@ -214,6 +224,23 @@ impl EmulatorConfig {
                 "max_connections"
             };
             return invalid(key, "must be at least 1".into());
+        }
+        if self.max_body_buffer_bytes < MIN_BODY_BUFFER_BYTES {
+            return invalid(
+                "max_body_buffer_bytes",
+                format!(
+                    "{} is below {MIN_BODY_BUFFER_BYTES}, the room a body of the largest size needs",
+                    self.max_body_buffer_bytes
+                ),
+            );
+        }
+        if self.clock_offset_secs.abs() > MAX_CLOCK_OFFSET_SECS || self.max_clock_skew_secs < 0 {
+            let key = if self.max_clock_skew_secs < 0 {
+                "max_clock_skew_secs"
+            } else {
+                "clock_offset_secs"
+            };
+            return invalid(key, format!("must be 0 to {MAX_CLOCK_OFFSET_SECS} seconds"));
         }
         if self.admin_token.as_deref() == Some("") {
             return invalid("admin_token", "must not be empty".into());
@@ -310,6 +337,7 @@ impl Emulator {
             header_read_timeout: Duration::from_millis(config.header_read_timeout_ms.max(1)),
             body_idle_timeout: Duration::from_millis(config.body_idle_timeout_ms.max(1)),
             max_connections: server::connection_cap(config.max_connections),
+            max_body_buffer_bytes: config.max_body_buffer_bytes,
         };
         let service = Arc::new(Service::new(config));
         let (stop, stop_rx) = watch::channel(false);

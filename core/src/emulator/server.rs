@@ -8,8 +8,10 @@
 //!
 //! Hostile or broken clients are bounded: a request head must arrive within
 //! `header_read_timeout_ms`, a body must keep sending (`body_idle_timeout_ms` between chunks),
-//! and at most `max_connections` are served at once — one more is answered 503 and closed, so
-//! stalled connections cannot starve valid requests. What a dropped connection held is freed
+//! at most `max_connections` are served at once — one more is answered 503 and closed, so
+//! stalled connections cannot starve valid requests — and the request bodies buffered at once
+//! are bounded by `max_body_buffer_bytes` (a body that does not fit is answered 503
+//! `ServerBusy`; bodies over 64 KiB leave 8 MiB of it to small requests). What a dropped connection held is freed
 //! with it. Injected faults are applied here, before the service sees the request (an error
 //! answer, added latency, a dropped connection, a hang) or after it stored it (an error
 //! answer or a dropped connection in place of its success). Requests in absolute form (as sent
@@ -49,6 +51,7 @@ pub(crate) struct Limits {
     pub(crate) header_read_timeout: Duration,
     pub(crate) body_idle_timeout: Duration,
     pub(crate) max_connections: usize,
+    pub(crate) max_body_buffer_bytes: usize,
 }
 
 /// The connection cap actually used: `wanted`, lowered so the open connections plus 64
@@ -76,16 +79,75 @@ const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: applicat
 /// Largest declared body that is read (and discarded) before its 413.
 const DRAIN_LIMIT: u64 = 2 * MAX_SENT_BODY_BYTES as u64;
 
+/// Bodies up to this size may use the whole body budget; larger ones leave
+/// [`SMALL_BODY_RESERVE`] of it free, so small requests go on being served while large ones
+/// (or stalled ones) hold the rest.
+const SMALL_BODY: usize = 64 * 1024;
+/// The part of the body budget only small bodies may use.
+const SMALL_BODY_RESERVE: usize = 8 * 1024 * 1024;
+
+/// The bytes of request bodies buffered at once over every connection
+/// (`max_body_buffer_bytes`): a reservation is taken before a body is read and released when
+/// its request is done.
+pub(crate) struct BodyBudget {
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl BodyBudget {
+    pub(crate) fn new(bytes: usize) -> Self {
+        BodyBudget {
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                bytes.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+        }
+    }
+
+    /// Reserves `bytes`, or `None` when the budget cannot spare them now.
+    fn reserve(&self, bytes: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let n = u32::try_from(bytes.max(1)).ok()?;
+        if bytes > SMALL_BODY && self.permits.available_permits() < bytes + SMALL_BODY_RESERVE {
+            return None;
+        }
+        self.permits.clone().try_acquire_many_owned(n).ok()
+    }
+}
+
+/// A 503 that closes the connection: the body budget is spent.
+fn busy_buffering(service: &Service) -> Response<Full<Bytes>> {
+    let error = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ServerBusy",
+        "the emulator is buffering as many request bodies as it allows \
+         (max_body_buffer_bytes); retry",
+    );
+    let mut resp = service.error_response(&error);
+    service.stamp(&mut resp);
+    resp.headers_mut()
+        .insert("connection", hyper::http::HeaderValue::from_static("close"));
+    resp.map(Full::new)
+}
+
 /// Reads a whole body of at most `limit` bytes (kept only when `keep`), giving up when no
-/// chunk arrives for `idle`.
+/// chunk arrives for `idle`. A declared length sizes the buffer once, so a large body is one
+/// allocation (returned whole when it is freed) rather than a series of doublings. A body
+/// of undeclared length reserves from `budget` as its chunks arrive (the held reservations
+/// are pushed to `held`).
 async fn read_body(
     mut body: Incoming,
     limit: usize,
     idle: Duration,
     keep: bool,
+    declared: Option<u64>,
+    budget: Option<(&BodyBudget, &mut Vec<tokio::sync::OwnedSemaphorePermit>)>,
 ) -> Result<Bytes, BodyError> {
     use hyper::body::Body as _;
-    let mut collected = bytes::BytesMut::new();
+    let capacity = if keep {
+        declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit))
+    } else {
+        0
+    };
+    let mut budget = budget;
+    let mut collected = bytes::BytesMut::with_capacity(capacity);
     let mut seen = 0usize;
     loop {
         let frame = tokio::time::timeout(
@@ -104,6 +166,9 @@ async fn read_body(
                 return Err(BodyError::TooLarge);
             }
             if keep {
+                if let Some((budget, held)) = budget.as_mut() {
+                    held.push(budget.reserve(data.len()).ok_or(BodyError::Busy)?);
+                }
                 collected.extend_from_slice(&data);
             }
         }
@@ -113,6 +178,7 @@ async fn read_body(
 /// Why a body was not read whole.
 enum BodyError {
     TooLarge,
+    Busy,
     Stalled,
     Gone,
 }
@@ -133,6 +199,7 @@ fn too_large(service: &Service, what: String) -> Response<Full<Bytes>> {
 async fn serve_request(
     service: Arc<Service>,
     limits: Limits,
+    bodies: Arc<BodyBudget>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, InjectedReset> {
     let declared = req
@@ -146,7 +213,15 @@ async fn serve_request(
         // its whole body before reading sees the 413 rather than a broken pipe; an absurd one
         // is answered at once.
         if declared <= DRAIN_LIMIT {
-            let _ = read_body(body, DRAIN_LIMIT as usize, limits.body_idle_timeout, false).await;
+            let _ = read_body(
+                body,
+                DRAIN_LIMIT as usize,
+                limits.body_idle_timeout,
+                false,
+                None,
+                None,
+            )
+            .await;
         }
         return Ok(too_large(
             &service,
@@ -197,8 +272,32 @@ async fn serve_request(
         )
     });
     let (parts, ()) = probe.into_parts();
-    let bytes = match read_body(body, MAX_SENT_BODY_BYTES, limits.body_idle_timeout, true).await {
+    // The body's bytes are reserved before it is read (as it arrives, without a declared
+    // length) and released once the request is answered.
+    let mut held = Vec::new();
+    let budget_for_chunks = match declared {
+        Some(n) if n > 0 => {
+            match bodies.reserve(usize::try_from(n).unwrap_or(usize::MAX)) {
+                Some(permit) => held.push(permit),
+                None => return Ok(busy_buffering(&service)),
+            }
+            None
+        }
+        Some(_) => None,
+        None => Some((&*bodies, &mut held)),
+    };
+    let bytes = match read_body(
+        body,
+        MAX_SENT_BODY_BYTES,
+        limits.body_idle_timeout,
+        true,
+        declared,
+        budget_for_chunks,
+    )
+    .await
+    {
         Ok(bytes) => bytes,
+        Err(BodyError::Busy) => return Ok(busy_buffering(&service)),
         Err(BodyError::TooLarge) => {
             return Ok(too_large(
                 &service,
@@ -209,6 +308,7 @@ async fn serve_request(
         Err(BodyError::Stalled | BodyError::Gone) => return Err(InjectedReset),
     };
     let resp = service.handle(Request::from_parts(parts, bytes));
+    drop(held);
     match after_store {
         // Stored: now the client is told it failed (or told nothing), so it retries a batch the
         // emulator already holds.
@@ -242,13 +342,14 @@ fn fault_answer(
 }
 
 /// Serves HTTP/1.1 with keep-alive on one connection until it closes.
-async fn serve_io<I>(io: I, service: Arc<Service>, limits: Limits)
+async fn serve_io<I>(io: I, service: Arc<Service>, limits: Limits, bodies: Arc<BodyBudget>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = service_fn(move |req| {
         let service = service.clone();
-        async move { serve_request(service, limits, req).await }
+        let bodies = bodies.clone();
+        async move { serve_request(service, limits, bodies, req).await }
     });
     let _ = http1::Builder::new()
         .keep_alive(true)
@@ -268,6 +369,7 @@ pub(crate) async fn accept_loop(
     limits: Limits,
 ) {
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let bodies = Arc::new(BodyBudget::new(limits.max_body_buffer_bytes));
     loop {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
@@ -291,16 +393,17 @@ pub(crate) async fn accept_loop(
         };
         let service = service.clone();
         let tls = tls.clone();
+        let bodies = bodies.clone();
         tokio::spawn(async move {
             let _slot = slot;
             match tls {
-                None => serve_io(stream, service, limits).await,
+                None => serve_io(stream, service, limits, bodies).await,
                 Some(acceptor) => {
                     // A failed handshake (an untrusting client, garbage) just ends the connection.
                     if let Ok(Ok(stream)) =
                         tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await
                     {
-                        serve_io(stream, service, limits).await;
+                        serve_io(stream, service, limits, bodies).await;
                     }
                 }
             }

@@ -15,6 +15,20 @@ use crate::wire::hashkey;
 use crate::wire::limits::MAX_RAW_BODY_BYTES;
 use crate::wire::scan;
 
+/// The decompression area each server thread keeps between requests.
+const KEPT_SCRATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// Shrinks the decompression area back to [`KEPT_SCRATCH_BYTES`] when dropped.
+struct ShrinkAfter<'a>(&'a mut Vec<u8>);
+
+impl Drop for ShrinkAfter<'_> {
+    fn drop(&mut self) {
+        if self.0.capacity() > KEPT_SCRATCH_BYTES {
+            *self.0 = Vec::new();
+        }
+    }
+}
+
 /// The identity of a pack id: a hash of where it was written and its value.
 fn pack_id_key(project: &str, logstore: &str, pack_id: &[u8]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
@@ -160,7 +174,10 @@ impl Service {
         let mut pack_ids = Vec::new();
         let groups = DECODE_SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            let raw = compress::decompress_into(codec, &body, raw_size, &mut scratch)
+            // Kept between requests up to the size of a usual batch; a rare larger body's
+            // area is given back after it.
+            let scratch = ShrinkAfter(&mut scratch);
+            let raw = compress::decompress_into(codec, &body, raw_size, &mut *scratch.0)
                 .map_err(codec_error)?;
             let received = unix_now();
             let policy = self.config.key_policy;
