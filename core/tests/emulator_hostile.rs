@@ -559,3 +559,29 @@ async fn request_bodies_buffered_at_once_are_bounded() {
     })
     .is_err());
 }
+
+#[test]
+fn the_command_line_server_refuses_what_it_cannot_serve_safely() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_loghose-emulator"))
+            .args(args)
+            .env_remove("LOGHOSE_EMULATOR_ADMIN_TOKEN")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (args, named) in [
+        (&["--host", "0.0.0.0"][..], "--admin-token"),
+        (&["--shards", "4294967295"][..], "shard_count"),
+        (&["--threads", "100000"][..], "worker_threads"),
+        (&["--default-project", "Not_Valid"][..], "default_project"),
+        (&["--max-body-buffer-mib", "1"][..], "max_body_buffer_bytes"),
+        (&["--port", "99999"][..], "99999"),
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started");
+        assert!(out.stdout.is_empty(), "{args:?} printed an endpoint");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+    }
+}

@@ -136,9 +136,10 @@ pub(crate) struct Faults {
 
 impl Faults {
     pub(crate) fn add(&self, fault: Fault) {
+        // A window too long to represent is simply endless (until the faults are cleared).
         let until = fault
             .window_ms
-            .map(|ms| Instant::now() + Duration::from_millis(ms));
+            .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms)));
         let remaining = fault.count;
         let mut rules = self.rules.lock();
         rules.push(Live {
@@ -248,6 +249,11 @@ mod tests {
                 code: "InternalServerError".into()
             }
         );
+        let endless: Fault =
+            serde_json::from_str(r#"{"kind":"reset","window_ms":18446744073709551615}"#).unwrap();
+        let faults = Faults::default();
+        faults.add(endless);
+        assert_eq!(faults.take("proj", "logs"), Some(FaultAction::Reset));
         let f: Fault = serde_json::from_str(r#"{"kind":"store_then_reset"}"#).unwrap();
         assert_eq!(f.action, FaultAction::StoreThenReset);
     }

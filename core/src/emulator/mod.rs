@@ -195,6 +195,8 @@ impl Default for EmulatorConfig {
     }
 }
 
+/// The most threads the emulator's runtime may be given.
+const MAX_WORKER_THREADS: usize = 256;
 /// The smallest body budget: a body of the largest size plus the part kept for small ones.
 const MIN_BODY_BUFFER_BYTES: usize = 20 * 1024 * 1024;
 /// The largest clock offset or skew (a century): beyond it dates stop being representable.
@@ -215,6 +217,12 @@ impl EmulatorConfig {
             return invalid(
                 "default_project",
                 format!("{:?} {}", self.default_project, project_rule.rule()),
+            );
+        }
+        if !(1..=MAX_WORKER_THREADS).contains(&self.worker_threads) {
+            return invalid(
+                "worker_threads",
+                format!("{} is not 1 to {MAX_WORKER_THREADS}", self.worker_threads),
             );
         }
         if self.max_logstores == 0 || self.max_connections == 0 {

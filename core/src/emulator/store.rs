@@ -358,7 +358,8 @@ impl Store {
         self.logs_page(project, logstore, 0, usize::MAX).logs
     }
 
-    /// `limit` retained logs from the `offset`-th, in the order of [`Store::logs`]. Only the
+    /// `limit` retained logs from the `offset`-th, in the order of [`Store::logs`], and no more
+    /// than [`PAGE_BYTES`] of fields (at least one log). Only the
     /// groups that hold them are copied out (reference counts) and decoded, without the lock,
     /// so a page costs memory in proportion to its size, not to the logstore's. Offsets count
     /// retained logs: retention dropping old groups between two pages shifts them.
@@ -402,7 +403,12 @@ impl Store {
             })
             .unwrap_or_default();
         let mut logs = Vec::new();
+        let mut bytes = 0usize;
+        let mut full = false;
         for (shard, stored, skip, take) in chosen {
+            if full {
+                break;
+            }
             // Bodies were validated on the way in; a failure here would be an emulator bug.
             let Ok(Ok(group)) = stored.raw().map(LogGroup::decode) else {
                 continue;
@@ -413,6 +419,17 @@ impl Store {
                 .map(|t| (t.key, t.value))
                 .collect();
             for log in group.logs.into_iter().skip(skip).take(take) {
+                let size: usize = log
+                    .contents
+                    .iter()
+                    .map(|c| c.key.len() + c.value.len())
+                    .sum();
+                if !logs.is_empty() && bytes + size > PAGE_BYTES {
+                    // The page is full by size: the rest comes on the next one.
+                    (full, more) = (true, true);
+                    break;
+                }
+                bytes += size;
                 logs.push(StoredLog {
                     shard,
                     time: log.time,
@@ -428,6 +445,9 @@ impl Store {
         LogsPage { logs, next_offset }
     }
 }
+
+/// Field bytes in one page at most (always at least one log), whatever its count.
+const PAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// One page of [`Store::logs_page`].
 pub(crate) struct LogsPage {
@@ -603,5 +623,33 @@ mod tests {
         }
         let past = store.logs_page("proj", "logs", 99, 10);
         assert!(past.logs.is_empty() && past.next_offset.is_none());
+    }
+
+    #[test]
+    fn a_page_is_bounded_by_bytes_too() {
+        use crate::wire::proto::{Log, LogGroup};
+        let store = Store::new(true, 1, 64 << 20, 10);
+        store.ensure("proj", "logs", 0).unwrap();
+        let value = "v".repeat(1 << 20);
+        for _ in 0..3 {
+            let logs: Vec<Log> = (0..4)
+                .map(|_| Log::of_fields(1, None, &[("a", &value)]))
+                .collect();
+            let raw = LogGroup::of_logs(logs, "", "", &[]).encode_to_vec();
+            let stored = StoredGroup {
+                codec: Compression::None,
+                raw_size: raw.len(),
+                body: Bytes::from(raw),
+                received: 0,
+                logs: 4,
+            };
+            store
+                .append("proj", "logs", Placement::LoadBalance, [stored])
+                .unwrap();
+        }
+        let first = store.logs_page("proj", "logs", 0, 1000);
+        assert_eq!((first.logs.len(), first.next_offset), (7, Some(7)));
+        let second = store.logs_page("proj", "logs", 7, 1000);
+        assert_eq!((second.logs.len(), second.next_offset), (5, None));
     }
 }

@@ -65,7 +65,7 @@ pub struct ProducerConfig {
     /// Tags added to every group, in order, before `__pack_id__`.
     pub tags: Vec<(String, String)>,
     /// A batch seals when its raw (uncompressed) size reaches this many bytes. Default 3 MiB;
-    /// 1 to 8 MiB.
+    /// 1 byte to 4 MiB (the service takes log groups of up to 5 MiB).
     pub batch_max_bytes: usize,
     /// A batch seals when it holds this many logs. Default 4096; 1 to 40 960.
     pub batch_max_count: usize,
