@@ -130,6 +130,8 @@ export interface EmulatorOptions {
   retentionBytes?: number
   clockOffsetSecs?: number
   keyPolicy?: 'service' | 'strict'
+  /** Most logstores held at once (auto-create stops there). Default 1 000. */
+  maxLogstores?: number
 }
 
 export interface StoredLog {
@@ -151,7 +153,9 @@ export declare class Emulator {
   logs(project: string, logstore: string): StoredLog[]
   totals(project: string, logstore: string): { logs: number; groups: number; retained_groups: number } | null
   counters(): Record<string, unknown>
-  inject(kind: 'error' | 'latency' | 'reset' | 'hang', fault?: Record<string, unknown>): void
+  /** Adds a fault; `store_then_error` / `store_then_reset` store the batch and then fail the
+   *  answer (a retry makes a duplicate, counted in `counters().duplicate_groups`). */
+  inject(kind: 'error' | 'latency' | 'reset' | 'hang' | 'store_then_error' | 'store_then_reset', fault?: Record<string, unknown>): void
   clearFaults(): void
   reset(): void
   createLogstore(project: string, logstore: string, shards?: number): void

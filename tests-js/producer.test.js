@@ -227,6 +227,18 @@ describe('Producer', () => {
     expect(() => lh.Producer.fromPreset('desktop', emu.producerOptions())).toThrow(/desktop/)
   })
 
+  test('a batch stored and then refused is retried and counted as a duplicate', async () => {
+    emu.inject('store_then_reset', { count: 1 })
+    const p = new lh.Producer(options(emu, { lingerMs: 0 }))
+    await p.sendAsync({ id: 'once' })
+    await p.close()
+    const c = emu.counters()
+    expect([c.accepted_requests, c.duplicate_groups]).toEqual([2, 1])
+    const logs = emu.logs('loghose', 'logs')
+    expect(logs.map((l) => fields(l).id)).toEqual(['once', 'once'])
+    expect(new Set(logs.map((l) => Object.fromEntries(l.tags).__pack_id__)).size).toBe(1)
+  })
+
   test('a full buffer throws BufferFullError; a closed producer refuses records', async () => {
     emu.inject('hang', { ms: 3000, count: 100 })
     const p = new lh.Producer(options(emu, { batchMaxBytes: 1024, bufferMaxBytes: 4096, lingerMs: 0, requestTimeoutMs: 5000 }))

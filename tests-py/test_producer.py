@@ -223,6 +223,18 @@ def test_full_buffer_raises_at_once_or_after_blocking(emu):
     emu.clear_faults()
 
 
+def test_a_batch_stored_then_refused_is_retried_and_counted_as_a_duplicate(emu):
+    emu.inject("store_then_error", count=1)
+    with producer(emu, linger_ms=0) as p:
+        p.send({"id": "once"})
+        assert p.flush(10) == 0
+    counters = emu.counters()
+    assert (counters["accepted_requests"], counters["duplicate_groups"]) == (2, 1)
+    logs = emu.logs("loghose", "logs")
+    assert [contents(log)["id"] for log in logs] == ["once", "once"]
+    assert len({dict(log["tags"])["__pack_id__"] for log in logs}) == 1
+
+
 def test_closed_producer_refuses_records(emu):
     p = producer(emu)
     p.send({"a": "1"})

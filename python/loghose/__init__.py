@@ -269,7 +269,10 @@ class Emulator:
     def inject(self, kind: str, **fault: Any) -> None:
         """Adds a fault: ``inject("error", status=503, code="ServerBusy", count=3)``,
         ``inject("latency", ms=200, window_ms=1000)``, ``inject("reset", count=1)``,
-        ``inject("hang", ms=5000, count=1)``."""
+        ``inject("hang", ms=5000, count=1)``, and, to test what a retry of a batch the server
+        already kept does, ``inject("store_then_error", count=1)`` (stored, then answered 500)
+        or ``inject("store_then_reset", count=1)`` (stored, then the connection dropped); the
+        counters' ``duplicate_groups`` counts groups whose ``__pack_id__`` arrived twice."""
         self._native.inject_json(json.dumps({"kind": kind, **fault}))
 
     def clear_faults(self) -> None:
