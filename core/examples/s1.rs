@@ -113,7 +113,7 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
         loghose::emulator::DEFAULT_ACCESS_KEY_ID,
         loghose::emulator::DEFAULT_ACCESS_KEY_SECRET,
     ));
-    let host = "s1.127.0.0.1";
+    let host = "bench-s1.127.0.0.1";
     let workload = S1Workload::default();
     let iterations = sent.div_ceil(2) as usize;
     let mut seen = vec![false; iterations];
@@ -379,7 +379,7 @@ fn main() {
         let totals: serde_json::Value = rt
             .block_on(async {
                 reqwest::get(format!(
-                    "{endpoint}/_emulator/totals?project=s1&logstore=unthrottled"
+                    "{endpoint}/_emulator/totals?project=bench-s1&logstore=unthrottled"
                 ))
                 .await?
                 .json()
