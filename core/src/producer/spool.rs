@@ -1,0 +1,937 @@
+//! The spool: every accepted record also written to memory-mapped segment files in
+//! `spool_dir`, so that a process killed at any instant loses nothing `send` accepted — the
+//! next producer opened on the same directory delivers it.
+//!
+//! Layout. Each accumulator shard appends to a segment file of its own (`seg-<seq>.spl`, a
+//! fixed size, sparse until written), through a shared mapping: an entry is a copy into the
+//! kernel's page cache, no system call, and it survives the death of the process. Entries are
+//! 8-byte aligned: a header (magic, payload length, CRC-32 of everything after it, kind, the
+//! run and batch they belong to) and a payload. Kinds: `Open` (a batch's destination and
+//! tags, before its first record), `Record` (one encoded log, as the batch holds it),
+//! `Sealed` (its `__pack_id__`), `Done` (delivered, or failed for good). A segment is deleted
+//! once it is full and every batch with an entry in it is done, in order per shard (so a
+//! `Done` entry, always written later, never outlives the records it settles).
+//!
+//! Recovery (when a producer opens the directory): every segment is scanned; an entry whose
+//! CRC does not match (a write cut by the kill or by a power loss, a flipped byte) is skipped
+//! and counted, and the scan resynchronises on the next entry magic. Every batch not `Done`
+//! is rebuilt — its records in order, its pack id kept when it had been sealed (it may have
+//! been sent: the service sees the same pack id twice at most) — written again into the new
+//! run's segments, and only then are the old files deleted; a crash during recovery loses
+//! nothing either.
+//!
+//! Durability (`spool_sync`): `none` survives the process (the page cache outlives it);
+//! `batch` makes a batch's segment durable with `fdatasync` when it seals, before it is sent;
+//! `interval:<ms>` does so for every segment on a timer thread. The disk is bounded by
+//! `spool_max_bytes`: a shard that needs a new segment past it refuses the record, which then
+//! waits for room (up to `max_block_ms`) or fails with the buffer-full error, like the memory
+//! budget. One producer per directory: a lock file (`flock`) names the holder's pid.
+//!
+//! Threads: entries are appended by the adding threads (under the shard's lock, through the
+//! shard's writer mutex, uncontended) and `Done` by the I/O runtime; the timer thread syncs.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use memmap2::MmapMut;
+use parking_lot::{Condvar, Mutex};
+
+use super::routing::Destination;
+
+/// First bytes of every segment file.
+const SEGMENT_MAGIC: &[u8; 8] = b"LGHSPL01";
+/// Bytes before the first entry: magic, run, shard, sequence.
+const SEGMENT_HEADER: usize = 32;
+/// First word of every entry.
+const ENTRY_MAGIC: u32 = 0x4C48_5345;
+/// Bytes of an entry's header: magic, length, CRC, kind (+3 padding), run, batch.
+const ENTRY_HEADER: usize = 32;
+
+/// How far the spool is synced to the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpoolSync {
+    /// Never explicitly: survives the process's death (the page cache outlives it), not a
+    /// power loss.
+    None,
+    /// Every `interval`, on a timer thread: a power loss loses at most the last interval.
+    Interval(Duration),
+    /// Each batch's segment when the batch seals, before it is sent.
+    Batch,
+}
+
+impl SpoolSync {
+    /// Parses `none`, `batch` or `interval:<ms>`.
+    pub fn parse(text: &str) -> Option<SpoolSync> {
+        match text.trim() {
+            "none" => Some(SpoolSync::None),
+            "batch" => Some(SpoolSync::Batch),
+            other => {
+                let ms: u64 = other.strip_prefix("interval:")?.trim().parse().ok()?;
+                (ms > 0).then(|| SpoolSync::Interval(Duration::from_millis(ms)))
+            }
+        }
+    }
+}
+
+/// Why the spool could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SpoolError {
+    /// Another live producer holds the directory.
+    #[error("spool_dir {dir} is in use by process {pid} (one producer per spool directory)")]
+    Locked {
+        /// The directory.
+        dir: PathBuf,
+        /// The holder's pid, as its lock file says.
+        pid: String,
+    },
+    /// A file operation failed.
+    #[error("spool_dir {dir}: {what}: {source}")]
+    Io {
+        /// The directory.
+        dir: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Open = 1,
+    Record = 2,
+    Sealed = 3,
+    Done = 4,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Open,
+            2 => Kind::Record,
+            3 => Kind::Sealed,
+            4 => Kind::Done,
+            _ => return None,
+        })
+    }
+}
+
+/// The segment size for a spool of `max_bytes`: a quarter of it, 64 KiB to 64 MiB.
+fn segment_bytes_for(max_bytes: usize) -> usize {
+    (max_bytes / 4).clamp(64 << 10, 64 << 20) & !4095
+}
+
+fn align8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+fn entry_crc(kind: u8, run: u64, batch: u64, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[kind]);
+    h.update(&run.to_le_bytes());
+    h.update(&batch.to_le_bytes());
+    h.update(payload);
+    h.finalize()
+}
+
+/// One open segment of one shard, mapped.
+struct Writer {
+    seq: u64,
+    map: MmapMut,
+    pos: usize,
+}
+
+impl Writer {
+    /// Appends one entry, or answers `false` when it does not fit.
+    fn append(&mut self, kind: Kind, run: u64, batch: u64, parts: &[&[u8]]) -> bool {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let size = ENTRY_HEADER + align8(len);
+        if self.pos + size > self.map.len() || len > u32::MAX as usize {
+            return false;
+        }
+        let at = self.pos;
+        let body = &mut self.map[at + ENTRY_HEADER..at + ENTRY_HEADER + len];
+        let mut o = 0;
+        for p in parts {
+            body[o..o + p.len()].copy_from_slice(p);
+            o += p.len();
+        }
+        let crc = entry_crc(kind as u8, run, batch, body);
+        let head = &mut self.map[at..at + ENTRY_HEADER];
+        head[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        head[8..12].copy_from_slice(&crc.to_le_bytes());
+        head[12] = kind as u8;
+        head[16..24].copy_from_slice(&run.to_le_bytes());
+        head[24..32].copy_from_slice(&batch.to_le_bytes());
+        // The magic last: a scan that finds it finds the rest written (and checks the CRC).
+        head[0..4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
+        self.pos += size;
+        true
+    }
+}
+
+/// What the spool knows of one segment.
+struct Segment {
+    path: PathBuf,
+    file: Arc<File>,
+    /// Batches with an entry in it that are not done.
+    live: u32,
+    /// Its writer moved on (no more entries will come).
+    full: bool,
+}
+
+struct State {
+    segments: BTreeMap<u64, Segment>,
+    /// Per shard, its segments in order.
+    chains: Vec<VecDeque<u64>>,
+}
+
+/// A batch's entries in the spool: the segments they are in, and whether `Open` is written.
+#[derive(Debug, Default)]
+pub(crate) struct SpoolMark {
+    opened: bool,
+    segments: Vec<u64>,
+}
+
+/// The spool of one producer.
+pub(crate) struct Spool {
+    dir: PathBuf,
+    _lock: File,
+    /// This producer's run number: larger than every run found in the directory.
+    run: u64,
+    sync: SpoolSync,
+    segment_bytes: usize,
+    max_bytes: usize,
+    used: AtomicUsize,
+    next_seq: AtomicU64,
+    writers: Vec<Mutex<Option<Writer>>>,
+    state: Mutex<State>,
+    room: Condvar,
+    room_lock: Mutex<()>,
+    /// Entries skipped at recovery because their checksum failed.
+    pub(crate) corrupt_entries: AtomicU64,
+    /// The tags the current producer adds (encoded group fields).
+    tags: Vec<u8>,
+}
+
+/// A spool just opened: itself, the batches to send again, and the files they came from
+/// (for [`Spool::remove_old`] once they are spooled again).
+pub(crate) struct Opened {
+    pub(crate) spool: Arc<Spool>,
+    pub(crate) recovered: Vec<Recovered>,
+    pub(crate) old_files: Vec<PathBuf>,
+}
+
+/// A batch found in the directory, ready to be sent again.
+pub(crate) struct Recovered {
+    pub(crate) dest: Destination,
+    pub(crate) tags: Vec<u8>,
+    pub(crate) records: Vec<Vec<u8>>,
+    /// Its pack id, when it had been sealed (and so perhaps sent).
+    pub(crate) pack_id: Option<String>,
+}
+
+fn io<'d>(dir: &'d Path, what: &'static str) -> impl FnOnce(std::io::Error) -> SpoolError + 'd {
+    move |source| SpoolError::Io {
+        dir: dir.to_owned(),
+        what,
+        source,
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s);
+}
+
+fn take_str<'a>(input: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let (len, rest) = input.split_first_chunk::<4>()?;
+    let len = u32::from_le_bytes(*len) as usize;
+    let (s, rest) = (rest.get(..len)?, rest.get(len..)?);
+    *input = rest;
+    Some(s)
+}
+
+fn encode_open(dest: &Destination, tags: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256 + tags.len());
+    for s in [&*dest.project, &*dest.logstore, &*dest.topic, &*dest.source] {
+        put_str(&mut out, s.as_bytes());
+    }
+    match &dest.hash_key {
+        Some(k) => {
+            out.push(1);
+            put_str(&mut out, k.as_bytes());
+        }
+        None => out.push(0),
+    }
+    put_str(&mut out, tags);
+    out
+}
+
+fn decode_open(mut input: &[u8]) -> Option<(Destination, Vec<u8>)> {
+    let text = |input: &mut &[u8]| -> Option<Arc<str>> {
+        Some(std::str::from_utf8(take_str(input)?).ok()?.into())
+    };
+    let project = text(&mut input)?;
+    let logstore = text(&mut input)?;
+    let topic = text(&mut input)?;
+    let source = text(&mut input)?;
+    let (flag, rest) = input.split_first()?;
+    input = rest;
+    let hash_key = if *flag == 1 {
+        Some(text(&mut input)?)
+    } else {
+        None
+    };
+    let tags = take_str(&mut input)?.to_vec();
+    Some((
+        Destination {
+            project,
+            logstore,
+            topic,
+            source,
+            hash_key,
+        },
+        tags,
+    ))
+}
+
+/// What a scan of the directory found.
+#[derive(Default)]
+struct Found {
+    batches: BTreeMap<(u64, u64), FoundBatch>,
+    corrupt: u64,
+    max_run: u64,
+    max_seq: u64,
+    files: Vec<PathBuf>,
+}
+
+#[derive(Default)]
+struct FoundBatch {
+    open: Option<(Destination, Vec<u8>)>,
+    records: Vec<Vec<u8>>,
+    pack_id: Option<String>,
+    done: bool,
+}
+
+/// Scans one segment's bytes into `found`.
+fn scan_segment(bytes: &[u8], found: &mut Found) {
+    if bytes.len() < SEGMENT_HEADER || &bytes[..8] != SEGMENT_MAGIC {
+        found.corrupt += 1;
+        return;
+    }
+    let run = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
+    let seq = u64::from_le_bytes(bytes[20..28].try_into().unwrap_or_default());
+    found.max_run = found.max_run.max(run);
+    found.max_seq = found.max_seq.max(seq);
+    let mut pos = SEGMENT_HEADER;
+    while pos + ENTRY_HEADER <= bytes.len() {
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
+        let magic = word(pos);
+        if magic == 0 && bytes[pos..(pos + ENTRY_HEADER)].iter().all(|b| *b == 0) {
+            // Never written: the end of this segment's entries, unless a later entry shows a
+            // hole (a torn write followed by more entries); look ahead for one.
+            match next_magic(bytes, pos + 8) {
+                Some(next) => {
+                    found.corrupt += 1;
+                    pos = next;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let len = word(pos + 4) as usize;
+        let crc = word(pos + 8);
+        let kind = bytes[pos + 12];
+        let entry_end = pos
+            .checked_add(ENTRY_HEADER + align8(len))
+            .filter(|e| *e <= bytes.len());
+        let (Some(end), true) = (entry_end, magic == ENTRY_MAGIC) else {
+            found.corrupt += 1;
+            match next_magic(bytes, pos + 8) {
+                Some(next) => {
+                    pos = next;
+                    continue;
+                }
+                None => break,
+            }
+        };
+        let entry_run =
+            u64::from_le_bytes(bytes[pos + 16..pos + 24].try_into().unwrap_or_default());
+        let batch = u64::from_le_bytes(bytes[pos + 24..pos + 32].try_into().unwrap_or_default());
+        let payload = &bytes[pos + ENTRY_HEADER..pos + ENTRY_HEADER + len];
+        let kind = Kind::from_u8(kind);
+        if kind.is_none() || entry_crc(bytes[pos + 12], entry_run, batch, payload) != crc {
+            found.corrupt += 1;
+            match next_magic(bytes, pos + 8) {
+                Some(next) => {
+                    pos = next;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let b = found.batches.entry((entry_run, batch)).or_default();
+        match kind {
+            Some(Kind::Open) => b.open = decode_open(payload),
+            Some(Kind::Record) => b.records.push(payload.to_vec()),
+            Some(Kind::Sealed) => b.pack_id = std::str::from_utf8(payload).ok().map(str::to_owned),
+            Some(Kind::Done) => b.done = true,
+            None => {}
+        }
+        pos = end;
+    }
+}
+
+/// The next 8-aligned offset from `from` where an entry magic stands.
+fn next_magic(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = align8(from);
+    let magic = ENTRY_MAGIC.to_le_bytes();
+    while at + ENTRY_HEADER <= bytes.len() {
+        if bytes[at..at + 4] == magic {
+            return Some(at);
+        }
+        at += 8;
+    }
+    None
+}
+
+impl Spool {
+    /// Opens (creating) `dir` for one producer with `shards` writers: takes the lock, scans
+    /// what earlier producers left, and answers the batches to send again.
+    pub(crate) fn open(
+        dir: &Path,
+        shards: usize,
+        max_bytes: usize,
+        sync: SpoolSync,
+        tags: Vec<u8>,
+    ) -> Result<Opened, SpoolError> {
+        std::fs::create_dir_all(dir).map_err(io(dir, "cannot create it"))?;
+        let lock = lock_dir(dir)?;
+        let mut found = Found::default();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(io(dir, "cannot list it"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "spl"))
+            .collect();
+        entries.sort();
+        for path in &entries {
+            let mut bytes = Vec::new();
+            File::open(path)
+                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .map_err(io(dir, "cannot read a segment"))?;
+            scan_segment(&bytes, &mut found);
+        }
+        found.files = entries;
+        let segment_bytes = segment_bytes_for(max_bytes);
+        let spool = Arc::new(Spool {
+            dir: dir.to_owned(),
+            _lock: lock,
+            run: found.max_run + 1,
+            sync,
+            segment_bytes,
+            max_bytes,
+            used: AtomicUsize::new(0),
+            next_seq: AtomicU64::new(found.max_seq + 1),
+            writers: (0..shards).map(|_| Mutex::new(None)).collect(),
+            state: Mutex::new(State {
+                segments: BTreeMap::new(),
+                chains: vec![VecDeque::new(); shards],
+            }),
+            room: Condvar::new(),
+            room_lock: Mutex::new(()),
+            corrupt_entries: AtomicU64::new(found.corrupt),
+            tags,
+        });
+        let recovered = found
+            .batches
+            .into_values()
+            .filter(|b| !b.done && !b.records.is_empty())
+            .filter_map(|b| {
+                let (dest, tags) = b.open?;
+                Some(Recovered {
+                    dest,
+                    tags,
+                    records: b.records,
+                    pack_id: b.pack_id,
+                })
+            })
+            .collect();
+        if let SpoolSync::Interval(every) = sync {
+            let weak = Arc::downgrade(&spool);
+            let _ = std::thread::Builder::new()
+                .name("loghose-spool-sync".into())
+                .spawn(move || loop {
+                    std::thread::sleep(every);
+                    let Some(spool) = weak.upgrade() else { return };
+                    spool.sync_all();
+                });
+        }
+        Ok(Opened {
+            spool,
+            recovered,
+            old_files: found.files,
+        })
+    }
+
+    /// This producer's run number.
+    pub(crate) fn run(&self) -> u64 {
+        self.run
+    }
+
+    /// Deletes the files an earlier producer left, once their batches are in this run's.
+    pub(crate) fn remove_old(&self, files: &[PathBuf]) {
+        if self.sync != SpoolSync::None {
+            self.sync_all();
+        }
+        for f in files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
+    /// Appends a batch's entry through `shard`'s writer, opening a new segment when the
+    /// current one is full. `false`: the spool has no room for another segment.
+    fn append(
+        &self,
+        shard: usize,
+        kind: Kind,
+        run: u64,
+        batch: u64,
+        parts: &[&[u8]],
+        mark: Option<&mut SpoolMark>,
+    ) -> bool {
+        let mut guard = self.writers[shard].lock();
+        let fits = guard
+            .as_mut()
+            .is_some_and(|w| w.append(kind, run, batch, parts));
+        if !fits {
+            let need: usize = ENTRY_HEADER + parts.iter().map(|p| align8(p.len())).sum::<usize>();
+            let Some(mut writer) = self.new_segment(shard, need) else {
+                return false;
+            };
+            if let Some(old) = guard.replace({
+                let ok = writer.append(kind, run, batch, parts);
+                debug_assert!(ok);
+                writer
+            }) {
+                self.retire(old.seq);
+            }
+        }
+        let seq = guard.as_ref().map_or(0, |w| w.seq);
+        drop(guard);
+        if let Some(mark) = mark {
+            if mark.segments.last() != Some(&seq) {
+                mark.segments.push(seq);
+                if let Some(s) = self.state.lock().segments.get_mut(&seq) {
+                    s.live += 1;
+                }
+            }
+        }
+        true
+    }
+
+    /// A fresh segment for `shard` with room for an entry of `need` bytes, within
+    /// `spool_max_bytes`.
+    fn new_segment(&self, shard: usize, need: usize) -> Option<Writer> {
+        let size = self.segment_bytes.max(align8(SEGMENT_HEADER + need));
+        let used = self.used.fetch_add(size, Ordering::AcqRel);
+        if used + size > self.max_bytes {
+            self.used.fetch_sub(size, Ordering::AcqRel);
+            return None;
+        }
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("seg-{seq:016x}.spl"));
+        let made = (|| -> std::io::Result<(File, MmapMut)> {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)?;
+            file.set_len(size as u64)?;
+            // SAFETY: the file was just created by this producer, which holds the directory's
+            // lock; nothing else maps or truncates it while this mapping lives.
+            let mut map = unsafe { MmapMut::map_mut(&file)? };
+            map[..8].copy_from_slice(SEGMENT_MAGIC);
+            map[8..16].copy_from_slice(&self.run.to_le_bytes());
+            map[16..20].copy_from_slice(&(shard as u32).to_le_bytes());
+            map[20..28].copy_from_slice(&seq.to_le_bytes());
+            Ok((file, map))
+        })();
+        let Ok((file, map)) = made else {
+            self.used.fetch_sub(size, Ordering::AcqRel);
+            let _ = std::fs::remove_file(&path);
+            return None;
+        };
+        let mut state = self.state.lock();
+        state.segments.insert(
+            seq,
+            Segment {
+                path,
+                file: Arc::new(file),
+                live: 0,
+                full: false,
+            },
+        );
+        state.chains[shard].push_back(seq);
+        Some(Writer {
+            seq,
+            map,
+            pos: SEGMENT_HEADER,
+        })
+    }
+
+    /// Marks a segment full, deleting what can be deleted.
+    fn retire(&self, seq: u64) {
+        let mut state = self.state.lock();
+        if let Some(s) = state.segments.get_mut(&seq) {
+            s.full = true;
+        }
+        self.collect(&mut state);
+    }
+
+    /// Deletes, shard by shard from the oldest, the full segments no live batch needs.
+    fn collect(&self, state: &mut State) {
+        let mut freed = 0;
+        let State { segments, chains } = state;
+        for chain in chains.iter_mut() {
+            while let Some(&seq) = chain.front() {
+                let done = segments.get(&seq).is_none_or(|s| s.full && s.live == 0);
+                if !done {
+                    break;
+                }
+                chain.pop_front();
+                if let Some(s) = segments.remove(&seq) {
+                    let _ = std::fs::remove_file(&s.path);
+                    freed += s.file.metadata().map_or(0, |m| m.len() as usize);
+                }
+            }
+        }
+        if freed > 0 {
+            self.used.fetch_sub(freed, Ordering::AcqRel);
+            let _guard = self.room_lock.lock();
+            self.room.notify_all();
+        }
+    }
+
+    /// Writes a record of batch `batch` (its `Open` first, if not yet written). `false`: no
+    /// room; nothing of the record was written.
+    pub(crate) fn record(
+        &self,
+        shard: usize,
+        batch: u64,
+        dest: &Destination,
+        log: &[u8],
+        mark: &mut SpoolMark,
+    ) -> bool {
+        if !mark.opened {
+            let open = encode_open(dest, &self.tags);
+            if !self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark)) {
+                return false;
+            }
+            mark.opened = true;
+        }
+        self.append(shard, Kind::Record, self.run, batch, &[log], Some(mark))
+    }
+
+    /// Notes a batch's pack id as it seals (it may be sent from now on).
+    pub(crate) fn sealed(&self, shard: usize, batch: u64, pack_id: &str, mark: &mut SpoolMark) {
+        if mark.opened {
+            // A Sealed entry that finds no room is only a lost pack id: a replay would then
+            // send the batch under a new one.
+            let _ = self.append(
+                shard,
+                Kind::Sealed,
+                self.run,
+                batch,
+                &[pack_id.as_bytes()],
+                Some(mark),
+            );
+        }
+    }
+
+    /// Makes the segments a batch is in durable (`spool_sync = batch`).
+    pub(crate) fn sync_batch(&self, mark: &SpoolMark) {
+        if self.sync != SpoolSync::Batch {
+            return;
+        }
+        let files: Vec<Arc<File>> = {
+            let state = self.state.lock();
+            mark.segments
+                .iter()
+                .filter_map(|s| state.segments.get(s).map(|s| s.file.clone()))
+                .collect()
+        };
+        for f in files {
+            let _ = f.sync_data();
+        }
+    }
+
+    /// Syncs every segment (the `interval` timer, and before old files are deleted).
+    fn sync_all(&self) {
+        let files: Vec<Arc<File>> = self
+            .state
+            .lock()
+            .segments
+            .values()
+            .map(|s| s.file.clone())
+            .collect();
+        for f in files {
+            let _ = f.sync_data();
+        }
+    }
+
+    /// A batch reached its final outcome: `Done` is written and its segments may go.
+    pub(crate) fn done(&self, shard: usize, batch: u64, mark: &SpoolMark) {
+        if !mark.opened {
+            return;
+        }
+        // No room for the Done entry: the batch would be sent once more after a crash, which
+        // at-least-once allows.
+        let _ = self.append(shard, Kind::Done, self.run, batch, &[], None);
+        let mut state = self.state.lock();
+        for seq in &mark.segments {
+            if let Some(s) = state.segments.get_mut(seq) {
+                s.live = s.live.saturating_sub(1);
+            }
+        }
+        self.collect(&mut state);
+    }
+
+    /// Waits until a new segment fits within `spool_max_bytes`, or `timeout` passes.
+    pub(crate) fn wait_room(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut guard = self.room_lock.lock();
+        loop {
+            if self.used.load(Ordering::Acquire) + self.segment_bytes <= self.max_bytes {
+                return true;
+            }
+            if self.room.wait_until(&mut guard, deadline).timed_out() {
+                return self.used.load(Ordering::Acquire) + self.segment_bytes <= self.max_bytes;
+            }
+        }
+    }
+
+    /// Bytes of segment files now.
+    pub(crate) fn used_bytes(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// Takes the directory's lock file, or says who holds it.
+fn lock_dir(dir: &Path) -> Result<File, SpoolError> {
+    let path = dir.join("lock");
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io(dir, "cannot open its lock file"))?;
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            return Err(SpoolError::Locked {
+                dir: dir.to_owned(),
+                pid: pid.trim().to_owned(),
+            });
+        }
+    }
+    let _ = file.set_len(0);
+    let _ = write!(file, "{}", std::process::id());
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dest(logstore: &str) -> Destination {
+        Destination {
+            project: "proj".into(),
+            logstore: logstore.into(),
+            topic: "t".into(),
+            source: "10.0.0.1".into(),
+            hash_key: Some("00ff".into()),
+        }
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "loghose-spool-{name}-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn open(d: &Path, max: usize) -> (Arc<Spool>, Vec<Recovered>, Vec<PathBuf>) {
+        let o = Spool::open(d, 2, max, SpoolSync::None, b"tags".to_vec()).unwrap();
+        (o.spool, o.recovered, o.old_files)
+    }
+
+    #[test]
+    fn sync_modes_parse() {
+        assert_eq!(SpoolSync::parse("none"), Some(SpoolSync::None));
+        assert_eq!(SpoolSync::parse("batch"), Some(SpoolSync::Batch));
+        assert_eq!(
+            SpoolSync::parse("interval:250"),
+            Some(SpoolSync::Interval(Duration::from_millis(250)))
+        );
+        for bad in ["", "interval:", "interval:0", "interval:x", "always"] {
+            assert_eq!(SpoolSync::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn what_was_not_done_is_recovered_in_order_with_its_pack_id() {
+        let d = dir("recover");
+        {
+            let (spool, recovered, _) = open(&d, 64 << 20);
+            assert!(recovered.is_empty());
+            let (mut a, mut b, mut c) = Default::default();
+            for i in 0..100u32 {
+                assert!(spool.record(0, 1, &dest("aaa"), format!("a{i}").as_bytes(), &mut a));
+                assert!(spool.record(1, 2, &dest("bbb"), format!("b{i}").as_bytes(), &mut b));
+            }
+            assert!(spool.record(0, 3, &dest("ccc"), b"c0", &mut c));
+            spool.sealed(0, 1, "PACK-1", &mut a);
+            spool.done(0, 3, &c);
+            // Dropped without closing: what a kill leaves.
+        }
+        let (spool, recovered, old) = open(&d, 64 << 20);
+        assert_eq!(spool.run(), 2);
+        assert_eq!(spool.corrupt_entries.load(Ordering::Relaxed), 0);
+        assert_eq!(recovered.len(), 2);
+        let a = recovered
+            .iter()
+            .find(|r| &*r.dest.logstore == "aaa")
+            .unwrap();
+        assert_eq!(a.pack_id.as_deref(), Some("PACK-1"));
+        assert_eq!(a.dest, dest("aaa"));
+        assert_eq!(a.tags, b"tags");
+        let expected: Vec<Vec<u8>> = (0..100).map(|i| format!("a{i}").into_bytes()).collect();
+        assert_eq!(a.records, expected);
+        let b = recovered
+            .iter()
+            .find(|r| &*r.dest.logstore == "bbb")
+            .unwrap();
+        assert_eq!((b.records.len(), b.pack_id.as_deref()), (100, None));
+        assert!(!old.is_empty());
+        spool.remove_old(&old);
+        drop(spool);
+        let (_, again, _) = open(&d, 64 << 20);
+        assert!(again.is_empty(), "removed files are not replayed twice");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_torn_or_flipped_entry_is_skipped_counted_and_the_rest_recovered() {
+        let d = dir("torn");
+        {
+            let (spool, _, _) = open(&d, 64 << 20);
+            let mut m = SpoolMark::default();
+            for i in 0..10u32 {
+                assert!(spool.record(0, 7, &dest("aaa"), format!("record-{i}").as_bytes(), &mut m));
+            }
+        }
+        let seg = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "spl"))
+            .unwrap();
+        let mut bytes = std::fs::read(&seg).unwrap();
+        let at = bytes.windows(8).position(|w| w == b"record-4").unwrap();
+        bytes[at + 3] ^= 0x20; // a flipped bit in the fifth record
+        let last = bytes.windows(8).position(|w| w == b"record-9").unwrap();
+        bytes[last - ENTRY_HEADER..last + 8].fill(0); // the last one cut by the kill
+        std::fs::write(&seg, &bytes).unwrap();
+        let (spool, recovered, _) = open(&d, 64 << 20);
+        assert_eq!(spool.corrupt_entries.load(Ordering::Relaxed), 1);
+        let got: Vec<String> = recovered[0]
+            .records
+            .iter()
+            .map(|r| String::from_utf8(r.clone()).unwrap())
+            .collect();
+        let want: Vec<String> = [0, 1, 2, 3, 5, 6, 7, 8]
+            .iter()
+            .map(|i| format!("record-{i}"))
+            .collect();
+        assert_eq!(got, want);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn one_producer_per_directory() {
+        let d = dir("lock");
+        let (first, _, _) = open(&d, 1 << 20);
+        match Spool::open(&d, 2, 1 << 20, SpoolSync::None, Vec::new()) {
+            Err(SpoolError::Locked { dir, pid }) => {
+                assert_eq!(dir, d);
+                assert_eq!(pid, std::process::id().to_string());
+            }
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("a second producer opened a held spool"),
+        }
+        drop(first);
+        assert!(Spool::open(&d, 2, 1 << 20, SpoolSync::None, Vec::new()).is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_full_spool_refuses_until_done_batches_free_their_segments() {
+        let d = dir("full");
+        let spool = Spool::open(&d, 1, 256 << 10, SpoolSync::Batch, Vec::new())
+            .unwrap()
+            .spool;
+        let record = vec![b'x'; 1000];
+        let mut marks = Vec::new();
+        let mut batch = 0u64;
+        'fill: loop {
+            let mut m = SpoolMark::default();
+            for _ in 0..10 {
+                if !spool.record(0, batch, &dest("aaa"), &record, &mut m) {
+                    marks.push((batch, m));
+                    break 'fill;
+                }
+            }
+            spool.sealed(0, batch, "P", &mut m);
+            spool.sync_batch(&m);
+            marks.push((batch, m));
+            batch += 1;
+            assert!(batch < 1000, "never full");
+        }
+        assert!(spool.used_bytes() <= 256 << 10);
+        assert!(!spool.wait_room(Duration::from_millis(20)));
+        for (id, m) in &marks {
+            spool.done(0, *id, m);
+        }
+        assert!(spool.wait_room(Duration::from_millis(20)));
+        let mut m = SpoolMark::default();
+        assert!(spool.record(0, batch + 1, &dest("aaa"), &record, &mut m));
+        // Only the current segment is left on disk.
+        let files = std::fs::read_dir(&d)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "spl")
+            })
+            .count();
+        assert_eq!(files, 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
