@@ -30,6 +30,7 @@ use super::error::ProducerError;
 use super::lifecycle::Lifecycle;
 use super::report::{Completion, DeliveryReport};
 use super::routing::Destination;
+use super::spool::{Spool, SpoolMark};
 use super::Track;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::proto::put_len_field;
@@ -44,6 +45,8 @@ struct OpenBatch {
     opened: Instant,
     completions: Vec<CompletionSender>,
     tickets: Vec<u64>,
+    /// Its entries in the spool, when there is one.
+    spooled: SpoolMark,
 }
 
 /// A batch ready to send: its records and the group's tail, with its pack id.
@@ -59,6 +62,12 @@ pub(crate) struct SealedBatch {
     pub(crate) reserved: usize,
     pub(crate) completions: Vec<CompletionSender>,
     pub(crate) tickets: Vec<u64>,
+    /// The accumulator shard it was built in (its spool entries are in that shard's files).
+    pub(crate) shard: usize,
+    /// Its entries in the spool, when there is one.
+    pub(crate) spooled: SpoolMark,
+    /// Rebuilt from a spool an earlier producer left.
+    pub(crate) replayed: bool,
 }
 
 #[derive(Default)]
@@ -108,6 +117,9 @@ pub(crate) struct Accumulator {
     batch_max_bytes: usize,
     batch_max_count: u32,
     key_policy: KeyPolicy,
+    /// Where accepted records are also kept, when `spool_dir` is set.
+    spool: Option<Arc<Spool>>,
+    max_block: Duration,
 }
 
 thread_local! {
@@ -125,6 +137,23 @@ fn shard_hint() -> usize {
         }
         h.get()
     })
+}
+
+/// The tail of a group: topic (when not empty), source, tags, and the `__pack_id__` tag.
+fn group_tail(dest: &Destination, tags: &[u8], pack_id: Option<&str>) -> Vec<u8> {
+    let mut tail = Vec::with_capacity(256 + tags.len());
+    if !dest.topic.is_empty() {
+        put_len_field(&mut tail, 0x1a, dest.topic.as_bytes());
+    }
+    put_len_field(&mut tail, 0x22, dest.source.as_bytes());
+    tail.extend_from_slice(tags);
+    if let Some(pack_id) = pack_id {
+        let mut tag = Vec::with_capacity(64);
+        put_len_field(&mut tag, 0x0a, b"__pack_id__");
+        put_len_field(&mut tag, 0x12, pack_id.as_bytes());
+        put_len_field(&mut tail, 0x32, &tag);
+    }
+    tail
 }
 
 /// The open batch of `dest` as an `Option` slot: the shard's default one, or a keyed one taken
@@ -152,6 +181,7 @@ impl Accumulator {
         default_dest: Arc<Destination>,
         shard_count: usize,
         pack_seed: &str,
+        spool: Option<Arc<Spool>>,
     ) -> Accumulator {
         let mut tags = Vec::new();
         let mut tag = Vec::with_capacity(64);
@@ -174,7 +204,36 @@ impl Accumulator {
             batch_max_bytes: config.batch_max_bytes,
             batch_max_count: config.batch_max_count as u32,
             key_policy: config.key_policy,
+            spool,
+            max_block: Duration::from_millis(config.max_block_ms),
         }
+    }
+
+    /// The spool, when there is one.
+    pub(crate) fn spool(&self) -> Option<&Arc<Spool>> {
+        self.spool.as_ref()
+    }
+
+    /// Writes the record at `batch.buf[from..]` to the spool; `false` when it could not be.
+    fn spool_record(
+        &self,
+        shard: usize,
+        batch: &mut OpenBatch,
+        from: usize,
+    ) -> Result<(), ProducerError> {
+        let Some(spool) = &self.spool else {
+            return Ok(());
+        };
+        spool
+            .record(
+                shard,
+                batch.id,
+                &batch.dest,
+                &self.tags,
+                &batch.buf[from..],
+                &mut batch.spooled,
+            )
+            .map_err(ProducerError::from)
     }
 
     /// Writes a record in place: `fill` writes its fields straight at the end of the open batch
@@ -226,14 +285,23 @@ impl Accumulator {
             Ok(Ok(n)) => {
                 let n = *n;
                 let fits = before + n <= max_bytes || batch.records == 0;
-                fits && budget.reserve_now(&mut shard.credit, n)
+                let spool_room = self.spool.as_ref().is_none_or(|s| !s.over_limit());
+                fits && spool_room && budget.reserve_now(&mut shard.credit, n) && {
+                    // Kept on disk before it counts as accepted; if the spool cannot take
+                    // it, it goes the slow way, which reports why.
+                    let spooled = self.spool_record(shard_index, batch, before).is_ok();
+                    if !spooled {
+                        shard.credit += n;
+                    }
+                    spooled
+                }
             }
             Ok(Err(_)) | Err(_) => false,
         };
         let mut moved: Option<Vec<u8>> = None;
         let completion = if fast {
             shard.accepted += 1;
-            self.commit_record(slot, track, &mut after)
+            self.commit_record(shard_index, slot, track, &mut after)
         } else {
             if let Ok(Ok(_)) = encoded {
                 moved = Some(batch.buf[before..].to_vec());
@@ -277,6 +345,16 @@ impl Accumulator {
         dest: &Option<Arc<Destination>>,
         track: Track,
     ) -> Result<(Option<Completion>, AfterAdd), ProducerError> {
+        if let Some(spool) = &self.spool {
+            let started = Instant::now();
+            if spool.over_limit() && !spool.wait_room(self.max_block) {
+                return Err(ProducerError::SpoolFull {
+                    used: spool.used_bytes(),
+                    limit: spool.max_bytes(),
+                    waited_ms: started.elapsed().as_millis() as u64,
+                });
+            }
+        }
         let shard_index = shard_hint() % self.shards.len();
         let mut guard = self.shards[shard_index].lock();
         if !budget.reserve_now(&mut guard.credit, total) {
@@ -300,26 +378,49 @@ impl Accumulator {
         );
         let mut completion = None;
         let mut count = 0;
+        let mut appended = 0;
+        let mut failure = None;
         for log in logs {
-            count += 1;
             if slot
                 .as_ref()
                 .is_some_and(|b| b.buf.len() + log.len() > max_bytes)
             {
                 if let Some(full) = slot.take() {
-                    after.sealed.push(self.seal(full));
+                    after.sealed.push(self.seal(shard_index, full));
                 }
             }
             let batch =
                 slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
+            let before = batch.buf.len();
             batch.buf.extend_from_slice(log);
-            completion = self.commit_record(slot, track, &mut after);
+            if let Err(e) = self.spool_record(shard_index, batch, before) {
+                // The spool's disk failed: this record (and those after it) is not accepted.
+                batch.buf.truncate(before);
+                if batch.records == 0 {
+                    if let Some(empty) = slot.take() {
+                        budget.recycle(empty.buf);
+                    }
+                    after.deadline = None;
+                }
+                failure = Some(e);
+                break;
+            }
+            count += 1;
+            appended += log.len();
+            completion = self.commit_record(shard_index, slot, track, &mut after);
         }
         shard.accepted += count;
         if let (Some(d), Some(open)) = (dest, keyed.take()) {
             shard.batches.insert(d.clone(), open);
         }
-        Ok((completion, after))
+        match failure {
+            None => Ok((completion, after)),
+            Some(e) => {
+                drop(guard);
+                budget.release(total - appended);
+                Err(e)
+            }
+        }
     }
 
     /// A new open batch for `dest`; notes its linger deadline.
@@ -342,6 +443,7 @@ impl Accumulator {
             opened,
             completions: Vec::new(),
             tickets: Vec::new(),
+            spooled: SpoolMark::default(),
         }
     }
 
@@ -350,6 +452,7 @@ impl Accumulator {
     #[inline]
     fn commit_record(
         &self,
+        shard: usize,
         slot: &mut Option<OpenBatch>,
         track: Track,
         after: &mut AfterAdd,
@@ -373,15 +476,16 @@ impl Accumulator {
             || batch.buf.len() >= self.batch_max_bytes
         {
             if let Some(done) = slot.take() {
-                after.sealed.push(self.seal(done));
+                after.sealed.push(self.seal(shard, done));
                 after.deadline = None;
             }
         }
         completion
     }
 
-    /// Closes a batch: appends the group's tail (topic, source, tags, pack id).
-    fn seal(&self, batch: OpenBatch) -> SealedBatch {
+    /// Closes a batch: appends the group's tail (topic, source, tags, pack id) and notes the
+    /// pack id in the spool.
+    fn seal(&self, shard: usize, batch: OpenBatch) -> SealedBatch {
         let OpenBatch {
             id,
             dest,
@@ -390,22 +494,18 @@ impl Accumulator {
             opened,
             completions,
             tickets,
+            mut spooled,
         } = batch;
         let reserved = buf.len();
-        let mut tail = Vec::with_capacity(256);
-        if !dest.topic.is_empty() {
-            put_len_field(&mut tail, 0x1a, dest.topic.as_bytes());
-        }
-        put_len_field(&mut tail, 0x22, dest.source.as_bytes());
-        tail.extend_from_slice(&self.tags);
         let pack_id = format!("{}-{:X}", self.pack_prefix, id);
-        if self.pack_id {
-            let mut tag = Vec::with_capacity(64);
-            put_len_field(&mut tag, 0x0a, b"__pack_id__");
-            put_len_field(&mut tag, 0x12, pack_id.as_bytes());
-            put_len_field(&mut tail, 0x32, &tag);
+        if let Some(spool) = &self.spool {
+            spool.sealed(shard, id, &pack_id, &mut spooled);
         }
-        buf.extend_from_slice(&tail);
+        buf.extend_from_slice(&group_tail(
+            &dest,
+            &self.tags,
+            self.pack_id.then_some(&*pack_id),
+        ));
         let raw_len = buf.len();
         SealedBatch {
             id,
@@ -418,7 +518,55 @@ impl Accumulator {
             reserved,
             completions,
             tickets,
+            shard,
+            spooled,
+            replayed: false,
         }
+    }
+
+    /// A batch an earlier producer left in the spool, rebuilt and spooled again under this
+    /// producer's run (so a crash now loses it no more than before). It keeps its pack id when
+    /// it had been sealed; it is counted as accepted. The caller reserved its bytes.
+    pub(crate) fn replay(
+        &self,
+        recovered: super::spool::Recovered,
+    ) -> Result<SealedBatch, ProducerError> {
+        let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        let shard = (id as usize) % self.shards.len();
+        let dest = Arc::new(recovered.dest);
+        let total: usize = recovered.records.iter().map(|r| r.len()).sum();
+        let mut buf = BatchBuf::with_capacity(total + 1024);
+        let mut spooled = SpoolMark::default();
+        for record in &recovered.records {
+            if let Some(spool) = &self.spool {
+                spool.record(shard, id, &dest, &recovered.tags, record, &mut spooled)?;
+            }
+            buf.extend_from_slice(record);
+        }
+        let pack_id = recovered
+            .pack_id
+            .unwrap_or_else(|| format!("{}-{:X}", self.pack_prefix, id));
+        if let Some(spool) = &self.spool {
+            spool.sealed(shard, id, &pack_id, &mut spooled);
+        }
+        buf.extend_from_slice(&group_tail(&dest, &recovered.tags, Some(&pack_id)));
+        let records = recovered.records.len() as u32;
+        self.shards[shard].lock().accepted += u64::from(records);
+        Ok(SealedBatch {
+            id,
+            dest,
+            raw_len: buf.len(),
+            raw: buf,
+            records,
+            opened: Instant::now(),
+            pack_id,
+            reserved: total,
+            completions: Vec::new(),
+            tickets: Vec::new(),
+            shard,
+            spooled,
+            replayed: true,
+        })
     }
 
     /// Seals the batch a linger deadline was set for, if it is still open.
@@ -428,7 +576,8 @@ impl Accumulator {
         batch_id: u64,
         dest: Option<&Arc<Destination>>,
     ) -> Option<SealedBatch> {
-        let mut shard = self.shards[shard].lock();
+        let index = shard;
+        let mut shard = self.shards[index].lock();
         let open = match dest {
             None => shard.default_batch.take_if(|b| b.id == batch_id),
             Some(d) => match shard.batches.get(d) {
@@ -436,21 +585,21 @@ impl Accumulator {
                 _ => None,
             },
         };
-        open.map(|b| self.seal(b))
+        open.map(|b| self.seal(index, b))
     }
 
     /// Seals every open batch, handing each shard's to `send` once its lock is released.
     pub(crate) fn seal_all(&self, mut send: impl FnMut(Vec<SealedBatch>)) {
-        for shard in &self.shards {
+        for (index, shard) in self.shards.iter().enumerate() {
             let sealed: Vec<SealedBatch> = {
                 let mut s = shard.lock();
                 let mut out: Vec<SealedBatch> = s
                     .default_batch
                     .take()
                     .into_iter()
-                    .map(|b| self.seal(b))
+                    .map(|b| self.seal(index, b))
                     .collect();
-                out.extend(s.batches.drain().map(|(_, b)| self.seal(b)));
+                out.extend(s.batches.drain().map(|(_, b)| self.seal(index, b)));
                 out
             };
             send(sealed);

@@ -133,6 +133,36 @@ impl Budget {
         result
     }
 
+    /// Reserves `n` bytes for a batch replayed from the spool, waiting as long as it takes
+    /// (until the producer closes): replay feeds the spool's batches in as deliveries make
+    /// room. A batch larger than the whole budget waits for an empty one, then takes it.
+    pub(crate) fn reserve_replay(
+        &self,
+        n: usize,
+        lifecycle: &Lifecycle,
+    ) -> Result<(), ProducerError> {
+        let mut guard = self.space.0.lock();
+        self.blocked_waiters.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            let fits = if n > self.limit {
+                self.used
+                    .compare_exchange(0, n, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            } else {
+                self.try_reserve(n)
+            };
+            if fits {
+                break Ok(());
+            }
+            if !lifecycle.is_running() {
+                break Err(ProducerError::Closed);
+            }
+            self.space.1.wait_for(&mut guard, Duration::from_millis(50));
+        };
+        self.blocked_waiters.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
     /// Gives `n` bytes back and wakes adds waiting for room.
     pub(crate) fn release(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);

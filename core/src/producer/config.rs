@@ -111,6 +111,17 @@ pub struct ProducerConfig {
     pub key_policy: KeyPolicy,
     /// How long dropping a producer waits for delivery, ms. Default 2000.
     pub drop_timeout_ms: u64,
+    /// A directory where every accepted record is also kept until its batch is delivered, so
+    /// that a killed process loses nothing: the next producer opened on the directory sends
+    /// what was left. Default none (memory only). One producer per directory.
+    pub spool_dir: Option<String>,
+    /// Most bytes of spool files on disk; beyond it records wait or fail as for a full buffer.
+    /// Default 1 GiB; at least 1 MiB.
+    pub spool_max_bytes: u64,
+    /// How far the spool is synced to disk: `none` (survives the process's death, not a
+    /// power loss), `batch` (each batch synced when it seals, before it is sent) or
+    /// `interval:<ms>`. Default `none`.
+    pub spool_sync: String,
 }
 
 impl std::fmt::Debug for ProducerConfig {
@@ -161,6 +172,9 @@ impl Default for ProducerConfig {
             pack_id: true,
             key_policy: KeyPolicy::Service,
             drop_timeout_ms: 2000,
+            spool_dir: None,
+            spool_max_bytes: 1 << 30,
+            spool_sync: "none".into(),
         }
     }
 }
@@ -420,6 +434,25 @@ impl ProducerConfig {
             1 << 40,
         )?;
         range("max_block_ms", self.max_block_ms, 0, 3_600_000)?;
+        range("spool_max_bytes", self.spool_max_bytes, 1 << 20, 1 << 50)?;
+        if super::spool::SpoolSync::parse(&self.spool_sync).is_none() {
+            return Err(ConfigError::Invalid {
+                key: "spool_sync",
+                value: self.spool_sync.clone(),
+                reason: "must be none, batch or interval:<ms>".into(),
+            });
+        }
+        if self
+            .spool_dir
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(ConfigError::Invalid {
+                key: "spool_dir",
+                value: String::new(),
+                reason: "must name a directory (leave it unset for no spool)".into(),
+            });
+        }
         range("send_concurrency", self.send_concurrency as u64, 1, 1024)?;
         range("connect_timeout_ms", self.connect_timeout_ms, 1, 600_000)?;
         range("request_timeout_ms", self.request_timeout_ms, 1, 3_600_000)?;

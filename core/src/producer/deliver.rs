@@ -24,6 +24,7 @@ use super::lifecycle::{Lifecycle, State};
 use super::report::{DeliveryReport, Outcome};
 use super::reporter::Reporter;
 use super::retry::{self, Action};
+use super::spool::Spool;
 use super::transport::Transport;
 use crate::wire::compress::{self, Compression};
 
@@ -52,6 +53,8 @@ pub(crate) struct Delivery {
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) lifecycle: Arc<Lifecycle>,
     pub(crate) reporter: Reporter,
+    /// Where settled batches are marked done, when there is a spool.
+    pub(crate) spool: Option<Arc<Spool>>,
 }
 
 /// Why a batch failed, as its report will say.
@@ -79,6 +82,7 @@ impl Delivery {
         ledger: Arc<Ledger>,
         lifecycle: Arc<Lifecycle>,
         reporter: Reporter,
+        spool: Option<Arc<Spool>>,
     ) -> Delivery {
         Delivery {
             policy: RetryPolicy {
@@ -95,6 +99,7 @@ impl Delivery {
             ledger,
             lifecycle,
             reporter,
+            spool,
         }
     }
 
@@ -107,6 +112,21 @@ impl Delivery {
             let failure = Failure::closed("closed before the batch could be sent".into(), None);
             self.settle(batch, Err(failure), 0, None, 0);
             return;
+        }
+        if let Some(spool) = &self.spool {
+            // `spool_sync = batch`: durable before it is sent (off the I/O threads).
+            if spool.syncs_batches() {
+                let spool = spool.clone();
+                let spooled = std::mem::take(&mut batch.spooled);
+                let spooled = tokio::task::spawn_blocking(move || {
+                    spool.sync_batch(&spooled);
+                    spooled
+                })
+                .await;
+                if let Ok(spooled) = spooled {
+                    batch.spooled = spooled;
+                }
+            }
         }
         let codec = self.policy.compression;
         let compressed = COMPRESS_AREA
@@ -241,6 +261,13 @@ impl Delivery {
         request_id: Option<String>,
         compressed_bytes: usize,
     ) {
+        // A batch stays in the spool only when this producer gave up on it because it closed:
+        // the next producer on the directory sends it. Delivered or failed for good, it is
+        // done.
+        let closed = matches!(&result, Err(f) if f.code == "ProducerClosed");
+        if let (Some(spool), false) = (&self.spool, closed) {
+            spool.done(batch.shard, batch.id, &batch.spooled);
+        }
         let outcome = match result {
             Ok(()) => Outcome::Delivered,
             Err(f) => Outcome::Failed {
@@ -262,6 +289,7 @@ impl Delivery {
             latency: batch.opened.elapsed(),
             pack_id: batch.pack_id,
             tickets: batch.tickets,
+            replayed: batch.replayed,
         });
         if self.ledger.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
             // The last batch in flight is done: a burst is over, hand its memory back.

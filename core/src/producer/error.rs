@@ -27,6 +27,20 @@ pub enum ProducerError {
         /// How long the add waited for room.
         waited_ms: u64,
     },
+    /// The spool directory holds `spool_max_bytes`; the record was not accepted (counted as
+    /// dropped).
+    #[error("spool full: {used} of spool_max_bytes {limit} bytes on disk (waited {waited_ms} ms)")]
+    SpoolFull {
+        /// Bytes of spool files.
+        used: usize,
+        /// `spool_max_bytes`.
+        limit: usize,
+        /// How long the add waited for room.
+        waited_ms: u64,
+    },
+    /// The spool directory cannot be used (held by another producer, or a file error).
+    #[error(transparent)]
+    Spool(#[from] super::spool::SpoolError),
     /// The producer is closed; the record was not accepted.
     #[error("the producer is closed")]
     Closed,
@@ -87,11 +101,14 @@ impl ProducerError {
     /// The class of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            ProducerError::Config(_) | ProducerError::CaFile { .. } | ProducerError::Tls(_) => {
-                ErrorKind::Config
-            }
+            ProducerError::Config(_)
+            | ProducerError::CaFile { .. }
+            | ProducerError::Tls(_)
+            | ProducerError::Spool(_) => ErrorKind::Config,
             ProducerError::Record(_) => ErrorKind::InvalidRecord,
-            ProducerError::BufferFull { .. } => ErrorKind::BufferFull,
+            ProducerError::BufferFull { .. } | ProducerError::SpoolFull { .. } => {
+                ErrorKind::BufferFull
+            }
             ProducerError::Closed => ErrorKind::Closed,
             ProducerError::Engine(_) | ProducerError::Inherited => ErrorKind::Engine,
         }

@@ -31,6 +31,9 @@ pub(crate) struct Ledger {
     pub(crate) invalid: AtomicU64,
     pub(crate) in_flight: AtomicU64,
     pub(crate) batches_delivered: AtomicU64,
+    /// Batches (and their records) replayed from a spool an earlier producer left.
+    pub(crate) replayed_batches: AtomicU64,
+    pub(crate) replayed_records: AtomicU64,
     /// Records at a final outcome (delivered or failed).
     completed: AtomicU64,
     pub(crate) failures_by_code: Mutex<BTreeMap<String, u64>>,

@@ -43,8 +43,6 @@ pub mod report;
 mod reporter;
 mod retry;
 mod routing;
-// The durable spool; the producer opens it once its options land (the spool issue's next step).
-#[cfg_attr(not(test), allow(dead_code))]
 mod spool;
 pub mod text;
 mod transport;
@@ -65,6 +63,7 @@ pub use record_set::RecordSet;
 pub use report::{Completion, CompletionError, DeliveryReport, Outcome, ReportView, Stats};
 pub use reporter::ReportCallback;
 pub use routing::{split_unix_seconds, SendOptions};
+pub use spool::{SpoolError, SpoolSync};
 pub use transport::CredentialsProvider;
 
 use accumulator::{Accumulator, AfterAdd, InPlace, SealedBatch};
@@ -258,8 +257,23 @@ impl Producer {
             SystemTime::now(),
             fastrand::u64(..)
         );
-        let accumulator =
-            Accumulator::new(&config, router.default.clone(), shard_count, &pack_seed);
+        let opened = match &config.spool_dir {
+            None => None,
+            Some(dir) => Some(spool::Spool::open(
+                std::path::Path::new(dir),
+                shard_count,
+                usize::try_from(config.spool_max_bytes).unwrap_or(usize::MAX),
+                SpoolSync::parse(&config.spool_sync).unwrap_or(SpoolSync::None),
+            )?),
+        };
+        let spool = opened.as_ref().map(|o| o.spool.clone());
+        let accumulator = Accumulator::new(
+            &config,
+            router.default.clone(),
+            shard_count,
+            &pack_seed,
+            spool.clone(),
+        );
         let delivery = Arc::new(Delivery::new(
             &config,
             transport,
@@ -267,6 +281,7 @@ impl Producer {
             Arc::new(Ledger::default()),
             Arc::new(Lifecycle::new()),
             Reporter::start(on_reports)?,
+            spool,
         ));
         let inner = Arc::new(Inner {
             config,
@@ -278,7 +293,39 @@ impl Producer {
             owner_pid: engine::process_id(),
         });
         runtime.spawn(linger::run(Arc::downgrade(&inner)));
-        Ok(Producer { inner })
+        let producer = Producer { inner };
+        if let Some(opened) = opened {
+            producer.replay(opened)?;
+        }
+        Ok(producer)
+    }
+
+    /// Sends again what an earlier producer left in the spool: each batch is spooled anew
+    /// under this producer and queued for delivery as room in the buffer allows; the old
+    /// files are deleted once every batch is in the new ones.
+    fn replay(&self, opened: spool::Opened) -> Result<(), ProducerError> {
+        let inner = &*self.inner;
+        let ledger = inner.ledger();
+        for recovered in opened.recovered {
+            let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
+            inner
+                .budget()
+                .reserve_replay(bytes, &inner.delivery.lifecycle)?;
+            let batch = match inner.accumulator.replay(recovered) {
+                Ok(batch) => batch,
+                Err(e) => {
+                    inner.budget().release(bytes);
+                    return Err(e);
+                }
+            };
+            ledger.replayed_batches.fetch_add(1, Ordering::Relaxed);
+            ledger
+                .replayed_records
+                .fetch_add(u64::from(batch.records), Ordering::Relaxed);
+            inner.dispatch(vec![batch]);
+        }
+        opened.spool.remove_old(&opened.old_files);
+        Ok(())
     }
 
     /// The configuration it runs with.
@@ -526,6 +573,10 @@ impl Producer {
         }
         delivery.lifecycle.advance(State::Closed);
         inner.accumulator.return_credits(&delivery.budget);
+        if let (Some(spool), 0) = (inner.accumulator.spool(), pending) {
+            // Everything settled: the current segments hold only finished batches.
+            spool.close();
+        }
         // The reporter passes on the last reports; bounded by what is left of the timeout.
         delivery.reporter.finish(
             timeout
@@ -606,6 +657,16 @@ impl Producer {
                 .reporter
                 .callback_errors
                 .load(Ordering::Relaxed),
+            replayed_batches: ledger.replayed_batches.load(Ordering::Relaxed),
+            replayed_records: ledger.replayed_records.load(Ordering::Relaxed),
+            spool_corrupt_entries: inner
+                .accumulator
+                .spool()
+                .map_or(0, |s| s.corrupt_entries.load(Ordering::Relaxed)),
+            spool_bytes: inner
+                .accumulator
+                .spool()
+                .map_or(0, |s| s.used_bytes() as u64),
         }
     }
 }

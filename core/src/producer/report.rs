@@ -54,6 +54,8 @@ pub struct DeliveryReport {
     pub pack_id: String,
     /// Caller tickets of the records in it that asked for one (`Track::Ticket`).
     pub tickets: Vec<u64>,
+    /// Rebuilt from a spool an earlier producer left (a replay).
+    pub replayed: bool,
 }
 
 impl DeliveryReport {
@@ -110,6 +112,7 @@ impl DeliveryReport {
             latency_ms: self.latency_ms(),
             pack_id: &self.pack_id,
             tickets: &self.tickets,
+            replayed: self.replayed,
         }
     }
 }
@@ -135,6 +138,7 @@ pub struct ReportView<'a> {
     pub latency_ms: f64,
     pub pack_id: &'a str,
     pub tickets: &'a [u64],
+    pub replayed: bool,
 }
 
 /// Resolves with the report of the batch a record went in.
@@ -210,4 +214,12 @@ pub struct Stats {
     pub failures_by_code: BTreeMap<String, u64>,
     /// Report callbacks that panicked (the producer lives on).
     pub callback_errors: u64,
+    /// Batches an earlier producer left in the spool, sent again by this one.
+    pub replayed_batches: u64,
+    /// Records in those batches.
+    pub replayed_records: u64,
+    /// Spool entries found torn or corrupted when the spool was opened, and skipped.
+    pub spool_corrupt_entries: u64,
+    /// Bytes of spool files on disk now.
+    pub spool_bytes: u64,
 }

@@ -114,6 +114,7 @@ mod tests {
             latency: Duration::ZERO,
             pack_id: String::new(),
             tickets: Vec::new(),
+            replayed: false,
         })
     }
 

@@ -23,9 +23,13 @@
 //! Durability (`spool_sync`): `none` survives the process (the page cache outlives it);
 //! `batch` makes a batch's segment durable with `fdatasync` when it seals, before it is sent;
 //! `interval:<ms>` does so for every segment on a timer thread. The disk is bounded by
-//! `spool_max_bytes`: a shard that needs a new segment past it refuses the record, which then
-//! waits for room (up to `max_block_ms`) or fails with the buffer-full error, like the memory
-//! budget. One producer per directory: a lock file (`flock`) names the holder's pid.
+//! `spool_max_bytes`: once the segments leave less than one more segment per shard below it,
+//! new records wait for room (up to `max_block_ms`) or fail with the buffer-full error, like
+//! the memory budget. Segments are allocated whole when made (`posix_fallocate`), so a full
+//! disk is an error when a segment is made, never a fault while writing into one. One producer
+//! per directory: a POSIX lock on its `lock` file (which names the holder's pid) keeps other
+//! processes out and is not inherited by a forked child; a list keeps this process's other
+//! producers out.
 //!
 //! Threads: entries are appended by the adding threads (under the shard's lock, through the
 //! shard's writer mutex, uncontended) and `Done` by the I/O runtime; the timer thread syncs.
@@ -123,9 +127,10 @@ impl Kind {
     }
 }
 
-/// The segment size for a spool of `max_bytes`: a quarter of it, 64 KiB to 64 MiB.
-fn segment_bytes_for(max_bytes: usize) -> usize {
-    (max_bytes / 4).clamp(64 << 10, 64 << 20) & !4095
+/// The segment size for a spool of `max_bytes` written by `shards` writers: so that every
+/// shard's open segment together take at most a quarter of it; 64 KiB to 64 MiB.
+fn segment_bytes_for(max_bytes: usize, shards: usize) -> usize {
+    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 64 << 20) & !4095
 }
 
 fn align8(n: usize) -> usize {
@@ -203,7 +208,7 @@ pub(crate) struct SpoolMark {
 /// The spool of one producer.
 pub(crate) struct Spool {
     dir: PathBuf,
-    _lock: File,
+    _lock: DirLock,
     /// This producer's run number: larger than every run found in the directory.
     run: u64,
     sync: SpoolSync,
@@ -217,8 +222,6 @@ pub(crate) struct Spool {
     room_lock: Mutex<()>,
     /// Entries skipped at recovery because their checksum failed.
     pub(crate) corrupt_entries: AtomicU64,
-    /// The tags the current producer adds (encoded group fields).
-    tags: Vec<u8>,
 }
 
 /// A spool just opened: itself, the batches to send again, and the files they came from
@@ -233,7 +236,7 @@ pub(crate) struct Opened {
 pub(crate) struct Recovered {
     pub(crate) dest: Destination,
     pub(crate) tags: Vec<u8>,
-    pub(crate) records: Vec<Vec<u8>>,
+    pub(crate) records: Vec<RecordRef>,
     /// Its pack id, when it had been sealed (and so perhaps sent).
     pub(crate) pack_id: Option<String>,
 }
@@ -316,13 +319,29 @@ struct Found {
 #[derive(Default)]
 struct FoundBatch {
     open: Option<(Destination, Vec<u8>)>,
-    records: Vec<Vec<u8>>,
+    records: Vec<RecordRef>,
     pack_id: Option<String>,
     done: bool,
 }
 
+/// One recovered record: where it lies in an old segment, mapped read-only (page cache, not
+/// the process's own memory, so recovering a large spool does not load it all).
+#[derive(Clone)]
+pub(crate) struct RecordRef {
+    map: Arc<memmap2::Mmap>,
+    range: std::ops::Range<usize>,
+}
+
+impl std::ops::Deref for RecordRef {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
 /// Scans one segment's bytes into `found`.
-fn scan_segment(bytes: &[u8], found: &mut Found) {
+fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
+    let bytes: &[u8] = map;
     if bytes.len() < SEGMENT_HEADER || &bytes[..8] != SEGMENT_MAGIC {
         found.corrupt += 1;
         return;
@@ -381,7 +400,10 @@ fn scan_segment(bytes: &[u8], found: &mut Found) {
         let b = found.batches.entry((entry_run, batch)).or_default();
         match kind {
             Some(Kind::Open) => b.open = decode_open(payload),
-            Some(Kind::Record) => b.records.push(payload.to_vec()),
+            Some(Kind::Record) => b.records.push(RecordRef {
+                map: map.clone(),
+                range: pos + ENTRY_HEADER..pos + ENTRY_HEADER + len,
+            }),
             Some(Kind::Sealed) => b.pack_id = std::str::from_utf8(payload).ok().map(str::to_owned),
             Some(Kind::Done) => b.done = true,
             None => {}
@@ -411,7 +433,6 @@ impl Spool {
         shards: usize,
         max_bytes: usize,
         sync: SpoolSync,
-        tags: Vec<u8>,
     ) -> Result<Opened, SpoolError> {
         std::fs::create_dir_all(dir).map_err(io(dir, "cannot create it"))?;
         let lock = lock_dir(dir)?;
@@ -423,14 +444,19 @@ impl Spool {
             .collect();
         entries.sort();
         for path in &entries {
-            let mut bytes = Vec::new();
-            File::open(path)
-                .and_then(|mut f| f.read_to_end(&mut bytes))
-                .map_err(io(dir, "cannot read a segment"))?;
-            scan_segment(&bytes, &mut found);
+            let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
+            if file.metadata().map_or(0, |m| m.len()) == 0 {
+                found.corrupt += 1;
+                continue;
+            }
+            // SAFETY: old segments are only read; the directory's lock keeps other producers
+            // from writing or truncating them meanwhile.
+            let map =
+                unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a segment"))?;
+            scan_segment(&Arc::new(map), &mut found);
         }
         found.files = entries;
-        let segment_bytes = segment_bytes_for(max_bytes);
+        let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
             dir: dir.to_owned(),
             _lock: lock,
@@ -448,7 +474,6 @@ impl Spool {
             room: Condvar::new(),
             room_lock: Mutex::new(()),
             corrupt_entries: AtomicU64::new(found.corrupt),
-            tags,
         });
         let recovered = found
             .batches
@@ -482,6 +507,7 @@ impl Spool {
     }
 
     /// This producer's run number.
+    #[cfg(test)]
     pub(crate) fn run(&self) -> u64 {
         self.run
     }
@@ -497,7 +523,7 @@ impl Spool {
     }
 
     /// Appends a batch's entry through `shard`'s writer, opening a new segment when the
-    /// current one is full. `false`: the spool has no room for another segment.
+    /// current one is full; an error only when a segment file cannot be made.
     fn append(
         &self,
         shard: usize,
@@ -506,21 +532,17 @@ impl Spool {
         batch: u64,
         parts: &[&[u8]],
         mark: Option<&mut SpoolMark>,
-    ) -> bool {
+    ) -> std::io::Result<()> {
         let mut guard = self.writers[shard].lock();
         let fits = guard
             .as_mut()
             .is_some_and(|w| w.append(kind, run, batch, parts));
         if !fits {
             let need: usize = ENTRY_HEADER + parts.iter().map(|p| align8(p.len())).sum::<usize>();
-            let Some(mut writer) = self.new_segment(shard, need) else {
-                return false;
-            };
-            if let Some(old) = guard.replace({
-                let ok = writer.append(kind, run, batch, parts);
-                debug_assert!(ok);
-                writer
-            }) {
+            let mut writer = self.new_segment(shard, need)?;
+            let written = writer.append(kind, run, batch, parts);
+            debug_assert!(written, "a new segment holds the entry it was sized for");
+            if let Some(old) = guard.replace(writer) {
                 self.retire(old.seq);
             }
         }
@@ -534,18 +556,16 @@ impl Spool {
                 }
             }
         }
-        true
+        Ok(())
     }
 
-    /// A fresh segment for `shard` with room for an entry of `need` bytes, within
-    /// `spool_max_bytes`.
-    fn new_segment(&self, shard: usize, need: usize) -> Option<Writer> {
+    /// A fresh segment for `shard` with room for an entry of `need` bytes, its blocks
+    /// allocated up front (a full disk is an error here, not a fault on a later write into the
+    /// mapping). `None` when the file cannot be made. Admission ([`Spool::over_limit`]) keeps
+    /// the total within `spool_max_bytes`: it stops new records a segment per shard early.
+    fn new_segment(&self, shard: usize, need: usize) -> std::io::Result<Writer> {
         let size = self.segment_bytes.max(align8(SEGMENT_HEADER + need));
-        let used = self.used.fetch_add(size, Ordering::AcqRel);
-        if used + size > self.max_bytes {
-            self.used.fetch_sub(size, Ordering::AcqRel);
-            return None;
-        }
+        self.used.fetch_add(size, Ordering::AcqRel);
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("seg-{seq:016x}.spl"));
         let made = (|| -> std::io::Result<(File, MmapMut)> {
@@ -554,7 +574,7 @@ impl Spool {
                 .write(true)
                 .create_new(true)
                 .open(&path)?;
-            file.set_len(size as u64)?;
+            allocate(&file, size)?;
             // SAFETY: the file was just created by this producer, which holds the directory's
             // lock; nothing else maps or truncates it while this mapping lives.
             let mut map = unsafe { MmapMut::map_mut(&file)? };
@@ -564,10 +584,13 @@ impl Spool {
             map[20..28].copy_from_slice(&seq.to_le_bytes());
             Ok((file, map))
         })();
-        let Ok((file, map)) = made else {
-            self.used.fetch_sub(size, Ordering::AcqRel);
-            let _ = std::fs::remove_file(&path);
-            return None;
+        let (file, map) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                self.used.fetch_sub(size, Ordering::AcqRel);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
         };
         let mut state = self.state.lock();
         state.segments.insert(
@@ -580,7 +603,7 @@ impl Spool {
             },
         );
         state.chains[shard].push_back(seq);
-        Some(Writer {
+        Ok(Writer {
             seq,
             map,
             pos: SEGMENT_HEADER,
@@ -620,24 +643,25 @@ impl Spool {
         }
     }
 
-    /// Writes a record of batch `batch` (its `Open` first, if not yet written). `false`: no
-    /// room; nothing of the record was written.
+    /// Writes a record of batch `batch` (its `Open` first, if not yet written, with `tags`:
+    /// the group tags the batch will carry). An error only when a segment cannot be made.
     pub(crate) fn record(
         &self,
         shard: usize,
         batch: u64,
         dest: &Destination,
+        tags: &[u8],
         log: &[u8],
         mark: &mut SpoolMark,
-    ) -> bool {
+    ) -> Result<(), SpoolError> {
         if !mark.opened {
-            let open = encode_open(dest, &self.tags);
-            if !self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark)) {
-                return false;
-            }
+            let open = encode_open(dest, tags);
+            self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
+                .map_err(io(&self.dir, "cannot make a segment"))?;
             mark.opened = true;
         }
         self.append(shard, Kind::Record, self.run, batch, &[log], Some(mark))
+            .map_err(io(&self.dir, "cannot make a segment"))
     }
 
     /// Notes a batch's pack id as it seals (it may be sent from now on).
@@ -654,6 +678,11 @@ impl Spool {
                 Some(mark),
             );
         }
+    }
+
+    /// Whether batches are synced as they seal (`spool_sync = batch`).
+    pub(crate) fn syncs_batches(&self) -> bool {
+        self.sync == SpoolSync::Batch
     }
 
     /// Makes the segments a batch is in durable (`spool_sync = batch`).
@@ -704,18 +733,40 @@ impl Spool {
         self.collect(&mut state);
     }
 
-    /// Waits until a new segment fits within `spool_max_bytes`, or `timeout` passes.
+    /// Whether new records must wait: the segments on disk leave less than one more segment
+    /// per shard below `spool_max_bytes`.
+    pub(crate) fn over_limit(&self) -> bool {
+        let reserve = self.segment_bytes * self.writers.len();
+        self.used.load(Ordering::Acquire) + reserve > self.max_bytes
+    }
+
+    /// Waits until [`Spool::over_limit`] is false, or `timeout` passes.
     pub(crate) fn wait_room(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         let mut guard = self.room_lock.lock();
         loop {
-            if self.used.load(Ordering::Acquire) + self.segment_bytes <= self.max_bytes {
+            if !self.over_limit() {
                 return true;
             }
             if self.room.wait_until(&mut guard, deadline).timed_out() {
-                return self.used.load(Ordering::Acquire) + self.segment_bytes <= self.max_bytes;
+                return !self.over_limit();
             }
         }
+    }
+
+    /// Retires every shard's current segment (at close): with every batch done, the
+    /// directory is left empty.
+    pub(crate) fn close(&self) {
+        for w in &self.writers {
+            if let Some(old) = w.lock().take() {
+                self.retire(old.seq);
+            }
+        }
+    }
+
+    /// `spool_max_bytes`.
+    pub(crate) fn max_bytes(&self) -> usize {
+        self.max_bytes
     }
 
     /// Bytes of segment files now.
@@ -724,8 +775,54 @@ impl Spool {
     }
 }
 
-/// Takes the directory's lock file, or says who holds it.
-fn lock_dir(dir: &Path) -> Result<File, SpoolError> {
+/// Gives a new segment file its size with its blocks allocated, so that writing into its
+/// mapping can never meet a full disk.
+fn allocate(file: &File, size: usize) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: posix_fallocate on a descriptor the caller owns.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) };
+        match rc {
+            0 => return Ok(()),
+            // A filesystem without fallocate: fall back to a sparse file.
+            libc::EOPNOTSUPP | libc::EINVAL => {}
+            errno => return Err(std::io::Error::from_raw_os_error(errno)),
+        }
+    }
+    file.set_len(size as u64)
+}
+
+/// Directories held by producers of this process (a process-wide lock cannot tell two of
+/// its own producers apart).
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The directory's lock: a POSIX record lock on its `lock` file (held by this process, not
+/// inherited by a forked child, released by the kernel when the process ends, however it
+/// ends) plus this process's own list. Released when dropped.
+pub(crate) struct DirLock {
+    /// Closing it (after `drop` below) releases the record lock.
+    _file: File,
+    dir: PathBuf,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        HELD.lock().retain(|d| d != &self.dir);
+    }
+}
+
+/// Takes the directory's lock, or says who holds it.
+fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
+    let canonical = dir.canonicalize().map_err(io(dir, "cannot resolve it"))?;
+    let locked = |pid: String| SpoolError::Locked {
+        dir: dir.to_owned(),
+        pid,
+    };
+    let mut held = HELD.lock();
+    if held.contains(&canonical) {
+        return Err(locked(std::process::id().to_string()));
+    }
     let path = dir.join("lock");
     let mut file = OpenOptions::new()
         .read(true)
@@ -737,19 +834,24 @@ fn lock_dir(dir: &Path) -> Result<File, SpoolError> {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd as _;
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        // SAFETY: a zeroed flock struct is valid; fcntl reads the one it is given.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as _;
+        lock.l_whence = libc::SEEK_SET as _;
+        // SAFETY: fcntl on a descriptor this function owns.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } != 0 {
             let mut pid = String::new();
             let _ = file.read_to_string(&mut pid);
-            return Err(SpoolError::Locked {
-                dir: dir.to_owned(),
-                pid: pid.trim().to_owned(),
-            });
+            return Err(locked(pid.trim().to_owned()));
         }
     }
     let _ = file.set_len(0);
     let _ = write!(file, "{}", std::process::id());
-    Ok(file)
+    held.push(canonical.clone());
+    Ok(DirLock {
+        _file: file,
+        dir: canonical,
+    })
 }
 
 #[cfg(test)]
@@ -777,7 +879,7 @@ mod tests {
     }
 
     fn open(d: &Path, max: usize) -> (Arc<Spool>, Vec<Recovered>, Vec<PathBuf>) {
-        let o = Spool::open(d, 2, max, SpoolSync::None, b"tags".to_vec()).unwrap();
+        let o = Spool::open(d, 2, max, SpoolSync::None).unwrap();
         (o.spool, o.recovered, o.old_files)
     }
 
@@ -802,10 +904,30 @@ mod tests {
             assert!(recovered.is_empty());
             let (mut a, mut b, mut c) = Default::default();
             for i in 0..100u32 {
-                assert!(spool.record(0, 1, &dest("aaa"), format!("a{i}").as_bytes(), &mut a));
-                assert!(spool.record(1, 2, &dest("bbb"), format!("b{i}").as_bytes(), &mut b));
+                spool
+                    .record(
+                        0,
+                        1,
+                        &dest("aaa"),
+                        b"tags",
+                        format!("a{i}").as_bytes(),
+                        &mut a,
+                    )
+                    .unwrap();
+                spool
+                    .record(
+                        1,
+                        2,
+                        &dest("bbb"),
+                        b"tags",
+                        format!("b{i}").as_bytes(),
+                        &mut b,
+                    )
+                    .unwrap();
             }
-            assert!(spool.record(0, 3, &dest("ccc"), b"c0", &mut c));
+            spool
+                .record(0, 3, &dest("ccc"), b"tags", b"c0", &mut c)
+                .unwrap();
             spool.sealed(0, 1, "PACK-1", &mut a);
             spool.done(0, 3, &c);
             // Dropped without closing: what a kill leaves.
@@ -822,7 +944,8 @@ mod tests {
         assert_eq!(a.dest, dest("aaa"));
         assert_eq!(a.tags, b"tags");
         let expected: Vec<Vec<u8>> = (0..100).map(|i| format!("a{i}").into_bytes()).collect();
-        assert_eq!(a.records, expected);
+        let got: Vec<Vec<u8>> = a.records.iter().map(|r| r.to_vec()).collect();
+        assert_eq!(got, expected);
         let b = recovered
             .iter()
             .find(|r| &*r.dest.logstore == "bbb")
@@ -843,7 +966,16 @@ mod tests {
             let (spool, _, _) = open(&d, 64 << 20);
             let mut m = SpoolMark::default();
             for i in 0..10u32 {
-                assert!(spool.record(0, 7, &dest("aaa"), format!("record-{i}").as_bytes(), &mut m));
+                spool
+                    .record(
+                        0,
+                        7,
+                        &dest("aaa"),
+                        b"tags",
+                        format!("record-{i}").as_bytes(),
+                        &mut m,
+                    )
+                    .unwrap();
             }
         }
         let seg = std::fs::read_dir(&d)
@@ -862,7 +994,7 @@ mod tests {
         let got: Vec<String> = recovered[0]
             .records
             .iter()
-            .map(|r| String::from_utf8(r.clone()).unwrap())
+            .map(|r| String::from_utf8(r.to_vec()).unwrap())
             .collect();
         let want: Vec<String> = [0, 1, 2, 3, 5, 6, 7, 8]
             .iter()
@@ -876,7 +1008,7 @@ mod tests {
     fn one_producer_per_directory() {
         let d = dir("lock");
         let (first, _, _) = open(&d, 1 << 20);
-        match Spool::open(&d, 2, 1 << 20, SpoolSync::None, Vec::new()) {
+        match Spool::open(&d, 2, 1 << 20, SpoolSync::None) {
             Err(SpoolError::Locked { dir, pid }) => {
                 assert_eq!(dir, d);
                 assert_eq!(pid, std::process::id().to_string());
@@ -885,26 +1017,25 @@ mod tests {
             Ok(_) => panic!("a second producer opened a held spool"),
         }
         drop(first);
-        assert!(Spool::open(&d, 2, 1 << 20, SpoolSync::None, Vec::new()).is_ok());
+        assert!(Spool::open(&d, 2, 1 << 20, SpoolSync::None).is_ok());
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn a_full_spool_refuses_until_done_batches_free_their_segments() {
         let d = dir("full");
-        let spool = Spool::open(&d, 1, 256 << 10, SpoolSync::Batch, Vec::new())
+        let spool = Spool::open(&d, 1, 512 << 10, SpoolSync::Batch)
             .unwrap()
             .spool;
         let record = vec![b'x'; 1000];
         let mut marks = Vec::new();
         let mut batch = 0u64;
-        'fill: loop {
+        while !spool.over_limit() {
             let mut m = SpoolMark::default();
             for _ in 0..10 {
-                if !spool.record(0, batch, &dest("aaa"), &record, &mut m) {
-                    marks.push((batch, m));
-                    break 'fill;
-                }
+                spool
+                    .record(0, batch, &dest("aaa"), b"tags", &record, &mut m)
+                    .unwrap();
             }
             spool.sealed(0, batch, "P", &mut m);
             spool.sync_batch(&m);
@@ -912,26 +1043,28 @@ mod tests {
             batch += 1;
             assert!(batch < 1000, "never full");
         }
-        assert!(spool.used_bytes() <= 256 << 10);
+        assert!(spool.used_bytes() <= 512 << 10);
         assert!(!spool.wait_room(Duration::from_millis(20)));
         for (id, m) in &marks {
             spool.done(0, *id, m);
         }
         assert!(spool.wait_room(Duration::from_millis(20)));
-        let mut m = SpoolMark::default();
-        assert!(spool.record(0, batch + 1, &dest("aaa"), &record, &mut m));
-        // Only the current segment is left on disk.
-        let files = std::fs::read_dir(&d)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "spl")
-            })
-            .count();
-        assert_eq!(files, 1);
+        // Only the current segment is left on disk; after close, none.
+        let files = || {
+            std::fs::read_dir(&d)
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .path()
+                        .extension()
+                        .is_some_and(|x| x == "spl")
+                })
+                .count()
+        };
+        assert_eq!(files(), 1);
+        spool.close();
+        assert_eq!(files(), 0);
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -1,0 +1,349 @@
+//! The spool with real processes: a child producer is SIGKILLed at random instants, again and
+//! again on the same directory, and the records it acknowledged must all arrive (duplicates
+//! only from batches in flight at a kill); a corrupted segment is skipped and counted; a full
+//! spool refuses or blocks; a second producer on a held directory is refused with the holder's
+//! pid. The emulator runs in this process on 127.0.0.1; every wait is bounded.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use loghose::emulator::{Emulator, Fault, FaultAction};
+use loghose::producer::{ErrorKind, Producer, ProducerConfig, ProducerError, SendOptions};
+
+mod common;
+
+const CHILD_ENV: &str = "LOGHOSE_SPOOL_CHILD";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "loghose-spool-it-{name}-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn spool_config(endpoint: &str, dir: &Path) -> ProducerConfig {
+    ProducerConfig {
+        access_key_id: loghose::emulator::DEFAULT_ACCESS_KEY_ID.into(),
+        access_key_secret: loghose::emulator::DEFAULT_ACCESS_KEY_SECRET.into(),
+        linger_ms: 50,
+        batch_max_count: 500,
+        backoff_base_ms: 10,
+        backoff_max_ms: 100,
+        spool_dir: Some(dir.display().to_string()),
+        ..ProducerConfig::new(endpoint, "proj", "spooled")
+    }
+}
+
+/// The child side: sends `run`'s records 0, 1, 2, … (alternating two logstores), at about
+/// `rate` a second (0: as fast as it can), and after each accepted one writes its index to the
+/// acknowledgement file (a mapping, so the write costs no system call). Runs until killed, or
+/// until `count` records when it is set.
+#[test]
+#[ignore = "the child process of the spool tests"]
+fn spool_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('|').collect();
+    let [endpoint, dir, ack, run, rate, count] = parts.as_slice() else {
+        panic!("bad child spec {spec}");
+    };
+    let rate: u64 = rate.parse().unwrap();
+    let count: u64 = count.parse().unwrap();
+    let producer = Producer::new(spool_config(endpoint, Path::new(dir))).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(ack)
+        .unwrap();
+    // SAFETY: the acknowledgement file is this child's, 8 bytes, never truncated meanwhile.
+    let mut mark = unsafe { memmap2::MmapMut::map_mut(&file).unwrap() };
+    let started = Instant::now();
+    let mut i = 0u64;
+    loop {
+        if count > 0 && i == count {
+            mark.flush().unwrap();
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        let logstore = if i.is_multiple_of(2) { "spooled" } else { "spooled-b" };
+        let opts = SendOptions {
+            logstore: Some(logstore),
+            ..SendOptions::default()
+        };
+        let index = i.to_string();
+        match producer.send(&[("run", *run), ("i", index.as_str())], &opts) {
+            Ok(()) => mark[..8].copy_from_slice(&(i + 1).to_le_bytes()),
+            Err(e) if e.kind() == ErrorKind::BufferFull => {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        i += 1;
+        if rate > 0 {
+            let due = started + Duration::from_secs_f64(i as f64 / rate as f64);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+    }
+}
+
+fn spawn_child(emu: &Emulator, dir: &Path, ack: &Path, run: u32, rate: u64, count: u64) -> Child {
+    std::fs::write(ack, [0u8; 8]).unwrap();
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "spool_child",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(
+            CHILD_ENV,
+            format!(
+                "{}|{}|{}|{run}|{rate}|{count}",
+                emu.endpoint(),
+                dir.display(),
+                ack.display()
+            ),
+        )
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn acked(ack: &Path) -> u64 {
+    let b = std::fs::read(ack).unwrap();
+    u64::from_le_bytes(b[..8].try_into().unwrap())
+}
+
+fn kill(mut child: Child) {
+    // SAFETY: kill sends a signal to a child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Opens a producer on the directory (which replays it) and closes it.
+fn drain(emu: &Emulator, dir: &Path) -> loghose::producer::Stats {
+    let p = Producer::new(spool_config(&emu.endpoint(), dir)).unwrap();
+    let report = p.close(Duration::from_secs(60));
+    assert_eq!(report.undelivered, 0, "{:?}", report.failed.first());
+    p.stats()
+}
+
+/// (run, index) → how many times the emulator holds it.
+fn held(emu: &Emulator) -> HashMap<(u32, u64), u32> {
+    let mut seen = HashMap::new();
+    for logstore in ["spooled", "spooled-b"] {
+        for log in emu.logs("proj", logstore) {
+            let run = log.get("run").unwrap().parse().unwrap();
+            let i = log.get("i").unwrap().parse().unwrap();
+            *seen.entry((run, i)).or_default() += 1;
+        }
+    }
+    seen
+}
+
+fn kill_loop(kills: u32, rate: u64) {
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("kill");
+    let ack = dir.with_extension("ack");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut marks = Vec::new();
+    for run in 0..kills {
+        let child = spawn_child(&emu, &dir, &ack, run, rate, 0);
+        // Up to 1.5 s in, at a random instant (the first runs also replay what the earlier
+        // ones left).
+        std::thread::sleep(Duration::from_millis(300 + fastrand::u64(0..1200)));
+        kill(child);
+        marks.push(acked(&ack));
+    }
+    let stats = drain(&emu, &dir);
+    let seen = held(&emu);
+    let mut lost = 0u64;
+    for (run, &mark) in marks.iter().enumerate() {
+        for i in 0..mark {
+            if !seen.contains_key(&(run as u32, i)) {
+                lost += 1;
+            }
+        }
+    }
+    let duplicated: u64 = seen.values().map(|n| u64::from(n - 1)).sum();
+    let acknowledged: u64 = marks.iter().sum();
+    let counters = emu.counters();
+    eprintln!(
+        "spool kill loop at {rate} logs/s: {kills} kills, {acknowledged} acknowledged, {lost} lost, \
+         {duplicated} duplicated ({} duplicate groups), replayed at the end: {} batches",
+        counters.duplicate_groups, stats.replayed_batches
+    );
+    assert!(acknowledged > 0);
+    assert_eq!(lost, 0, "acknowledged records lost across kills");
+    // A duplicate comes only from a batch in flight at a kill: at most `send_concurrency`
+    // (default 8) batches of at most 500 records each, per kill.
+    assert!(
+        counters.duplicate_groups <= u64::from(kills) * 8,
+        "{} duplicate groups",
+        counters.duplicate_groups
+    );
+    assert!(duplicated <= u64::from(kills) * 8 * 500);
+    // The last drain left nothing behind.
+    let left = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "spl")
+        })
+        .count();
+    assert_eq!(left, 0, "segments left after a clean close");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&ack);
+}
+
+#[test]
+fn sigkill_twenty_times_at_50_000_a_second_loses_nothing_acknowledged() {
+    kill_loop(20, 50_000);
+}
+
+#[test]
+fn sigkill_at_full_speed_loses_nothing_acknowledged() {
+    kill_loop(5, 0);
+}
+
+#[test]
+fn a_corrupted_segment_entry_is_skipped_counted_and_the_rest_delivered() {
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("corrupt");
+    let ack = dir.with_extension("ack");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Nothing is delivered while the child runs: every record stays in the spool.
+    emu.inject(Fault::during(
+        FaultAction::Hang { ms: Some(30_000) },
+        Duration::from_secs(60),
+    ));
+    let child = spawn_child(&emu, &dir, &ack, 7, 0, 300);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while acked(&ack) < 300 {
+        assert!(
+            Instant::now() < deadline,
+            "the child never sent its records"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(child);
+    emu.clear_faults();
+    // Flip one byte inside the record of index 150.
+    let mut flipped = false;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "spl") {
+            continue;
+        }
+        let mut bytes = std::fs::read(&path).unwrap();
+        // The field `i = "150"` as the record holds it: key 1 "i", value 2 "150".
+        let needle = b"\x0a\x01i\x12\x03150";
+        if let Some(at) = bytes.windows(needle.len()).position(|w| w == needle) {
+            bytes[at + 5] ^= 0x01;
+            std::fs::write(&path, &bytes).unwrap();
+            flipped = true;
+            break;
+        }
+    }
+    assert!(flipped, "record 150 not found in the spool");
+    let stats = drain(&emu, &dir);
+    assert_eq!(stats.spool_corrupt_entries, 1);
+    let seen = held(&emu);
+    let missing: Vec<u64> = (0..300).filter(|i| !seen.contains_key(&(7, *i))).collect();
+    assert_eq!(missing, vec![150], "only the corrupted record is missing");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&ack);
+}
+
+#[test]
+fn a_held_spool_directory_is_refused_with_the_holders_pid() {
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("held");
+    let first = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
+    let refused = Producer::new(spool_config(&emu.endpoint(), &dir))
+        .err()
+        .unwrap();
+    assert_eq!(refused.kind(), ErrorKind::Config);
+    let text = refused.to_string();
+    assert!(
+        text.contains(&dir.display().to_string()) && text.contains(&std::process::id().to_string()),
+        "{text}"
+    );
+    first.close(Duration::from_secs(10));
+    drop(first);
+    assert!(Producer::new(spool_config(&emu.endpoint(), &dir)).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_full_spool_fails_at_once_or_after_blocking() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::during(
+        FaultAction::Hang { ms: Some(20_000) },
+        Duration::from_secs(30),
+    ));
+    let dir = temp_dir("full");
+    let config = ProducerConfig {
+        spool_max_bytes: 1 << 20,
+        request_timeout_ms: 20_000,
+        ..spool_config(&emu.endpoint(), &dir)
+    };
+    let value = "v".repeat(1000);
+    let fill = |p: &Producer| {
+        for n in 0..10_000 {
+            if let Err(e) = p.send(&[("v", value.as_str())], &SendOptions::default()) {
+                return (n, e);
+            }
+        }
+        panic!("the spool never filled");
+    };
+    let p = Producer::new(config.clone()).unwrap();
+    let (accepted, error) = fill(&p);
+    assert!(
+        matches!(error, ProducerError::SpoolFull { waited_ms: 0, .. }),
+        "{error}"
+    );
+    assert_eq!(error.kind(), ErrorKind::BufferFull);
+    assert!(error.to_string().contains("spool_max_bytes"), "{error}");
+    assert!(accepted > 100, "{accepted}");
+    assert!(p.stats().spool_bytes <= 1 << 20);
+    assert!(p.stats().dropped >= 1);
+    p.close(Duration::from_millis(100));
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let dir = temp_dir("full-block");
+    let p = Producer::new(ProducerConfig {
+        max_block_ms: 300,
+        ..ProducerConfig {
+            spool_dir: Some(dir.display().to_string()),
+            ..config
+        }
+    })
+    .unwrap();
+    let started = Instant::now();
+    let (_, error) = fill(&p);
+    assert!(
+        matches!(error, ProducerError::SpoolFull { waited_ms, .. } if waited_ms >= 300),
+        "{error}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    p.close(Duration::from_millis(100));
+    drop(p);
+    emu.clear_faults();
+    let _ = std::fs::remove_dir_all(&dir);
+}
