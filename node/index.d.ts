@@ -38,6 +38,13 @@ export interface ProducerOptions {
   packId?: boolean
   keyPolicy?: 'service' | 'strict'
   dropTimeoutMs?: number
+  /** A directory where accepted records are kept until delivered: a killed process loses
+   *  nothing, the next producer on the directory sends what was left. Default: none. */
+  spoolDir?: string
+  /** Bytes of spool files at most (default 1 GiB); beyond it sends fail or wait like a full buffer. */
+  spoolMaxBytes?: number
+  /** 'none' (default: survives the process), 'batch' (synced as each batch seals) or 'interval:<ms>'. */
+  spoolSync?: string
   /** How long pending records keep the process alive without progress (default 5000). */
   exitTimeoutMs?: number
   /** Emit a 'stats' event this often (ms); 0 or absent: never. */
@@ -70,6 +77,8 @@ export interface DeliveryReport {
   latencyMs: number
   packId: string
   tickets: number[]
+  /** Sent again from a spool an earlier producer left. */
+  replayed: boolean
 }
 
 export interface Stats {
@@ -85,6 +94,10 @@ export interface Stats {
   batches_delivered: number
   failures_by_code: Record<string, number>
   callback_errors: number
+  replayed_batches: number
+  replayed_records: number
+  spool_corrupt_entries: number
+  spool_bytes: number
 }
 
 export declare class LoghoseError extends Error {

@@ -70,7 +70,11 @@ fn spool_child() {
             mark.flush().unwrap();
             std::thread::sleep(Duration::from_secs(600));
         }
-        let logstore = if i.is_multiple_of(2) { "spooled" } else { "spooled-b" };
+        let logstore = if i.is_multiple_of(2) {
+            "spooled"
+        } else {
+            "spooled-b"
+        };
         let opts = SendOptions {
             logstore: Some(logstore),
             ..SendOptions::default()

@@ -21,6 +21,7 @@ class DeliveryReport:
     latency_ms: float
     pack_id: str
     tickets: list[int]
+    replayed: bool
 
 class NativeProducer:
     def __init__(self, config_json: str, on_reports: Callable[[list[DeliveryReport]], None] | None = None) -> None: ...

@@ -72,6 +72,11 @@ impl PyDeliveryReport {
     fn tickets(&self) -> Vec<u64> {
         self.0.tickets.clone()
     }
+    /// Sent again from a spool an earlier producer left.
+    #[getter]
+    fn replayed(&self) -> bool {
+        self.0.replayed
+    }
 
     fn __repr__(&self) -> String {
         let r = &self.0;

@@ -355,7 +355,7 @@ impl Store {
 
     /// Every retained log of a logstore, shard by shard in arrival order, decoded.
     pub(crate) fn logs(&self, project: &str, logstore: &str) -> Vec<StoredLog> {
-        self.logs_page(project, logstore, 0, usize::MAX).logs
+        self.page(project, logstore, 0, usize::MAX, usize::MAX).logs
     }
 
     /// `limit` retained logs from the `offset`-th, in the order of [`Store::logs`], and no more
@@ -369,6 +369,18 @@ impl Store {
         logstore: &str,
         offset: usize,
         limit: usize,
+    ) -> LogsPage {
+        self.page(project, logstore, offset, limit, PAGE_BYTES)
+    }
+
+    /// A page of at most `limit` logs and `max_bytes` of fields (at least one log).
+    fn page(
+        &self,
+        project: &str,
+        logstore: &str,
+        offset: usize,
+        limit: usize,
+        max_bytes: usize,
     ) -> LogsPage {
         let mut skip = offset;
         let mut need = limit;
@@ -424,7 +436,7 @@ impl Store {
                     .iter()
                     .map(|c| c.key.len() + c.value.len())
                     .sum();
-                if !logs.is_empty() && bytes + size > PAGE_BYTES {
+                if !logs.is_empty() && bytes.saturating_add(size) > max_bytes {
                     // The page is full by size: the rest comes on the next one.
                     (full, more) = (true, true);
                     break;
@@ -626,7 +638,7 @@ mod tests {
     }
 
     #[test]
-    fn a_page_is_bounded_by_bytes_too() {
+    fn a_page_is_bounded_by_bytes_too_but_the_whole_read_is_not() {
         use crate::wire::proto::{Log, LogGroup};
         let store = Store::new(true, 1, 64 << 20, 10);
         store.ensure("proj", "logs", 0).unwrap();
@@ -651,5 +663,6 @@ mod tests {
         assert_eq!((first.logs.len(), first.next_offset), (7, Some(7)));
         let second = store.logs_page("proj", "logs", 7, 1000);
         assert_eq!((second.logs.len(), second.next_offset), (5, None));
+        assert_eq!(store.logs("proj", "logs").len(), 12);
     }
 }

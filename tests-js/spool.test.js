@@ -1,0 +1,88 @@
+// The spool from Node, with real processes: a child sending through a producer with a
+// spoolDir is SIGKILLed at random instants on the same directory; every record it
+// acknowledged must arrive once a producer is opened on the directory again.
+'use strict'
+
+const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const lh = require('..')
+
+jest.setTimeout(120000)
+
+const ENTRY = path.join(__dirname, '..')
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const CHILD = `
+  const fs = require('node:fs')
+  const lh = require(process.argv[1])
+  const [options, spool, ack, run] = [JSON.parse(process.argv[2]), process.argv[3], process.argv[4], process.argv[5]]
+  const p = new lh.Producer({ ...options, spoolDir: spool, lingerMs: 50, batchMaxCount: 500 })
+  const fd = fs.openSync(ack, 'r+')
+  const mark = Buffer.alloc(8)
+  let i = 0
+  function burst () {
+    for (let n = 0; n < 500; n++) {
+      try {
+        p.send({ run, i: String(i) })
+      } catch (e) {
+        if (e instanceof lh.BufferFullError) break
+        throw e
+      }
+      i++
+      mark.writeBigUInt64LE(BigInt(i))
+      fs.writeSync(fd, mark, 0, 8, 0)
+    }
+    setTimeout(burst, 5)
+  }
+  burst()
+`
+
+test('SIGKILL five times loses nothing acknowledged', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-spool-'))
+  const spool = path.join(dir, 'spool')
+  const ack = path.join(dir, 'ack')
+  const emu = new lh.Emulator()
+  const options = emu.producerOptions('proj', 'spooled')
+  const marks = []
+  for (let run = 0; run < 5; run++) {
+    fs.writeFileSync(ack, Buffer.alloc(8))
+    const child = spawn(process.execPath, ['-e', CHILD, ENTRY, JSON.stringify(options), spool, ack, String(run)], { stdio: 'ignore' })
+    await sleep(500 + Math.random() * 1000)
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal)))
+    child.kill('SIGKILL')
+    expect(await exited).toBe('SIGKILL')
+    marks.push(Number(fs.readFileSync(ack).readBigUInt64LE(0)))
+  }
+  const p = new lh.Producer({ ...options, spoolDir: spool })
+  const closed = await p.close({ timeoutMs: 60000 })
+  expect(closed.undelivered).toBe(0)
+  const seen = new Map()
+  for (const log of emu.logs('proj', 'spooled')) {
+    const f = Object.fromEntries(log.contents)
+    const key = `${f.run}/${f.i}`
+    seen.set(key, (seen.get(key) || 0) + 1)
+  }
+  let lost = 0
+  marks.forEach((mark, run) => {
+    for (let i = 0; i < mark; i++) if (!seen.has(`${run}/${i}`)) lost++
+  })
+  expect(marks.reduce((a, b) => a + b, 0)).toBeGreaterThan(0)
+  expect(lost).toBe(0)
+  expect(emu.counters().duplicate_groups).toBeLessThanOrEqual(5 * 8)
+  expect(fs.readdirSync(spool).filter((f) => f.endsWith('.spl'))).toEqual([])
+  emu.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+test('a held spool directory is refused with the holder named', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-spool-'))
+  const emu = new lh.Emulator()
+  const p = new lh.Producer({ ...emu.producerOptions(), spoolDir: dir })
+  expect(() => new lh.Producer({ ...emu.producerOptions(), spoolDir: dir })).toThrow(new RegExp(`in use by process ${process.pid}`))
+  expect(() => new lh.Producer({ ...emu.producerOptions(), spoolDir: dir, spoolSync: 'often' })).toThrow(lh.ConfigError)
+  await p.close()
+  emu.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+})
