@@ -4,7 +4,6 @@ it acknowledged must arrive once a producer is opened on the directory again."""
 
 from __future__ import annotations
 
-import mmap
 import os
 import random
 import signal
