@@ -41,6 +41,12 @@ struct Args {
     /// Producer preset.
     #[arg(long, default_value = "server")]
     preset: String,
+    /// Spool every producer's records under this directory (one subdirectory each).
+    #[arg(long)]
+    spool_dir: Option<std::path::PathBuf>,
+    /// `spool_sync` with --spool-dir: none, batch or interval:<ms>.
+    #[arg(long, default_value = "none")]
+    spool_sync: String,
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
@@ -72,6 +78,20 @@ fn proc_cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// Bytes this process has caused to be written to disk: `/proc/self/io` write_bytes (counted
+/// when pages are dirtied) less cancelled_write_bytes (dirty pages dropped unwritten, as a
+/// spool segment deleted before writeback).
+fn disk_written() -> i64 {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    let field = |name: &str| -> i64 {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    field("write_bytes:") - field("cancelled_write_bytes:")
+}
+
 fn proc_status_kb(key: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -96,6 +116,10 @@ fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Produce
         .collect();
     if block {
         config.max_block_ms = 60_000;
+    }
+    if let Some(dir) = &args.spool_dir {
+        config.spool_dir = Some(dir.join(logstore).display().to_string());
+        config.spool_sync = args.spool_sync.clone();
     }
     Producer::new(config).expect("producer")
 }
@@ -305,14 +329,23 @@ fn main() {
         args.preset, args.seconds
     );
     println!();
-    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | peak RSS MB | received | lost | duplicated |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    if let Some(dir) = &args.spool_dir {
+        println!(
+            "Spooled under {} (spool_sync {})",
+            dir.display(),
+            args.spool_sync
+        );
+        println!();
+    }
+    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | peak RSS MB | disk B/log | received | lost | duplicated |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = false;
     let mut next = 0u64;
     for &rate in &args.rates {
         let logstore = format!("rate-{rate}");
         let p = producer(&args, &endpoint, &logstore, false);
         let cpu0 = proc_cpu_seconds();
+        let disk0 = disk_written();
         let t0 = Instant::now();
         let (mut bursts, mut adds, mut raw, mut refused) = (Vec::new(), 0u64, 0u64, 0u64);
         let first = next;
@@ -339,6 +372,7 @@ fn main() {
         let rss = proc_status_kb("VmRSS:") / 1024.0;
         let peak = proc_status_kb("VmHWM:") / 1024.0;
         drop(p);
+        let disk_per_log = (disk_written() - disk0).max(0) as f64 / adds.max(1) as f64;
         let check = verify_in_child(&endpoint, &logstore, adds);
         let lost =
             adds.saturating_sub(check.received - check.duplicates.min(check.received)) + refused;
@@ -346,7 +380,7 @@ fn main() {
             failed = true;
         }
         println!(
-            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {peak:.1} | {} | {lost} | {} |",
+            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {peak:.1} | {disk_per_log:.1} | {} | {lost} | {} |",
             // The median second: one disturbed second does not move it.
             median(&mut bursts).as_secs_f64() * 1e6 / rate.max(1) as f64,
             raw as f64 / 1024.0 / args.seconds.max(1) as f64,

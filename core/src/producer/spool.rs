@@ -49,12 +49,16 @@ use super::routing::Destination;
 
 /// First bytes of every segment file.
 const SEGMENT_MAGIC: &[u8; 8] = b"LGHSPL01";
+/// First bytes of a segment kept for reuse: nothing in it is to be recovered.
+const FREE_MAGIC: &[u8; 8] = b"LGHSPLFR";
 /// Bytes before the first entry: magic, run, shard, sequence.
 const SEGMENT_HEADER: usize = 32;
 /// First word of every entry.
 const ENTRY_MAGIC: u32 = 0x4C48_5345;
-/// Bytes of an entry's header: magic, length, CRC, kind (+3 padding), run, batch.
-const ENTRY_HEADER: usize = 32;
+/// Bytes of an entry's header: magic, CRC, length, kind (+3 padding), run, batch, and the
+/// sequence number of the segment it was written in (a reused segment's older entries carry
+/// another and end the scan). The CRC covers everything after it.
+const ENTRY_HEADER: usize = 40;
 
 /// How far the spool is synced to the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,22 +132,15 @@ impl Kind {
 }
 
 /// The segment size for a spool of `max_bytes` written by `shards` writers: so that every
-/// shard's open segment together take at most a quarter of it; 64 KiB to 64 MiB.
+/// shard's open segment together take at most a quarter of it; 64 KiB to 4 MiB. Small
+/// segments are settled (and their pages dropped) soon after their batches are delivered,
+/// usually before the kernel would write them back to disk.
 fn segment_bytes_for(max_bytes: usize, shards: usize) -> usize {
-    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 64 << 20) & !4095
+    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 4 << 20) & !4095
 }
 
 fn align8(n: usize) -> usize {
     (n + 7) & !7
-}
-
-fn entry_crc(kind: u8, run: u64, batch: u64, payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&[kind]);
-    h.update(&run.to_le_bytes());
-    h.update(&batch.to_le_bytes());
-    h.update(payload);
-    h.finalize()
 }
 
 /// One open segment of one shard, mapped.
@@ -162,21 +159,22 @@ impl Writer {
             return false;
         }
         let at = self.pos;
-        let body = &mut self.map[at + ENTRY_HEADER..at + ENTRY_HEADER + len];
-        let mut o = 0;
+        let entry = &mut self.map[at..at + ENTRY_HEADER + len];
+        let mut o = ENTRY_HEADER;
         for p in parts {
-            body[o..o + p.len()].copy_from_slice(p);
+            entry[o..o + p.len()].copy_from_slice(p);
             o += p.len();
         }
-        let crc = entry_crc(kind as u8, run, batch, body);
-        let head = &mut self.map[at..at + ENTRY_HEADER];
-        head[4..8].copy_from_slice(&(len as u32).to_le_bytes());
-        head[8..12].copy_from_slice(&crc.to_le_bytes());
-        head[12] = kind as u8;
-        head[16..24].copy_from_slice(&run.to_le_bytes());
-        head[24..32].copy_from_slice(&batch.to_le_bytes());
+        entry[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+        entry[12..16].copy_from_slice(&[kind as u8, 0, 0, 0]);
+        entry[16..24].copy_from_slice(&run.to_le_bytes());
+        entry[24..32].copy_from_slice(&batch.to_le_bytes());
+        entry[32..40].copy_from_slice(&self.seq.to_le_bytes());
+        // One pass over everything after the CRC: length, kind, run, batch, segment, payload.
+        let crc = crc32fast::hash(&entry[8..]);
+        entry[4..8].copy_from_slice(&crc.to_le_bytes());
         // The magic last: a scan that finds it finds the rest written (and checks the CRC).
-        head[0..4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
+        entry[0..4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
         self.pos += size;
         true
     }
@@ -188,14 +186,24 @@ struct Segment {
     file: Arc<File>,
     /// Batches with an entry in it that are not done.
     live: u32,
-    /// Its writer moved on (no more entries will come).
-    full: bool,
+    /// Its writer moved on (no more entries will come); its mapping, kept for reuse.
+    full: Option<MmapMut>,
+}
+
+/// A settled segment kept mapped for the next one a shard needs: its pages are already in
+/// memory, so writing into it costs no page faults.
+struct Free {
+    path: PathBuf,
+    file: Arc<File>,
+    map: MmapMut,
 }
 
 struct State {
     segments: BTreeMap<u64, Segment>,
     /// Per shard, its segments in order.
     chains: Vec<VecDeque<u64>>,
+    /// Settled segments waiting for reuse (at most one per shard).
+    free: Vec<Free>,
 }
 
 /// A batch's entries in the spool: the segments they are in, and whether `Open` is written.
@@ -342,6 +350,9 @@ impl std::ops::Deref for RecordRef {
 /// Scans one segment's bytes into `found`.
 fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
     let bytes: &[u8] = map;
+    if bytes.len() >= SEGMENT_HEADER && &bytes[..8] == FREE_MAGIC {
+        return;
+    }
     if bytes.len() < SEGMENT_HEADER || &bytes[..8] != SEGMENT_MAGIC {
         found.corrupt += 1;
         return;
@@ -366,8 +377,8 @@ fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
                 None => break,
             }
         }
-        let len = word(pos + 4) as usize;
-        let crc = word(pos + 8);
+        let crc = word(pos + 4);
+        let len = word(pos + 8) as usize;
         let kind = bytes[pos + 12];
         let entry_end = pos
             .checked_add(ENTRY_HEADER + align8(len))
@@ -382,12 +393,18 @@ fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
                 None => break,
             }
         };
-        let entry_run =
-            u64::from_le_bytes(bytes[pos + 16..pos + 24].try_into().unwrap_or_default());
-        let batch = u64::from_le_bytes(bytes[pos + 24..pos + 32].try_into().unwrap_or_default());
+        let word64 =
+            |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+        let (entry_run, batch, entry_seq) = (word64(pos + 16), word64(pos + 24), word64(pos + 32));
         let payload = &bytes[pos + ENTRY_HEADER..pos + ENTRY_HEADER + len];
         let kind = Kind::from_u8(kind);
-        if kind.is_none() || entry_crc(bytes[pos + 12], entry_run, batch, payload) != crc {
+        let valid =
+            kind.is_some() && crc32fast::hash(&bytes[pos + 8..pos + ENTRY_HEADER + len]) == crc;
+        if valid && entry_seq != seq {
+            // An entry from this file's earlier use: the current use's entries end here.
+            break;
+        }
+        if !valid {
             found.corrupt += 1;
             match next_magic(bytes, pos + 8) {
                 Some(next) => {
@@ -470,6 +487,7 @@ impl Spool {
             state: Mutex::new(State {
                 segments: BTreeMap::new(),
                 chains: vec![VecDeque::new(); shards],
+                free: Vec::new(),
             }),
             room: Condvar::new(),
             room_lock: Mutex::new(()),
@@ -543,7 +561,7 @@ impl Spool {
             let written = writer.append(kind, run, batch, parts);
             debug_assert!(written, "a new segment holds the entry it was sized for");
             if let Some(old) = guard.replace(writer) {
-                self.retire(old.seq);
+                self.retire(old);
             }
         }
         let seq = guard.as_ref().map_or(0, |w| w.seq);
@@ -568,23 +586,31 @@ impl Spool {
         self.used.fetch_add(size, Ordering::AcqRel);
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("seg-{seq:016x}.spl"));
-        let made = (|| -> std::io::Result<(File, MmapMut)> {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)?;
-            allocate(&file, size)?;
-            // SAFETY: the file was just created by this producer, which holds the directory's
-            // lock; nothing else maps or truncates it while this mapping lives.
-            let mut map = unsafe { MmapMut::map_mut(&file)? };
-            map[..8].copy_from_slice(SEGMENT_MAGIC);
-            map[8..16].copy_from_slice(&self.run.to_le_bytes());
-            map[16..20].copy_from_slice(&(shard as u32).to_le_bytes());
-            map[20..28].copy_from_slice(&seq.to_le_bytes());
-            Ok((file, map))
-        })();
-        let (file, map) = match made {
+        let reused = {
+            let mut state = self.state.lock();
+            let at = state.free.iter().position(|f| f.map.len() >= size);
+            at.map(|i| state.free.swap_remove(i))
+        };
+        let made = match reused {
+            Some(mut free) => std::fs::rename(&free.path, &path).map(|()| {
+                // Cleared, so the scan of this use ends where its entries end, as in a new file.
+                free.map[SEGMENT_HEADER..].fill(0);
+                (free.file, free.map)
+            }),
+            None => (|| -> std::io::Result<(Arc<File>, MmapMut)> {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)?;
+                allocate(&file, size)?;
+                // SAFETY: the file was just created by this producer, which holds the
+                // directory's lock; nothing else maps or truncates it while this mapping lives.
+                let map = unsafe { MmapMut::map_mut(&file)? };
+                Ok((Arc::new(file), map))
+            })(),
+        };
+        let (file, mut map) = match made {
             Ok(made) => made,
             Err(e) => {
                 self.used.fetch_sub(size, Ordering::AcqRel);
@@ -592,14 +618,18 @@ impl Spool {
                 return Err(e);
             }
         };
+        map[8..16].copy_from_slice(&self.run.to_le_bytes());
+        map[16..20].copy_from_slice(&(shard as u32).to_le_bytes());
+        map[20..28].copy_from_slice(&seq.to_le_bytes());
+        map[..8].copy_from_slice(SEGMENT_MAGIC);
         let mut state = self.state.lock();
         state.segments.insert(
             seq,
             Segment {
                 path,
-                file: Arc::new(file),
+                file,
                 live: 0,
-                full: false,
+                full: None,
             },
         );
         state.chains[shard].push_back(seq);
@@ -610,29 +640,50 @@ impl Spool {
         })
     }
 
-    /// Marks a segment full, deleting what can be deleted.
-    fn retire(&self, seq: u64) {
+    /// Marks a writer's segment full (keeping its mapping), settling what can be settled.
+    fn retire(&self, writer: Writer) {
         let mut state = self.state.lock();
-        if let Some(s) = state.segments.get_mut(&seq) {
-            s.full = true;
+        if let Some(s) = state.segments.get_mut(&writer.seq) {
+            s.full = Some(writer.map);
         }
         self.collect(&mut state);
     }
 
-    /// Deletes, shard by shard from the oldest, the full segments no live batch needs.
+    /// Settles, shard by shard from the oldest, the full segments no live batch needs: one
+    /// per shard is kept for reuse (marked free, so a recovery ignores it), the rest deleted.
     fn collect(&self, state: &mut State) {
         let mut freed = 0;
-        let State { segments, chains } = state;
+        let keep = self.writers.len();
+        let State {
+            segments,
+            chains,
+            free,
+        } = state;
         for chain in chains.iter_mut() {
             while let Some(&seq) = chain.front() {
-                let done = segments.get(&seq).is_none_or(|s| s.full && s.live == 0);
+                let done = segments
+                    .get(&seq)
+                    .is_none_or(|s| s.full.is_some() && s.live == 0);
                 if !done {
                     break;
                 }
                 chain.pop_front();
-                if let Some(s) = segments.remove(&seq) {
-                    let _ = std::fs::remove_file(&s.path);
-                    freed += s.file.metadata().map_or(0, |m| m.len() as usize);
+                let Some(s) = segments.remove(&seq) else {
+                    continue;
+                };
+                freed += s.file.metadata().map_or(0, |m| m.len() as usize);
+                match s.full {
+                    Some(mut map) if free.len() < keep => {
+                        map[..8].copy_from_slice(FREE_MAGIC);
+                        free.push(Free {
+                            path: s.path,
+                            file: s.file,
+                            map,
+                        });
+                    }
+                    _ => {
+                        let _ = std::fs::remove_file(&s.path);
+                    }
                 }
             }
         }
@@ -759,8 +810,11 @@ impl Spool {
     pub(crate) fn close(&self) {
         for w in &self.writers {
             if let Some(old) = w.lock().take() {
-                self.retire(old.seq);
+                self.retire(old);
             }
+        }
+        for free in std::mem::take(&mut self.state.lock().free) {
+            let _ = std::fs::remove_file(&free.path);
         }
     }
 
@@ -1049,7 +1103,7 @@ mod tests {
             spool.done(0, *id, m);
         }
         assert!(spool.wait_room(Duration::from_millis(20)));
-        // Only the current segment is left on disk; after close, none.
+        // Only the current segment and one kept for reuse are left on disk; after close, none.
         let files = || {
             std::fs::read_dir(&d)
                 .unwrap()
@@ -1062,9 +1116,38 @@ mod tests {
                 })
                 .count()
         };
-        assert_eq!(files(), 1);
+        assert_eq!(files(), 2);
         spool.close();
         assert_eq!(files(), 0);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_reused_segment_never_brings_back_what_it_held_before() {
+        let d = dir("reuse");
+        {
+            let (spool, _, _) = open(&d, 1 << 20);
+            let big = vec![b'o'; 2000];
+            // Many settled batches, so segments fill, settle, and are reused.
+            for batch in 0..400u64 {
+                let mut m = SpoolMark::default();
+                spool
+                    .record(0, batch, &dest("old"), b"t", &big, &mut m)
+                    .unwrap();
+                spool.sealed(0, batch, "OLD", &mut m);
+                spool.done(0, batch, &m);
+            }
+            let mut m = SpoolMark::default();
+            spool
+                .record(0, 9999, &dest("new"), b"t", b"fresh", &mut m)
+                .unwrap();
+            // Killed here.
+        }
+        let (spool, recovered, _) = open(&d, 1 << 20);
+        assert_eq!(spool.corrupt_entries.load(Ordering::Relaxed), 0);
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(&*recovered[0].dest.logstore, "new");
+        assert_eq!(&*recovered[0].records[0], b"fresh");
         let _ = std::fs::remove_dir_all(&d);
     }
 }
