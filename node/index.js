@@ -253,10 +253,50 @@ function configJson(options) {
   return JSON.stringify(config)
 }
 
+// Says, with process.emitWarning, that records failed for good when nothing else was told
+// (no 'delivery' listener, no promise): at most one warning per error code every ten
+// seconds, the records of the quiet time counted into the next one (or the one close gives).
+class UnhandledFailures {
+  constructor() {
+    this.last = new Map()
+    this.held = new Map()
+    this.seen = new Set()
+  }
+
+  note(report, records) {
+    const code = report.code || 'Failed'
+    const held = this.held.get(code)
+    this.held.delete(code)
+    const total = records + (held ? held.records : 0)
+    const now = Date.now()
+    if (now - (this.last.get(code) ?? -Infinity) < 10000) {
+      this.held.set(code, { records: total, report })
+      return
+    }
+    this.last.set(code, now)
+    UnhandledFailures.warn(total, report)
+  }
+
+  flush() {
+    const held = [...this.held.values()]
+    this.held.clear()
+    for (const { records, report } of held) UnhandledFailures.warn(records, report)
+  }
+
+  static warn(records, report) {
+    process.emitWarning(
+      `loghose: ${records} record(s) for ${report.project}/${report.logstore} failed for good: ${report.code}: ${report.message} ` +
+        "(nothing else was told; listen to 'delivery' or use sendAsync() to handle failures)",
+      { code: 'LOGHOSE_UNDELIVERED' }
+    )
+  }
+}
+
 class Producer extends EventEmitter {
   constructor(options = {}) {
     super()
     this._tickets = new Map()
+    this._unhandled = new UnhandledFailures()
     this._nextTicket = 0
     this._keepAlive = null
     this._exitTimeoutMs = options.exitTimeoutMs ?? 5000
@@ -387,6 +427,7 @@ class Producer extends EventEmitter {
     } catch {
       return
     }
+    if (this.listenerCount('delivery') === 0) this._noteUntold(reports)
     for (const report of reports) {
       for (const ticket of report.tickets) {
         const waiter = this._tickets.get(ticket)
@@ -405,6 +446,16 @@ class Producer extends EventEmitter {
     }
   }
 
+  // Records that failed with nobody told (no listener, no promise) are never only a counter.
+  _noteUntold(reports) {
+    for (const report of reports) {
+      const untold = report.records - report.tickets.length
+      if (report.delivered || untold <= 0 || this._unhandled.seen.has(report.batchId)) continue
+      this._unhandled.seen.add(report.batchId)
+      this._unhandled.note(report, untold)
+    }
+  }
+
   /** Sends everything queued; resolves with the records still pending after timeoutMs. */
   flush(timeoutMs = 60000) {
     return this._native.flush(timeoutMs).catch((err) => Promise.reject(translate(err)))
@@ -419,6 +470,9 @@ class Producer extends EventEmitter {
       this._statsTimer = null
     }
     const result = JSON.parse(await this._native.close(timeoutMs))
+    // Reports still on their way when the producer closed are not passed on; its failed list is.
+    if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed)
+    this._unhandled.flush()
     if (result.stats) this._finalStats = result.stats
     return { undelivered: result.undelivered, failed: result.failed }
   }

@@ -239,6 +239,28 @@ describe('Producer', () => {
     expect(new Set(logs.map((l) => Object.fromEntries(l.tags).__pack_id__)).size).toBe(1)
   })
 
+  test('records that fail with nobody told are warned about once, with the cause', () => {
+    const { spawnSync } = require('node:child_process')
+    const script = (listen) => `
+      const lh = require(${JSON.stringify(require('node:path').join(__dirname, '..'))})
+      const p = new lh.Producer({ endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'logs', accessKeyId: 'id',
+                                  accessKeySecret: 'secret', maxAttempts: 1, lingerMs: 10 })
+      ${listen ? "p.on('delivery', () => {})" : ''}
+      for (let i = 0; i < 10; i++) p.send({ i: String(i) })
+      // a script that just ends, as the ones that lost logs silently did
+    `
+    const quiet = spawnSync(process.execPath, ['-e', script(false)], { encoding: 'utf8', timeout: 30000 })
+    expect(quiet.status).toBe(0)
+    const warnings = quiet.stderr.split('\n').filter((l) => l.includes('[LOGHOSE_UNDELIVERED]'))
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatch(/10 record\(s\) for proj\/logs failed for good/)
+    expect(warnings[0]).toMatch(/127\.0\.0\.1:9/)
+    expect(warnings[0]).toMatch(/refused/i)
+    const told = spawnSync(process.execPath, ['-e', script(true)], { encoding: 'utf8', timeout: 30000 })
+    expect(told.status).toBe(0)
+    expect(told.stderr).not.toMatch(/LOGHOSE_UNDELIVERED/)
+  })
+
   test('a full buffer throws BufferFullError; a closed producer refuses records', async () => {
     emu.inject('hang', { ms: 3000, count: 100 })
     const p = new lh.Producer(options(emu, { batchMaxBytes: 1024, bufferMaxBytes: 4096, lingerMs: 0, requestTimeoutMs: 5000 }))

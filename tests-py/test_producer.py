@@ -235,6 +235,30 @@ def test_a_batch_stored_then_refused_is_retried_and_counted_as_a_duplicate(emu):
     assert len({dict(log["tags"])["__pack_id__"] for log in logs}) == 1
 
 
+def test_records_that_fail_with_nobody_told_are_warned_about_once_with_the_cause(caplog):
+    caplog.set_level(logging.WARNING, logger="loghose")
+    options = dict(endpoint="http://127.0.0.1:9", project="proj", logstore="logs", access_key_id="id",
+                   access_key_secret="secret", max_attempts=1, linger_ms=10)
+    p = loghose.Producer(**options)
+    for i in range(10):
+        p.send({"i": str(i)})
+    assert p.flush(20) == 0
+    assert p.close(5) == 10
+    warnings = [r for r in caplog.records if r.name == "loghose" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    text = warnings[0].getMessage()
+    assert "10 record(s) for proj/logs failed for good" in text, text
+    assert "127.0.0.1:9" in text and "refused" in text.lower(), text
+    # Told through a callback or a future: no warning.
+    caplog.clear()
+    told = []
+    with loghose.Producer(**options, on_delivery=told.extend) as q:
+        q.send({"i": "x"})
+        with pytest.raises(loghose.DeliveryError):
+            q.send_future({"i": "y"}).result(timeout=20)
+    assert told and not [r for r in caplog.records if r.name == "loghose"]
+
+
 def test_closed_producer_refuses_records(emu):
     p = producer(emu)
     p.send({"a": "1"})

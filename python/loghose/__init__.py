@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -42,6 +43,43 @@ from .errors import (
 )
 
 logger = logging.getLogger("loghose")
+
+
+class _UnhandledFailures:
+    """Says, on the ``loghose`` logger, that records failed for good when nothing else was told
+    (no ``on_delivery``, no future): at most one warning per error code every ten seconds, the
+    records of the quiet time counted into the next one (or into the one ``close`` gives)."""
+
+    EVERY = 10.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._held: dict[str, tuple[int, DeliveryReport]] = {}
+
+    def note(self, report: DeliveryReport, records: int) -> None:
+        code = report.error_code or "Failed"
+        now = time.monotonic()
+        with self._lock:
+            held, _ = self._held.pop(code, (0, report))
+            records += held
+            if now - self._last.get(code, -self.EVERY) < self.EVERY:
+                self._held[code] = (records, report)
+                return
+            self._last[code] = now
+        self._warn(records, report)
+
+    def flush(self) -> None:
+        with self._lock:
+            held, self._held = self._held, {}
+        for records, report in held.values():
+            self._warn(records, report)
+
+    @staticmethod
+    def _warn(records: int, report: DeliveryReport) -> None:
+        logger.warning("loghose: %d record(s) for %s/%s failed for good: %s: %s (nothing else was told; "
+                       "pass on_delivery= or use send_future() to handle failures)", records, report.project,
+                       report.logstore, report.error_code, report.error_message)
 
 #: Seconds a producer still open at interpreter exit may take to deliver what it holds.
 EXIT_TIMEOUT = 5.0
@@ -78,6 +116,7 @@ class Producer:
         self._futures_lock = threading.Lock()
         self._tickets = itertools.count(1)
         self._callback_errors = 0
+        self._unhandled = _UnhandledFailures()
         self._pid = os.getpid()
         self._native = _native.NativeProducer(_config_json(options), self._on_reports)
         # The hot path goes straight to native code: `send` bound to this producer.
@@ -147,6 +186,12 @@ class Producer:
                 loop.call_soon_threadsafe(_resolve_async, items)
             except RuntimeError:
                 pass  # the loop closed meanwhile; nobody awaits these futures any more
+        if self._on_delivery is None:
+            # Records that failed with nobody told (no callback, no future) are never only a counter.
+            for report in reports:
+                untold = report.records - len(report.tickets)
+                if not report.delivered and untold > 0:
+                    self._unhandled.note(report, untold)
         if self._on_delivery is not None:
             try:
                 self._on_delivery(reports)
@@ -164,6 +209,7 @@ class Producer:
         rest (their futures fail with ``ProducerClosed``). Returns the undelivered count."""
         _live.discard(self)
         undelivered, _failed = self._native.close(timeout)
+        self._unhandled.flush()
         return undelivered
 
     @property
