@@ -55,24 +55,6 @@ fn rss_mib(pid: u32) -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-#[cfg(unix)]
-fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
-            limit.rlim_cur = limit.rlim_max.min(1 << 20);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn raise_open_file_limit() {}
-
 /// Half a head, then a byte every two seconds, reconnecting whenever the server closes it.
 async fn slow_head(addr: std::net::SocketAddr, stop: Arc<AtomicBool>, open: Arc<AtomicUsize>) {
     while !stop.load(Ordering::Relaxed) {
@@ -139,7 +121,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn main() {
     let args = Args::parse();
-    raise_open_file_limit();
+    loghose::emulator::raise_open_file_limit();
     let exe = args.emulator.clone().unwrap_or_else(|| {
         let me = std::env::current_exe().expect("own path");
         me.parent()

@@ -83,27 +83,6 @@ struct Args {
     admin_token: Option<String>,
 }
 
-/// Raises the soft open-file limit to the hard one (a server's usual first step: the soft
-/// default of 1 024 would cap the connections served).
-#[cfg(unix)]
-fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max.min(1 << 20);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn raise_open_file_limit() {}
-
 /// Makes the C allocator serve every block of 256 KiB or more with its own mapping, returned
 /// to the system when freed. glibc otherwise raises that threshold after the first large free,
 /// and the bodies of a burst of large or abandoned requests then stay in the process's heap
@@ -198,7 +177,7 @@ fn main() -> std::process::ExitCode {
         admin_token: args.admin_token,
         ..EmulatorConfig::default()
     };
-    raise_open_file_limit();
+    loghose::emulator::raise_open_file_limit();
     trim_free_memory_periodically();
     let emulator = match Emulator::start(config) {
         Ok(e) => e,

@@ -29,6 +29,7 @@ use tokio::sync::watch;
 pub use embedded::{EmbeddedEmulator, EmbeddedError};
 pub use error::ApiError;
 pub use faults::{Fault, FaultAction};
+pub use server::raise_open_file_limit;
 pub use service::{Counters, Service};
 pub use store::{LogstoreTotals, StoredLog};
 

@@ -73,6 +73,29 @@ pub(crate) fn connection_cap(wanted: usize) -> usize {
     wanted.max(1)
 }
 
+/// Raises this process's soft open-file limit to its hard one (at most 2^20): a server's usual
+/// first step, since the soft default of 1 024 would cap the connections served. For
+/// processes that are servers (the command-line emulator, load tests), not for a library's
+/// host process.
+pub fn raise_open_file_limit() {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
+                && limit.rlim_cur < limit.rlim_max
+            {
+                limit.rlim_cur = limit.rlim_max.min(1 << 20);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+        }
+    }
+}
+
 /// A refusal sent as is, on a connection over the limit.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 80\r\n\r\n{\"errorCode\":\"ServerBusy\",\"errorMessage\":\"too many connections to the emulator\"}";
 
