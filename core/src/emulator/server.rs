@@ -137,13 +137,20 @@ impl BodyBudget {
 
 /// A 503 that closes the connection: the body budget is spent.
 fn busy_buffering(service: &Service) -> Response<Full<Bytes>> {
-    let error = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "ServerBusy",
-        "the emulator is buffering as many request bodies as it allows \
-         (max_body_buffer_bytes); retry",
-    );
-    let mut resp = service.error_response(&error);
+    closing_error(
+        service,
+        &ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServerBusy",
+            "the emulator is buffering as many request bodies as it allows \
+             (max_body_buffer_bytes); retry",
+        ),
+    )
+}
+
+/// An error answer, counted, that closes the connection (its body is left unread).
+fn closing_error(service: &Service, error: &ApiError) -> Response<Full<Bytes>> {
+    let mut resp = service.error_response(error);
     service.stamp(&mut resp);
     resp.headers_mut()
         .insert("connection", hyper::http::HeaderValue::from_static("close"));
@@ -211,12 +218,10 @@ const DEFAULT_HANG: Duration = Duration::from_secs(600);
 
 /// A 413 that closes the connection.
 fn too_large(service: &Service, what: String) -> Response<Full<Bytes>> {
-    let error = ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PostBodyTooLarge", what);
-    let mut resp = service.error_response(&error);
-    service.stamp(&mut resp);
-    resp.headers_mut()
-        .insert("connection", hyper::http::HeaderValue::from_static("close"));
-    resp.map(Full::new)
+    closing_error(
+        service,
+        &ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PostBodyTooLarge", what),
+    )
 }
 
 async fn serve_request(
