@@ -45,6 +45,10 @@ export interface ProducerOptions {
   spoolMaxBytes?: number
   /** 'none' (default: survives the process), 'batch' (synced as each batch seals) or 'interval:<ms>'. */
   spoolSync?: string
+  /** On SIGTERM or SIGINT, deliver what is held for at most this long (ms), then let the
+   *  signal take its usual course: the process still ends by it, or the application's own
+   *  listeners decide. 0 turns this off. Default 5000. */
+  closeOnSignalMs?: number
   /** How long pending records keep the process alive without progress (default 5000). */
   exitTimeoutMs?: number
   /** Emit a 'stats' event this often (ms); 0 or absent: never. */
@@ -127,7 +131,12 @@ export declare class Producer extends EventEmitter {
    * `BufferFullError`. Either way nothing is queued, and the refused records are counted.
    */
   sendMany(records: Iterable<Contents>): number
+  /** Sends everything queued and waits up to `timeoutMs` (default 60000); resolves with the
+   *  records not delivered: still pending, plus those that failed for good since the previous
+   *  flush. 0 means everything sent was delivered. */
   flush(timeoutMs?: number): Promise<number>
+  /** Whether `close` was called. */
+  readonly closed: boolean
   close(options?: { timeoutMs?: number }): Promise<{ undelivered: number; failed: DeliveryReport[] }>
   stats(): Stats
   on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this

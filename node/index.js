@@ -11,7 +11,9 @@
 // the addon or crashes the process.
 
 const { EventEmitter } = require('node:events')
+const { isMainThread } = require('node:worker_threads')
 const native = require('./native.js')
+const signals = require('./signals.js')
 
 class LoghoseError extends Error {
   constructor(message, props) {
@@ -263,7 +265,7 @@ class UnhandledFailures {
     this.seen = new Set()
   }
 
-  note(report, records) {
+  note(report, records, atOnce = false) {
     const code = report.code || 'Failed'
     const held = this.held.get(code)
     this.held.delete(code)
@@ -274,21 +276,24 @@ class UnhandledFailures {
       return
     }
     this.last.set(code, now)
-    UnhandledFailures.warn(total, report)
+    UnhandledFailures.warn(total, report, atOnce)
   }
 
-  flush() {
+  /** Says what the quiet time held back; `atOnce`: written to stderr now, for the moments
+   * the process ends before a warning event could be emitted (a signal, the exit event). */
+  flush(atOnce = false) {
     const held = [...this.held.values()]
     this.held.clear()
-    for (const { records, report } of held) UnhandledFailures.warn(records, report)
+    for (const { records, report } of held) UnhandledFailures.warn(records, report, atOnce)
   }
 
-  static warn(records, report) {
-    process.emitWarning(
+  static warn(records, report, atOnce = false) {
+    const text =
       `loghose: ${records} record(s) for ${report.project}/${report.logstore} failed for good: ${report.code}: ${report.message} ` +
-        "(nothing else was told; listen to 'delivery' or use sendAsync() to handle failures)",
-      { code: 'LOGHOSE_UNDELIVERED' }
-    )
+      "(nothing else was told; listen to 'delivery' or use sendAsync() to handle failures)"
+    // stderr is synchronous for files, pipes and terminals on POSIX.
+    if (atOnce) process.stderr.write(`(node:${process.pid}) [LOGHOSE_UNDELIVERED] Warning: ${text}\n`)
+    else process.emitWarning(text, { code: 'LOGHOSE_UNDELIVERED' })
   }
 }
 
@@ -305,6 +310,9 @@ class Producer extends EventEmitter {
     } catch (err) {
       throw translate(err)
     }
+    this._closed = false
+    this._closeOnSignalMs = this._native.closeOnSignalMs
+    if (this._closeOnSignalMs > 0 && isMainThread) signals.register(this)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
     this._framing = false
@@ -447,32 +455,58 @@ class Producer extends EventEmitter {
   }
 
   // Records that failed with nobody told (no listener, no promise) are never only a counter.
-  _noteUntold(reports) {
+  _noteUntold(reports, atOnce = false) {
     for (const report of reports) {
       const untold = report.records - report.tickets.length
       if (report.delivered || untold <= 0 || this._unhandled.seen.has(report.batchId)) continue
       this._unhandled.seen.add(report.batchId)
-      this._unhandled.note(report, untold)
+      this._unhandled.note(report, untold, atOnce)
     }
   }
 
-  /** Sends everything queued; resolves with the records still pending after timeoutMs. */
+  /** Sends everything queued and waits up to timeoutMs; resolves with the records not
+   * delivered: still pending, plus those that failed for good since the previous flush
+   * (0: everything sent was delivered). */
   flush(timeoutMs = 60000) {
     return this._native.flush(timeoutMs).catch((err) => Promise.reject(translate(err)))
+  }
+
+  /** Whether close() was called. */
+  get closed() {
+    return this._closed
   }
 
   /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with
    * `{ undelivered, failed }`. */
   async close({ timeoutMs = 10000 } = {}) {
+    this._beginClose()
+    return this._endClose(JSON.parse(await this._native.close(timeoutMs)))
+  }
+
+  // Sends the open batches now, without waiting (the signal handling's first step).
+  _seal() {
+    this._native.flushAccepted(0).catch(() => {})
+  }
+
+  // close(), blocking the event loop: for a signal that ends the process, and the exit event.
+  _closeSync(timeoutMs) {
+    this._beginClose()
+    return this._endClose(JSON.parse(this._native.closeSync(timeoutMs)), true)
+  }
+
+  _beginClose() {
+    this._closed = true
     this._stopKeepAlive()
     if (this._statsTimer !== null) {
       clearInterval(this._statsTimer)
       this._statsTimer = null
     }
-    const result = JSON.parse(await this._native.close(timeoutMs))
+  }
+
+  _endClose(result, atOnce = false) {
     // Reports still on their way when the producer closed are not passed on; its failed list is.
-    if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed)
-    this._unhandled.flush()
+    if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
+    this._unhandled.flush(atOnce)
     if (result.stats) this._finalStats = result.stats
     return { undelivered: result.undelivered, failed: result.failed }
   }

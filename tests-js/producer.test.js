@@ -261,6 +261,18 @@ describe('Producer', () => {
     expect(told.stderr).not.toMatch(/LOGHOSE_UNDELIVERED/)
   })
 
+  test('flush tells "gave up" from "all delivered"; so does close', async () => {
+    const p = new lh.Producer({ endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'logs', accessKeyId: 'id',
+                                accessKeySecret: 'secret', maxAttempts: 1, lingerMs: 10 })
+    p.on('delivery', () => {})
+    for (let i = 0; i < 10; i++) p.send({ i: String(i) })
+    expect(await p.flush(20000)).toBe(10)
+    // Only what failed since the previous flush.
+    expect(await p.flush(20000)).toBe(0)
+    expect((await p.close()).undelivered).toBe(10)
+    expect(p.closed).toBe(true)
+  })
+
   test('a full buffer throws BufferFullError; a closed producer refuses records', async () => {
     emu.inject('hang', { ms: 3000, count: 100 })
     const p = new lh.Producer(options(emu, { batchMaxBytes: 1024, bufferMaxBytes: 4096, lingerMs: 0, requestTimeoutMs: 5000 }))

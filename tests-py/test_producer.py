@@ -242,6 +242,9 @@ def test_records_that_fail_with_nobody_told_are_warned_about_once_with_the_cause
     p = loghose.Producer(**options)
     for i in range(10):
         p.send({"i": str(i)})
+    # flush tells "gave up" from "all delivered": the ten failed since the previous flush...
+    assert p.flush(20) == 10
+    # ...and only those: the next flush has nothing new to report.
     assert p.flush(20) == 0
     assert p.close(5) == 10
     warnings = [r for r in caplog.records if r.name == "loghose" and r.levelno == logging.WARNING]

@@ -1348,3 +1348,48 @@ fn a_record_set_is_queued_whole_or_not_at_all() {
     assert_eq!(small.stats().dropped, 20);
     assert!(emu.totals("proj", "small").is_none());
 }
+
+#[test]
+fn flush_report_tells_gave_up_from_all_delivered() {
+    let refused = Producer::new(ProducerConfig {
+        access_key_id: "id".into(),
+        access_key_secret: "secret".into(),
+        linger_ms: 10,
+        max_attempts: 1,
+        ..ProducerConfig::new("http://127.0.0.1:9", "proj", "store")
+    })
+    .unwrap();
+    for i in 0..10 {
+        refused
+            .send(&[("i", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    let report = refused.flush_report(WAIT);
+    assert_eq!((report.pending, report.failed), (0, 10));
+    assert_eq!(report.undelivered(), 10);
+    // Only what failed since the previous report.
+    assert_eq!(refused.flush_report(WAIT).undelivered(), 0);
+    assert_eq!(refused.close(WAIT).undelivered, 10);
+
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 60_000,
+        logstore: "flushed".into(),
+        ..config(&emu)
+    })
+    .unwrap();
+    for i in 0..100 {
+        p.send(&[("i", i.to_string())], &SendOptions::default())
+            .unwrap();
+    }
+    // flush_accepted seals the open batch at once (no 60 s linger) and waits for it.
+    let started = Instant::now();
+    assert_eq!(p.flush_accepted(WAIT), 0);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(emu.totals("proj", "flushed").map(|t| t.logs), Some(100));
+    assert_eq!(
+        p.flush_report(WAIT),
+        loghose::producer::FlushReport::default()
+    );
+    p.close(WAIT);
+}

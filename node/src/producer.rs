@@ -146,6 +146,35 @@ impl NativeProducer {
         }))
     }
 
+    /// Seals everything and waits up to `timeoutMs` until as many records are settled as had
+    /// been accepted when called (not for those added meanwhile); resolves how many short.
+    #[napi]
+    pub fn flush_accepted(&self, timeout_ms: f64) -> Result<AsyncTask<FlushAcceptedTask>> {
+        Ok(AsyncTask::new(FlushAcceptedTask {
+            producer: self.get()?,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+        }))
+    }
+
+    /// `close`, blocking the JavaScript thread up to `timeoutMs`: for the moments nothing else
+    /// may run (a signal that will end the process, the `exit` event). Returns the same JSON.
+    #[napi]
+    pub fn close_sync(&self, timeout_ms: f64) -> String {
+        let producer = self.producer.lock().ok().and_then(|mut p| p.take());
+        CloseTask {
+            producer,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+        }
+        .run()
+    }
+
+    /// The `close_on_signal_ms` option (0 if the producer is closed).
+    #[napi(getter)]
+    pub fn close_on_signal_ms(&self) -> f64 {
+        self.get()
+            .map_or(0.0, |p| p.config().close_on_signal_ms as f64)
+    }
+
     /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with JSON
     /// `{undelivered, failed: [reports]}`.
     #[napi]
@@ -176,8 +205,28 @@ impl Task for FlushTask {
     type Output = u64;
     type JsValue = f64;
 
+    /// Records not delivered: pending, plus failed for good since the previous flush.
     fn compute(&mut self) -> Result<u64> {
-        Ok(self.producer.flush(self.timeout))
+        Ok(self.producer.flush_report(self.timeout).undelivered())
+    }
+
+    fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
+        Ok(output as f64)
+    }
+}
+
+/// `flush_accepted` on the libuv pool.
+pub struct FlushAcceptedTask {
+    producer: Arc<Producer>,
+    timeout: Duration,
+}
+
+impl Task for FlushAcceptedTask {
+    type Output = u64;
+    type JsValue = f64;
+
+    fn compute(&mut self) -> Result<u64> {
+        Ok(self.producer.flush_accepted(self.timeout))
     }
 
     fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
@@ -191,17 +240,25 @@ pub struct CloseTask {
     timeout: Duration,
 }
 
+impl CloseTask {
+    /// Closes (on whichever thread calls it) and answers `{undelivered, failed, stats}`.
+    fn run(&self) -> String {
+        let Some(p) = &self.producer else {
+            return r#"{"undelivered":0,"failed":[]}"#.into();
+        };
+        let report = p.close(self.timeout);
+        let failed: Vec<ReportView<'_>> = report.failed.iter().map(|r| r.view()).collect();
+        serde_json::json!({ "undelivered": report.undelivered, "failed": failed, "stats": p.stats() })
+            .to_string()
+    }
+}
+
 impl Task for CloseTask {
     type Output = String;
     type JsValue = String;
 
     fn compute(&mut self) -> Result<String> {
-        let Some(p) = &self.producer else {
-            return Ok(r#"{"undelivered":0,"failed":[]}"#.into());
-        };
-        let report = p.close(self.timeout);
-        let failed: Vec<ReportView<'_>> = report.failed.iter().map(|r| r.view()).collect();
-        Ok(serde_json::json!({ "undelivered": report.undelivered, "failed": failed, "stats": p.stats() }).to_string())
+        Ok(self.run())
     }
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {

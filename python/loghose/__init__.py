@@ -12,8 +12,9 @@ Threading: ``send`` may be called from any thread. Reports (``on_delivery``, fut
 delivered on the producer's reporter thread, in batches; asyncio futures are resolved on their
 own loop with one ``call_soon_threadsafe`` per batch of reports. ``flush``/``close`` release the
 GIL and can be interrupted with Ctrl-C. Producers still open at interpreter exit are closed
-with a short bound; a producer inherited through ``fork()`` raises :class:`LoghoseError` in the
-child (create a new one there).
+with a short bound; on SIGTERM and SIGINT they deliver within ``close_on_signal_ms`` before the
+signal takes its usual course (see ``loghose._signals``); a producer inherited through
+``fork()`` raises :class:`LoghoseError` in the child (create a new one there).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from . import _native
+from . import _native, _signals
 from ._native import DeliveryReport, engine_version
 from .errors import (
     BufferFullError,
@@ -122,6 +123,9 @@ class Producer:
         # The hot path goes straight to native code: `send` bound to this producer.
         self.send = self._native.sender()
         _live.add(self)
+        self._close_on_signal_ms = self._native.close_on_signal_ms
+        if self._close_on_signal_ms > 0:
+            _signals.install(lambda: list(_live))
 
     @classmethod
     def from_preset(cls, preset: str, **options: Any) -> Producer:
@@ -201,14 +205,25 @@ class Producer:
 
     def flush(self, timeout: float | None = None) -> int:
         """Sends everything queued and waits up to ``timeout`` seconds (None: until done).
-        Returns how many records are still pending."""
-        return self._native.flush(timeout)
+        Returns how many records are not delivered: still pending, plus those that failed for
+        good since the previous ``flush``. 0 means everything sent was delivered."""
+        with _signals.waiting():
+            pending, failed = self._native.flush(timeout)
+        return pending + failed
+
+    def _seal(self) -> None:
+        # Sends the open batches now, without waiting (the signal handler's first step).
+        self._native.flush_accepted(0)
+
+    def _flush_accepted(self, timeout: float) -> int:
+        return self._native.flush_accepted(timeout)
 
     def close(self, timeout: float | None = None) -> int:
         """Refuses new records, waits up to ``timeout`` seconds for delivery, and gives up on the
         rest (their futures fail with ``ProducerClosed``). Returns the undelivered count."""
         _live.discard(self)
-        undelivered, _failed = self._native.close(timeout)
+        with _signals.waiting():
+            undelivered, _failed = self._native.close(timeout)
         self._unhandled.flush()
         return undelivered
 

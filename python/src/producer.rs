@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loghose::producer::{
-    DeliveryReport, Producer, ProducerConfig, ReportCallback, SendOptions, Track,
+    DeliveryReport, FlushReport, Producer, ProducerConfig, ReportCallback, SendOptions, Track,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -27,16 +27,26 @@ fn deadline_of(timeout: Option<f64>) -> Option<Instant> {
 }
 
 /// Flushes until nothing is pending or `deadline` passes, in 100 ms slices with the GIL
-/// released, checking for signals between slices (so Ctrl-C interrupts); returns what is left.
-fn flush_until(py: Python<'_>, producer: &Producer, deadline: Option<Instant>) -> PyResult<u64> {
+/// released, checking for signals between slices (so Ctrl-C interrupts); returns what is left
+/// and what failed for good since the previous flush.
+fn flush_until(
+    py: Python<'_>,
+    producer: &Producer,
+    deadline: Option<Instant>,
+) -> PyResult<FlushReport> {
+    let mut failed = 0;
     loop {
         let slice = deadline.map_or(Duration::from_millis(100), |d| {
             d.saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100))
         });
-        let pending = py.detach(|| producer.flush(slice));
-        if pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(pending);
+        let report = py.detach(|| producer.flush_report(slice));
+        failed += report.failed;
+        if report.pending == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(FlushReport {
+                pending: report.pending,
+                failed,
+            });
         }
         py.check_signals()?;
     }
@@ -208,11 +218,33 @@ impl NativeProducer {
     }
 
     /// Seals everything and waits up to `timeout` seconds (None: until done); returns the
-    /// records still pending. Releases the GIL; Ctrl-C interrupts it.
+    /// records still pending and those that failed for good since the previous flush.
+    /// Releases the GIL; Ctrl-C interrupts it.
     #[pyo3(signature = (timeout=None))]
-    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(u64, u64)> {
         let producer = self.owned(py)?;
-        flush_until(py, producer, deadline_of(timeout))
+        let report = flush_until(py, producer, deadline_of(timeout))?;
+        Ok((report.pending, report.failed))
+    }
+
+    /// Seals everything and waits up to `timeout` seconds until as many records are settled as
+    /// had been accepted when called (not for those other threads add meanwhile); returns how
+    /// many short. Releases the GIL and checks for signals every 100 ms, so a second signal
+    /// interrupts it.
+    fn flush_accepted(&self, py: Python<'_>, timeout: f64) -> PyResult<u64> {
+        let producer = self.owned(py)?;
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+        let mark = producer.seal();
+        loop {
+            let slice = deadline
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100));
+            let left = py.detach(|| producer.wait_settled(mark, slice));
+            if left == 0 || Instant::now() >= deadline {
+                return Ok(left);
+            }
+            py.check_signals()?;
+        }
     }
 
     /// Refuses new records, waits up to `timeout` seconds for delivery, abandons the rest;
@@ -245,6 +277,12 @@ impl NativeProducer {
     /// The counters, as JSON.
     fn stats_json(&self) -> String {
         serde_json::to_string(&self.producer.stats()).unwrap_or_else(|_| "null".into())
+    }
+
+    /// The `close_on_signal_ms` option: how long the front may deliver on SIGTERM/SIGINT.
+    #[getter]
+    fn close_on_signal_ms(&self) -> u64 {
+        self.producer.config().close_on_signal_ms
     }
 
     /// Whether `close` was called.

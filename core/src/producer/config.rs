@@ -122,6 +122,12 @@ pub struct ProducerConfig {
     /// power loss), `batch` (each batch synced when it seals, before it is sent) or
     /// `interval:<ms>`. Default `none`.
     pub spool_sync: String,
+    /// How long the Python and Node fronts spend delivering what is held when the process
+    /// gets SIGTERM or SIGINT, ms, before letting the signal take its usual course (the
+    /// application's own handler, or the default: the process ends by that signal). 0 turns
+    /// the handling off. Default 5000. The Rust engine itself installs no handler: a Rust
+    /// application calls `close` from its own.
+    pub close_on_signal_ms: u64,
 }
 
 impl std::fmt::Debug for ProducerConfig {
@@ -175,6 +181,7 @@ impl Default for ProducerConfig {
             spool_dir: None,
             spool_max_bytes: 1 << 30,
             spool_sync: "none".into(),
+            close_on_signal_ms: 5000,
         }
     }
 }
@@ -453,6 +460,7 @@ impl ProducerConfig {
                 reason: "must name a directory (leave it unset for no spool)".into(),
             });
         }
+        range("close_on_signal_ms", self.close_on_signal_ms, 0, 600_000)?;
         range("send_concurrency", self.send_concurrency as u64, 1, 1024)?;
         range("connect_timeout_ms", self.connect_timeout_ms, 1, 600_000)?;
         range("request_timeout_ms", self.request_timeout_ms, 1, 3_600_000)?;

@@ -34,6 +34,8 @@ pub(crate) struct Ledger {
     /// Batches (and their records) replayed from a spool an earlier producer left.
     pub(crate) replayed_batches: AtomicU64,
     pub(crate) replayed_records: AtomicU64,
+    /// `failed` as the previous `flush_report` saw it.
+    pub(crate) failed_at_last_flush: AtomicU64,
     /// Records at a final outcome (delivered or failed).
     completed: AtomicU64,
     pub(crate) failures_by_code: Mutex<BTreeMap<String, u64>>,
@@ -85,18 +87,31 @@ impl Ledger {
 
     /// Waits up to `timeout` for nothing to be pending; returns what still is.
     pub(crate) fn wait_idle(&self, timeout: Duration, accepted: impl Fn() -> u64) -> u64 {
+        self.wait_for(timeout, || self.pending(&accepted))
+    }
+
+    /// Waits up to `timeout` for `target` records to have reached a final outcome; returns how
+    /// many short of it the count still is.
+    pub(crate) fn wait_completed(&self, timeout: Duration, target: u64) -> u64 {
+        self.wait_for(timeout, || {
+            target.saturating_sub(self.completed.load(Ordering::Acquire))
+        })
+    }
+
+    /// Waits up to `timeout` for `left()` to reach 0, woken by every batch that completes.
+    fn wait_for(&self, timeout: Duration, left: impl Fn() -> u64) -> u64 {
         let deadline = Instant::now() + timeout;
         let mut guard = self.idle.0.lock();
         loop {
-            let pending = self.pending(&accepted);
-            if pending == 0 {
+            let left_now = left();
+            if left_now == 0 {
                 return 0;
             }
             let slice_end = deadline.min(Instant::now() + Duration::from_millis(50));
             if self.idle.1.wait_until(&mut guard, slice_end).timed_out()
                 && Instant::now() >= deadline
             {
-                return self.pending(&accepted);
+                return left();
             }
         }
     }

@@ -89,6 +89,23 @@ pub enum Track {
     Ticket(u64),
 }
 
+/// What a flush left: see [`Producer::flush_report`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushReport {
+    /// Records accepted and not yet at a final outcome when the flush returned.
+    pub pending: u64,
+    /// Records that failed for good since the previous `flush_report` (or since the start).
+    pub failed: u64,
+}
+
+impl FlushReport {
+    /// Records not delivered: still pending, or failed since the previous flush. 0 means
+    /// everything accepted before the flush (and after the previous one) was delivered.
+    pub fn undelivered(&self) -> u64 {
+        self.pending + self.failed
+    }
+}
+
 /// What `close` could not deliver.
 #[derive(Clone, Debug, Default)]
 pub struct CloseReport {
@@ -549,6 +566,52 @@ impl Producer {
         }
         inner.accumulator.seal_all(|sealed| inner.dispatch(sealed));
         inner.wait_idle(timeout)
+    }
+
+    /// Seals every open batch and waits up to `timeout` until as many records have reached a
+    /// final outcome as had been accepted when it was called; returns how many short of that
+    /// it stopped. Unlike [`flush`](Self::flush) it does not wait for records other threads
+    /// add meanwhile (what a signal handler needs). Batches complete out of order, so a later
+    /// batch finishing first can end the wait before an earlier one: a bound, not a promise.
+    pub fn flush_accepted(&self, timeout: Duration) -> u64 {
+        let mark = self.seal();
+        self.wait_settled(mark, timeout)
+    }
+
+    /// Seals every open batch (they are sent now) and returns how many records had been
+    /// accepted: the mark [`wait_settled`](Self::wait_settled) waits for. In a process that
+    /// inherited the producer, seals nothing.
+    pub fn seal(&self) -> u64 {
+        let inner = &*self.inner;
+        let mark = inner.accumulator.accepted();
+        if !self.is_inherited() {
+            inner.accumulator.seal_all(|sealed| inner.dispatch(sealed));
+        }
+        mark
+    }
+
+    /// Waits up to `timeout` until `mark` records (a [`seal`](Self::seal)'s answer) have
+    /// reached a final outcome; returns how many short of it the count still is.
+    pub fn wait_settled(&self, mark: u64, timeout: Duration) -> u64 {
+        if self.is_inherited() {
+            return self.inner.pending();
+        }
+        self.inner.ledger().wait_completed(timeout, mark)
+    }
+
+    /// [`flush`](Self::flush), and what failed for good since the previous `flush_report`: a
+    /// caller can tell "all delivered" (`undelivered() == 0`) from "gave up on some".
+    pub fn flush_report(&self, timeout: Duration) -> FlushReport {
+        let pending = self.flush(timeout);
+        let ledger = self.inner.ledger();
+        let failed_now = ledger.failed.load(Ordering::Relaxed);
+        let failed_before = ledger
+            .failed_at_last_flush
+            .fetch_max(failed_now, Ordering::Relaxed);
+        FlushReport {
+            pending,
+            failed: failed_now.saturating_sub(failed_before),
+        }
     }
 
     /// Refuses new records, sends what is open, waits up to `timeout`, then abandons what is
