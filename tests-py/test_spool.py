@@ -85,3 +85,43 @@ def test_spool_options_are_checked_and_a_held_directory_is_refused(tmp_path):
             p.send({"a": "1"})
         report_seen = emu.logs("loghose", "logs")
         assert [dict(log["contents"]) for log in report_seen] == [{"a": "1"}]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_never_writes_into_its_parents_spool(tmp_path):
+    spool = tmp_path / "spool"
+    with loghose.Emulator() as emu:
+        parent = loghose.Producer(**emu.producer_options("proj", "forked"), spool_dir=str(spool), linger_ms=60_000)
+        for i in range(1000):
+            parent.send({"who": "parent", "i": str(i)})
+        # The segments only: opening and closing the lock file here would drop this process's
+        # POSIX record lock on it (the kernel releases it when any descriptor of it closes).
+        before = {p.name: p.read_bytes() for p in spool.glob("*.spl")}
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            status = 0
+            try:
+                parent.send({"who": "child"})
+                status = 1
+            except loghose.LoghoseError:
+                pass
+            try:
+                loghose.Producer(**emu.producer_options("proj", "forked"), spool_dir=str(spool))
+                status = 2
+            except loghose.ConfigError as e:
+                status = 0 if str(os.getppid()) in str(e) else 3
+            try:
+                parent.flush(1)
+                status = 4  # a child cannot deliver its parent's records
+            except loghose.LoghoseError:
+                pass
+            parent.close(1)
+            os._exit(status)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # Not a byte of the spool changed in the child.
+        assert {p.name: p.read_bytes() for p in spool.glob("*.spl")} == before
+        assert parent.close(30) == 0
+        logs = [dict(log["contents"]) for log in emu.logs("proj", "forked")]
+    assert sorted(int(f["i"]) for f in logs) == list(range(1000))
+    assert not any(p.suffix == ".spl" for p in spool.iterdir())

@@ -351,3 +351,75 @@ fn a_full_spool_fails_at_once_or_after_blocking() {
     emu.clear_faults();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Mounts a tmpfs of `bytes` at `dir` (root only); `None` where that is not allowed.
+fn small_disk(dir: &Path, bytes: u64) -> Option<()> {
+    std::fs::create_dir_all(dir).ok()?;
+    let status = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+        .arg(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    status.success().then_some(())
+}
+
+#[test]
+fn a_disk_that_runs_out_of_space_is_a_full_spool_and_recovers_when_batches_settle() {
+    let disk = temp_dir("small-disk");
+    if small_disk(&disk, 24 << 20).is_none() {
+        // Without the right to mount, `a_full_spool_fails_at_once_or_after_blocking` covers the
+        // same admission through spool_max_bytes.
+        eprintln!("skipped: cannot mount a tmpfs here");
+        let _ = std::fs::remove_dir_all(&disk);
+        return;
+    }
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::during(
+        FaultAction::Hang { ms: Some(60_000) },
+        Duration::from_secs(60),
+    ));
+    let dir = disk.join("spool");
+    let p = Producer::new(ProducerConfig {
+        request_timeout_ms: 1_000,
+        ..spool_config(&emu.endpoint(), &dir)
+    })
+    .unwrap();
+    let value = "v".repeat(1000);
+    let mut accepted = 0u64;
+    let error = loop {
+        match p.send(&[("v", value.as_str())], &SendOptions::default()) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted < 100_000, "the disk never filled");
+    };
+    assert!(
+        matches!(
+            error,
+            ProducerError::SpoolFull {
+                disk_full: true,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(error.kind(), ErrorKind::BufferFull);
+    assert!(error.to_string().contains("disk"), "{error}");
+    assert!(accepted > 1_000, "{accepted}");
+    // Refused again at once while nothing settles; each refusal counted.
+    assert!(p.send(&[("v", "x")], &SendOptions::default()).is_err());
+    assert!(p.stats().dropped >= 2);
+    // Delivery resumes: batches settle, segments are freed, sends are accepted again.
+    emu.clear_faults();
+    assert_eq!(p.flush(Duration::from_secs(60)), 0);
+    for _ in 0..100 {
+        p.send(&[("v", "after")], &SendOptions::default()).unwrap();
+    }
+    assert_eq!(p.close(Duration::from_secs(30)).undelivered, 0);
+    let held = emu.totals("proj", "spooled").map_or(0, |t| t.logs);
+    assert_eq!(held, accepted + 100);
+    drop(p);
+    let _ = Command::new("umount").arg(&disk).status();
+    let _ = std::fs::remove_dir_all(&disk);
+}

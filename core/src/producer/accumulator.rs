@@ -352,6 +352,7 @@ impl Accumulator {
                     used: spool.used_bytes(),
                     limit: spool.max_bytes(),
                     waited_ms: started.elapsed().as_millis() as u64,
+                    disk_full: spool.disk_full(),
                 });
             }
         }
@@ -418,7 +419,16 @@ impl Accumulator {
             Some(e) => {
                 drop(guard);
                 budget.release(total - appended);
-                Err(e)
+                Err(match &self.spool {
+                    // A full disk is a full spool: the buffer-full kind, with what it held.
+                    Some(spool) if spool.disk_full() => ProducerError::SpoolFull {
+                        used: spool.used_bytes(),
+                        limit: spool.max_bytes(),
+                        waited_ms: 0,
+                        disk_full: true,
+                    },
+                    _ => e,
+                })
             }
         }
     }

@@ -27,9 +27,12 @@ pub enum ProducerError {
         /// How long the add waited for room.
         waited_ms: u64,
     },
-    /// The spool directory holds `spool_max_bytes`; the record was not accepted (counted as
-    /// dropped).
-    #[error("spool full: {used} of spool_max_bytes {limit} bytes on disk (waited {waited_ms} ms)")]
+    /// The spool directory holds `spool_max_bytes`, or its disk has no room for another
+    /// segment; the record was not accepted (counted as dropped).
+    #[error(
+        "spool full: {used} bytes of spool files, {} (waited {waited_ms} ms)",
+        if *disk_full { "and the disk holding spool_dir has no room for another segment".to_owned() } else { format!("spool_max_bytes {limit}") }
+    )]
     SpoolFull {
         /// Bytes of spool files.
         used: usize,
@@ -37,6 +40,8 @@ pub enum ProducerError {
         limit: usize,
         /// How long the add waited for room.
         waited_ms: u64,
+        /// The disk ran out of space before the limit was reached.
+        disk_full: bool,
     },
     /// The spool directory cannot be used (held by another producer, or a file error).
     #[error(transparent)]

@@ -223,6 +223,9 @@ pub(crate) struct Spool {
     segment_bytes: usize,
     max_bytes: usize,
     used: AtomicUsize,
+    /// What the disk held when it last ran out of space (`usize::MAX`: no shortage seen since
+    /// a segment was last settled); admission treats it as a lower `max_bytes`.
+    disk_room: AtomicUsize,
     next_seq: AtomicU64,
     writers: Vec<Mutex<Option<Writer>>>,
     state: Mutex<State>,
@@ -482,6 +485,7 @@ impl Spool {
             segment_bytes,
             max_bytes,
             used: AtomicUsize::new(0),
+            disk_room: AtomicUsize::new(usize::MAX),
             next_seq: AtomicU64::new(found.max_seq + 1),
             writers: (0..shards).map(|_| Mutex::new(None)).collect(),
             state: Mutex::new(State {
@@ -613,7 +617,12 @@ impl Spool {
         let (file, mut map) = match made {
             Ok(made) => made,
             Err(e) => {
-                self.used.fetch_sub(size, Ordering::AcqRel);
+                let used = self.used.fetch_sub(size, Ordering::AcqRel) - size;
+                if is_disk_full(&e) {
+                    // What the disk holds is the limit until a segment is settled: admission
+                    // waits or refuses (the buffer-full policy) instead of failing each add.
+                    self.disk_room.store(used, Ordering::Release);
+                }
                 let _ = std::fs::remove_file(&path);
                 return Err(e);
             }
@@ -689,6 +698,7 @@ impl Spool {
         }
         if freed > 0 {
             self.used.fetch_sub(freed, Ordering::AcqRel);
+            self.disk_room.store(usize::MAX, Ordering::Release);
             let _guard = self.room_lock.lock();
             self.room.notify_all();
         }
@@ -788,7 +798,13 @@ impl Spool {
     /// per shard below `spool_max_bytes`.
     pub(crate) fn over_limit(&self) -> bool {
         let reserve = self.segment_bytes * self.writers.len();
-        self.used.load(Ordering::Acquire) + reserve > self.max_bytes
+        self.used.load(Ordering::Acquire) + reserve
+            > self.max_bytes.min(self.disk_room.load(Ordering::Acquire))
+    }
+
+    /// Whether the disk ran out of space (and no segment was settled since).
+    pub(crate) fn disk_full(&self) -> bool {
+        self.disk_room.load(Ordering::Acquire) != usize::MAX
     }
 
     /// Waits until [`Spool::over_limit`] is false, or `timeout` passes.
@@ -829,6 +845,12 @@ impl Spool {
     }
 }
 
+/// Whether a file error means the disk (or the user's quota) is full.
+fn is_disk_full(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::StorageFull
+        || error.kind() == std::io::ErrorKind::QuotaExceeded
+}
+
 /// Gives a new segment file its size with its blocks allocated, so that writing into its
 /// mapping can never meet a full disk.
 fn allocate(file: &File, size: usize) -> std::io::Result<()> {
@@ -847,13 +869,15 @@ fn allocate(file: &File, size: usize) -> std::io::Result<()> {
     file.set_len(size as u64)
 }
 
-/// Directories held by producers of this process (a process-wide lock cannot tell two of
-/// its own producers apart).
-static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Directories held by producers of this process, with the process's id (a process-wide lock
+/// cannot tell two of its own producers apart; a forked child inherits the parent's entries,
+/// which the record lock, not this list, answers for).
+static HELD: Mutex<Vec<(PathBuf, u32)>> = Mutex::new(Vec::new());
 
 /// The directory's lock: a POSIX record lock on its `lock` file (held by this process, not
 /// inherited by a forked child, released by the kernel when the process ends, however it
-/// ends) plus this process's own list. Released when dropped.
+/// ends) plus this process's own list. Released when dropped. POSIX semantics also release it
+/// when this process closes *any* descriptor of that file, so nothing else here opens it.
 pub(crate) struct DirLock {
     /// Closing it (after `drop` below) releases the record lock.
     _file: File,
@@ -862,7 +886,8 @@ pub(crate) struct DirLock {
 
 impl Drop for DirLock {
     fn drop(&mut self) {
-        HELD.lock().retain(|d| d != &self.dir);
+        let pid = std::process::id();
+        HELD.lock().retain(|(d, p)| !(d == &self.dir && *p == pid));
     }
 }
 
@@ -873,9 +898,10 @@ fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
         dir: dir.to_owned(),
         pid,
     };
+    let pid = std::process::id();
     let mut held = HELD.lock();
-    if held.contains(&canonical) {
-        return Err(locked(std::process::id().to_string()));
+    if held.iter().any(|(d, p)| d == &canonical && *p == pid) {
+        return Err(locked(pid.to_string()));
     }
     let path = dir.join("lock");
     let mut file = OpenOptions::new()
@@ -900,8 +926,8 @@ fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
         }
     }
     let _ = file.set_len(0);
-    let _ = write!(file, "{}", std::process::id());
-    held.push(canonical.clone());
+    let _ = write!(file, "{pid}");
+    held.push((canonical.clone(), pid));
     Ok(DirLock {
         _file: file,
         dir: canonical,
