@@ -943,12 +943,14 @@ fn the_server_gone_for_seconds_and_back_loses_nothing() {
 #[test]
 fn a_full_buffer_fails_at_once_or_blocks_up_to_the_timeout() {
     let emu = Emulator::start_default().unwrap();
-    emu.inject(Fault::times(FaultAction::Hang { ms: Some(1_500) }, 100));
+    // Long enough that nothing is delivered (and no room freed) between the checks below on a
+    // loaded machine.
+    emu.inject(Fault::times(FaultAction::Hang { ms: Some(5_000) }, 100));
     let small = ProducerConfig {
         batch_max_bytes: 1024,
         buffer_max_bytes: 4096,
         linger_ms: 0,
-        request_timeout_ms: 2_000,
+        request_timeout_ms: 6_000,
         ..config(&emu)
     };
     let value = "v".repeat(900);

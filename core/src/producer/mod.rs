@@ -636,9 +636,13 @@ impl Producer {
         }
         delivery.lifecycle.advance(State::Closed);
         inner.accumulator.return_credits(&delivery.budget);
-        if let (Some(spool), 0) = (inner.accumulator.spool(), pending) {
-            // Everything settled: the current segments hold only finished batches.
-            spool.close();
+        if let Some(spool) = inner.accumulator.spool() {
+            if pending == 0 {
+                // Everything settled: the current segments hold only finished batches.
+                spool.close();
+            } else {
+                spool.stop_preparer();
+            }
         }
         // The reporter passes on the last reports; bounded by what is left of the timeout.
         delivery.reporter.finish(
