@@ -34,8 +34,8 @@
 //! Threads: entries are appended by the adding threads (under the shard's lock, through the
 //! shard's writer mutex, uncontended) and `Done` by the I/O runtime; the timer thread syncs.
 //! Settled segments are kept for reuse (one per shard, within `spool_max_bytes`) and cleared
-//! by a preparer thread, so the adding threads take them ready, with no page faults and no
-//! clearing of their own.
+//! by a preparer thread, which also makes a new segment ahead when none is ready, so the adding
+//! threads take them ready: a rename, with no allocation, page faults or clearing of their own.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -234,10 +234,10 @@ pub(crate) struct Spool {
     sync: SpoolSync,
     segment_bytes: usize,
     max_bytes: usize,
-    used: AtomicUsize,
+    used: Arc<AtomicUsize>,
     /// What the disk held when it last ran out of space (`usize::MAX`: no shortage seen since
     /// a segment was last settled); admission treats it as a lower `max_bytes`.
-    disk_room: AtomicUsize,
+    disk_room: Arc<AtomicUsize>,
     next_seq: AtomicU64,
     writers: Vec<Mutex<Option<Writer>>>,
     /// Shared with the preparer thread (which holds nothing else of the spool, so the
@@ -474,6 +474,14 @@ impl Spool {
     ) -> Result<Opened, SpoolError> {
         std::fs::create_dir_all(dir).map_err(io(dir, "cannot create it"))?;
         let lock = lock_dir(dir)?;
+        // Spares an earlier producer made and never used hold nothing.
+        if let Ok(listing) = std::fs::read_dir(dir) {
+            for entry in listing.flatten() {
+                if entry.path().extension().is_some_and(|x| x == "tmp") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
         let mut found = Found::default();
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(io(dir, "cannot list it"))?
@@ -502,8 +510,8 @@ impl Spool {
             sync,
             segment_bytes,
             max_bytes,
-            used: AtomicUsize::new(0),
-            disk_room: AtomicUsize::new(usize::MAX),
+            used: Arc::new(AtomicUsize::new(0)),
+            disk_room: Arc::new(AtomicUsize::new(usize::MAX)),
             next_seq: AtomicU64::new(found.max_seq + 1),
             writers: (0..shards).map(|_| Mutex::new(None)).collect(),
             state: Arc::new(Mutex::new(State {
@@ -535,11 +543,19 @@ impl Spool {
                 })
             })
             .collect();
-        let state = spool.state.clone();
-        let signal = spool.prepare.clone();
+        let preparer = Preparer {
+            state: spool.state.clone(),
+            signal: spool.prepare.clone(),
+            dir: dir.to_owned(),
+            run: spool.run,
+            segment_bytes,
+            max_bytes,
+            used: spool.used.clone(),
+            disk_room: spool.disk_room.clone(),
+        };
         *spool.preparer.lock() = std::thread::Builder::new()
             .name("loghose-spool-prep".into())
-            .spawn(move || prepare_spares(&state, &signal))
+            .spawn(move || preparer.run())
             .ok();
         if let SpoolSync::Interval(every) = sync {
             let weak = Arc::downgrade(&spool);
@@ -626,6 +642,10 @@ impl Spool {
             let taken = at.map(|i| state.free.swap_remove(i));
             if let Some(t) = &taken {
                 state.spare_bytes -= t.map.len();
+            }
+            if state.free.is_empty() {
+                // The preparer makes one ready for the next segment.
+                self.prepare.notify();
             }
             taken
         };
@@ -955,40 +975,125 @@ impl Drop for Spool {
 /// The preparer thread: clears settled segments kept for reuse (every byte after the header,
 /// so a scan of the next use ends where its entries end), off the adding threads, which then
 /// take them ready, their pages resident and writable. Ends when the spool stops it.
-fn prepare_spares(state: &Mutex<State>, signal: &PrepSignal) {
-    loop {
-        {
-            let mut pending = signal.pending.lock();
-            if !*pending && !signal.stop.load(Ordering::Acquire) {
-                signal.wake.wait_for(&mut pending, Duration::from_secs(1));
-            }
-            *pending = false;
-        }
+struct Preparer {
+    state: Arc<Mutex<State>>,
+    signal: Arc<PrepSignal>,
+    dir: PathBuf,
+    run: u64,
+    segment_bytes: usize,
+    max_bytes: usize,
+    used: Arc<AtomicUsize>,
+    disk_room: Arc<AtomicUsize>,
+}
+
+impl Preparer {
+    fn run(self) {
+        let mut made = 0u64;
         loop {
-            if signal.stop.load(Ordering::Acquire) {
+            {
+                let mut pending = self.signal.pending.lock();
+                if !*pending && !self.signal.stop.load(Ordering::Acquire) {
+                    self.signal
+                        .wake
+                        .wait_for(&mut pending, Duration::from_secs(1));
+                }
+                *pending = false;
+            }
+            if !self.clear_dirty() {
                 return;
             }
-            let Some(mut spare) = ({
-                let mut state = state.lock();
-                if state.closed {
+            if self.wants_new() {
+                made += 1;
+                if !self.make_spare(made) {
                     return;
+                }
+            }
+        }
+    }
+
+    /// Clears the settled segments waiting for it; false once the spool is closed or stopped.
+    fn clear_dirty(&self) -> bool {
+        loop {
+            if self.signal.stop.load(Ordering::Acquire) {
+                return false;
+            }
+            let Some(mut spare) = ({
+                let mut state = self.state.lock();
+                if state.closed {
+                    return false;
                 }
                 let spare = state.dirty.pop();
                 state.clearing += usize::from(spare.is_some());
                 spare
             }) else {
-                break;
+                return true;
             };
             spare.map[SEGMENT_HEADER..].fill(0);
-            let mut state = state.lock();
-            state.clearing -= 1;
-            if state.closed {
-                drop(state);
-                let _ = std::fs::remove_file(&spare.path);
-                return;
+            if !self.keep(spare, true) {
+                return false;
             }
-            state.free.push(spare);
         }
+    }
+
+    /// No spare ready or on its way, and room on the disk and under the limit for one more.
+    fn wants_new(&self) -> bool {
+        let state = self.state.lock();
+        !state.closed
+            && state.free.is_empty()
+            && state.dirty.is_empty()
+            && state.clearing == 0
+            && self.disk_room.load(Ordering::Acquire) == usize::MAX
+            && self.used.load(Ordering::Acquire) + state.spare_bytes + self.segment_bytes
+                <= self.max_bytes
+    }
+
+    /// A new segment file, allocated, mapped and prefaulted, marked free: the next segment a
+    /// shard needs is then a rename, not an allocation on the adding thread. Named `.tmp`
+    /// until used (a recovery never reads it; an open deletes it). False once closed.
+    fn make_spare(&self, n: u64) -> bool {
+        let path = self.dir.join(format!("spare-{}-{n}.tmp", self.run));
+        let made = (|| -> std::io::Result<(Arc<File>, MmapMut)> {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)?;
+            allocate(&file, self.segment_bytes)?;
+            // SAFETY: the file was just created by this producer, which holds the directory's
+            // lock; nothing else maps or truncates it while this mapping lives.
+            let mut map = unsafe { MmapMut::map_mut(&file)? };
+            #[cfg(target_os = "linux")]
+            let _ = map.advise(memmap2::Advice::PopulateWrite);
+            map[..8].copy_from_slice(FREE_MAGIC);
+            Ok((Arc::new(file), map))
+        })();
+        match made {
+            Ok((file, map)) => {
+                self.state.lock().spare_bytes += map.len();
+                self.keep(Free { path, file, map }, false)
+            }
+            Err(_) => {
+                // A full disk or any other file error: the adding thread makes its own and
+                // reports what it meets.
+                let _ = std::fs::remove_file(&path);
+                true
+            }
+        }
+    }
+
+    /// Puts a ready spare in the free list (or deletes it if the spool closed meanwhile).
+    fn keep(&self, spare: Free, was_clearing: bool) -> bool {
+        let mut state = self.state.lock();
+        if was_clearing {
+            state.clearing -= 1;
+        }
+        if state.closed {
+            drop(state);
+            let _ = std::fs::remove_file(&spare.path);
+            return false;
+        }
+        state.free.push(spare);
+        true
     }
 }
 
