@@ -24,7 +24,7 @@ import atexit
 import concurrent.futures
 import itertools
 import json
-import logging
+import logging as _stdlib_logging  # `loghose.logging` is this package's handler module
 import os
 import threading
 import time
@@ -43,7 +43,7 @@ from .errors import (
     ProducerClosedError,
 )
 
-logger = logging.getLogger("loghose")
+logger = _stdlib_logging.getLogger("loghose")
 
 
 class _UnhandledFailures:

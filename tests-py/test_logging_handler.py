@@ -1,0 +1,160 @@
+"""``loghose.logging.LoghoseHandler`` against the emulator: configured by ``dictConfig``, every
+field mapping, ``extra`` values of every kind, exceptions and stacks, failures that never reach
+the application, ``logging.shutdown()`` at exit, and a forked child."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import logging.config
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+
+import loghose
+import pytest
+from loghose.logging import LoghoseHandler
+
+
+def fields_of(emu: loghose.Emulator, logstore: str) -> list[dict[str, str]]:
+    return [dict(log["contents"]) for log in emu.logs("proj", logstore)]
+
+
+@pytest.fixture
+def emu():
+    with loghose.Emulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def fresh_logger():
+    name = f"test.{uuid.uuid4().hex}"
+    log = logging.getLogger(name)
+    log.propagate = False
+    log.setLevel(logging.DEBUG)
+    yield log
+    for handler in list(log.handlers):
+        log.removeHandler(handler)
+        handler.close()
+
+
+def test_dictconfig_builds_it_and_every_field_arrives(emu, fresh_logger):
+    logging.config.dictConfig({
+        "version": 1,
+        "incremental": False,
+        "disable_existing_loggers": False,
+        "handlers": {"sls": {"class": "loghose.logging.LoghoseHandler", "level": "INFO",
+                             **emu.producer_options("proj", "from-config"), "linger_ms": 10}},
+        "loggers": {fresh_logger.name: {"handlers": ["sls"], "level": "DEBUG", "propagate": False}},
+    })
+    handler = fresh_logger.handlers[0]
+    assert isinstance(handler, LoghoseHandler)
+    when = datetime.datetime(2026, 12, 1, 8, 30, tzinfo=datetime.timezone.utc)
+    fresh_logger.debug("below the handler's level")
+    fresh_logger.info("user %s logged in", "ana", extra={"user": {"id": 7, "roles": ["admin"]}, "at": when,
+                                                         "attempts": 3, "ratio": 0.5, "nothing": None})
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        fresh_logger.exception("it failed")
+    fresh_logger.warning("where am I", stack_info=True)
+    handler.flush()
+    logs = sorted(fields_of(emu, "from-config"), key=lambda f: f["message"])
+    assert [f["message"] for f in logs] == ["it failed", "user ana logged in", "where am I"]
+    failed, login, where = logs
+    assert login["level"] == "INFO"
+    assert login["logger"] == fresh_logger.name
+    assert login["module"] == "test_logging_handler"
+    assert login["function"] == "test_dictconfig_builds_it_and_every_field_arrives"
+    assert int(login["line"]) > 0
+    assert login["thread"] == str(threading.get_ident())
+    assert login["thread_name"] == threading.current_thread().name
+    assert login["process"] == str(os.getpid())
+    assert login["user"] == '{"id":7,"roles":["admin"]}'
+    assert login["at"] == "2026-12-01T08:30:00+00:00"
+    assert (login["attempts"], login["ratio"], login["nothing"]) == ("3", "0.5", "null")
+    assert failed["level"] == "ERROR"
+    assert "ValueError: boom" in failed["exception"] and "Traceback" in failed["exception"]
+    assert "test_dictconfig_builds_it_and_every_field_arrives" in where["stack"]
+    # The log's time is the record's.
+    times = [log["time"] for log in emu.logs("proj", "from-config")]
+    assert all(abs(t - datetime.datetime.now().timestamp()) < 60 for t in times)
+
+
+def test_a_formatter_makes_the_message(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "formatted"), linger_ms=10)
+    handler.setFormatter(logging.Formatter("%(levelname)s|%(name)s|%(message)s"))
+    fresh_logger.addHandler(handler)
+    fresh_logger.error("disk %d%% full", 93)
+    handler.flush()
+    assert fields_of(emu, "formatted")[0]["message"] == f"ERROR|{fresh_logger.name}|disk 93% full"
+
+
+def test_a_record_that_cannot_be_sent_never_reaches_the_application(emu, fresh_logger, capsys):
+    handler = LoghoseHandler(**emu.producer_options("proj", "bad-keys"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    fresh_logger.info("bad key", extra={"line\nbreak": 1})
+    fresh_logger.info("fine", extra={"ok": 1})
+    handler.flush()
+    assert handler.failures == 1
+    err = capsys.readouterr().err
+    assert "--- Logging error ---" in err and "control character" in err
+    assert [f["message"] for f in fields_of(emu, "bad-keys")] == ["fine"]
+    assert handler.producer.stats()["invalid"] == 1
+
+
+def test_a_producer_passed_in_is_used_and_left_open(emu, fresh_logger):
+    with loghose.Producer(**emu.producer_options("proj", "shared"), linger_ms=10) as producer:
+        handler = LoghoseHandler(producer=producer)
+        fresh_logger.addHandler(handler)
+        fresh_logger.info("through a shared producer")
+        fresh_logger.removeHandler(handler)
+        handler.close()
+        assert not producer.closed
+        assert producer.flush(10) == 0
+    assert [f["message"] for f in fields_of(emu, "shared")] == ["through a shared producer"]
+    with pytest.raises(TypeError, match="either producer"):
+        LoghoseHandler(producer=producer, linger_ms=1)
+
+
+def test_logging_shutdown_at_exit_delivers_everything(emu):
+    script = textwrap.dedent(f"""
+        import logging, logging.config
+        logging.config.dictConfig({{"version": 1, "handlers": {{"sls": {{
+            "class": "loghose.logging.LoghoseHandler", "endpoint": {emu.endpoint!r}, "project": "proj",
+            "logstore": "at-exit", "access_key_id": {emu.access_key_id!r},
+            "access_key_secret": {emu.access_key_secret!r}, "linger_ms": 60000}}}},
+            "root": {{"handlers": ["sls"], "level": "INFO"}}}})
+        for i in range(2000):
+            logging.info("record %d", i)
+        # no flush, no close: the script just ends
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    messages = {f["message"] for f in fields_of(emu, "at-exit")}
+    assert messages == {f"record {i}" for i in range(2000)}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_logs_through_a_producer_of_its_own(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "forked-logging"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    fresh_logger.info("from the parent")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        try:
+            fresh_logger.info("from the child")
+            handler.close()
+            os._exit(0 if handler.failures == 0 else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    handler.flush()
+    by_message = {f["message"]: f for f in fields_of(emu, "forked-logging")}
+    assert set(by_message) == {"from the parent", "from the child"}
+    assert by_message["from the child"]["process"] == str(pid)
+    assert by_message["from the parent"]["process"] == str(os.getpid())
