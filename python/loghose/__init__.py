@@ -82,6 +82,17 @@ class _UnhandledFailures:
                        "pass on_delivery= or use send_future() to handle failures)", records, report.project,
                        report.logstore, report.error_code, report.error_message)
 
+def _weak_reports(producer: Producer) -> Any:
+    method = weakref.WeakMethod(producer._on_reports)
+
+    def on_reports(reports: list[DeliveryReport]) -> None:
+        target = method()
+        if target is not None:
+            target(reports)
+
+    return on_reports
+
+
 #: Seconds a producer still open at interpreter exit may take to deliver what it holds.
 EXIT_TIMEOUT = 5.0
 
@@ -119,7 +130,10 @@ class Producer:
         self._callback_errors = 0
         self._unhandled = _UnhandledFailures()
         self._pid = os.getpid()
-        self._native = _native.NativeProducer(_config_json(options), self._on_reports)
+        # The native producer holds its report callback where Python's collector cannot see it:
+        # a bound method there would keep this producer alive forever (a re-run notebook cell
+        # would pile up producers and threads). It gets a weak reference instead.
+        self._native = _native.NativeProducer(_config_json(options), _weak_reports(self))
         # The hot path goes straight to native code: `send` bound to this producer.
         self.send = self._native.sender()
         _live.add(self)

@@ -71,6 +71,24 @@ fn report_callback(callback: Py<PyAny>) -> ReportCallback {
     })
 }
 
+impl Drop for NativeProducer {
+    /// Python drops the producer (its last reference gone) with the GIL held, and closing waits
+    /// for the reporter thread, which needs the GIL to pass reports on: the close runs with
+    /// the GIL released, or every collected producer would wait out `drop_timeout_ms`.
+    fn drop(&mut self) {
+        let producer = &self.producer;
+        if producer.is_inherited() || (producer.is_closed() && producer.pending() == 0) {
+            return; // the engine's own drop has nothing to wait for
+        }
+        let timeout = Duration::from_millis(producer.config().drop_timeout_ms);
+        Python::attach(|py| {
+            py.detach(|| {
+                producer.close(timeout);
+            })
+        });
+    }
+}
+
 /// The producer behind `loghose.Producer`.
 #[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
 pub(crate) struct NativeProducer {
