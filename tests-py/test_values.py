@@ -4,7 +4,12 @@ never show a secret."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
 import json
+import pathlib
+import uuid
 from pathlib import Path
 
 import loghose
@@ -86,9 +91,14 @@ def test_a_config_error_never_shows_a_secret(emu, option):
     assert "987654321" not in str(raised.value)
 
 
-def test_a_config_type_error_names_the_option(emu):
-    with pytest.raises(loghose.ConfigError, match="linger_ms"):
+def test_a_config_type_error_names_the_option_its_type_and_unit(emu):
+    with pytest.raises(loghose.ConfigError, match=r"`linger_ms`: .*expected a whole number \(milliseconds\)"):
         loghose.Producer(**emu.producer_options(), linger_ms="10")
+
+
+def test_a_misspelt_option_gets_a_did_you_mean(emu):
+    with pytest.raises(loghose.ConfigError, match=r"`lingr_ms`: unknown option; did you mean `linger_ms`\?"):
+        loghose.Producer(**emu.producer_options(), lingr_ms=10)
 
 
 @pytest.mark.parametrize("shards", [0, 101, 4294967295])
@@ -98,3 +108,98 @@ def test_the_emulator_refuses_a_shard_count_the_service_would(emu, shards):
     assert emu.totals("proj", "huge") is None
     with pytest.raises(loghose.ConfigError, match="shard_count"):
         loghose.Emulator(shard_count=shards)
+
+
+# ---- Values as applications have them: converted only when not str/bytes/int/float/bool ----
+
+class Colour(enum.Enum):
+    RED = "red"
+    DEEP = 3
+
+
+WHEN = datetime.datetime(2026, 12, 1, 3, 4, 5, 678901, tzinfo=datetime.timezone.utc)
+ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+CONVERTED = [
+    ("nested dict", {"a": {"b": 1}, "c": [1, "x", None]}, '{"a":{"b":1},"c":[1,"x",null]}'),
+    ("list", [1, 2.5, True, "é"], '[1,2.5,true,"é"]'),
+    ("tuple", ("a", 1), '["a",1]'),
+    ("set", {7}, "[7]"),
+    ("None", None, "null"),
+    ("datetime", WHEN, "2026-12-01T03:04:05.678901+00:00"),
+    ("date", datetime.date(2026, 12, 1), "2026-12-01"),
+    ("time", datetime.time(3, 4, 5), "03:04:05"),
+    ("UUID", ID, "12345678-1234-5678-1234-567812345678"),
+    ("Decimal", decimal.Decimal("1.10"), "1.10"),
+    ("Path", pathlib.PurePosixPath("/var/log/app.log"), "/var/log/app.log"),
+    ("Enum str", Colour.RED, "red"),
+    ("Enum int", Colour.DEEP, "3"),
+    ("exception", ValueError("bad input"), "ValueError: bad input"),
+    ("bytearray", bytearray(b"raw"), "raw"),
+    ("inside JSON", {"when": WHEN, "id": ID, "c": Colour.RED, "d": decimal.Decimal("2")},
+     '{"when":"2026-12-01T03:04:05.678901+00:00","id":"12345678-1234-5678-1234-567812345678","c":"red","d":"2"}'),
+]
+
+
+@pytest.mark.parametrize(("value", "text"), [row[1:] for row in CONVERTED], ids=[row[0] for row in CONVERTED])
+def test_structured_values_are_stored_as_text(emu, value, text):
+    with producer(emu) as p:
+        p.send({"id": "dict", "v": value})
+        p.send([("id", "pairs"), ("v", value)])
+        p.send_many([{"id": "many", "v": value}])
+        assert p.flush(30) == 0
+    assert {log["id"]: log["v"] for log in stored(emu)} == {"dict": text, "pairs": text, "many": text}
+
+
+class Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def test_default_converts_what_has_no_text_form_at_the_top_and_inside_json(emu):
+    with producer(emu, default=lambda o: {"x": o.x, "y": o.y}) as p:
+        p.send({"id": "top", "v": Point(1, 2)})
+        p.send({"id": "inside", "v": [Point(3, 4)]})
+        assert p.flush(30) == 0
+    assert {log["id"]: log["v"] for log in stored(emu)} == {"top": '{"x":1,"y":2}', "inside": '[{"x":3,"y":4}]'}
+
+
+def test_without_default_an_unknown_value_is_a_type_error_naming_the_field(emu):
+    with producer(emu) as p:
+        with pytest.raises(TypeError, match=r"value of field 'where' is a Point.*default="):
+            p.send({"ok": "1", "where": Point(1, 2)})
+        with pytest.raises(TypeError, match=r"value of field 'deep' cannot be written as JSON.*Point"):
+            p.send({"deep": {"p": Point(1, 2)}})
+        stats = p.stats()
+        assert (stats["accepted"], stats["invalid"]) == (0, 2)
+        p.send({"ok": "2"})
+        assert p.flush(30) == 0
+    assert stored(emu) == [{"ok": "2"}]
+
+
+def test_a_default_that_raises_is_a_type_error_naming_the_field(emu):
+    def refuse(value):
+        raise RuntimeError("no way")
+
+    with producer(emu, default=refuse) as p:
+        with pytest.raises(TypeError, match=r"value of field 'p': default= raised RuntimeError: no way"):
+            p.send({"p": Point(1, 2)})
+        with pytest.raises(TypeError, match="record 1: "):
+            p.send_many([{"ok": "1"}, {"p": object()}])
+        assert p.stats()["accepted"] == 0
+
+
+def test_a_default_that_never_reaches_text_is_refused(emu):
+    with producer(emu, default=lambda o: Point(0, 0)) as p:
+        with pytest.raises(TypeError, match="keeps returning values without a text form"):
+            p.send({"p": Point(1, 2)})
+
+
+def test_a_plain_str_record_never_calls_the_conversion(emu):
+    calls = []
+    with producer(emu, default=lambda o: calls.append(o) or "x") as p:
+        for i in range(100):
+            p.send({"msg": "plain", "n": i, "f": 1.5, "b": True, "raw": b"x"})
+        assert p.flush(30) == 0
+    assert calls == []
+    assert len(stored(emu)) == 100

@@ -29,11 +29,15 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from . import _native, _signals
+from . import _credentials, _native, _signals, _values
 from ._native import DeliveryReport, engine_version
+from ._options import ProducerOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 from .errors import (
     BufferFullError,
     ConfigError,
@@ -44,6 +48,9 @@ from .errors import (
 )
 
 logger = _stdlib_logging.getLogger("loghose")
+
+#: This package's version (the engine's: one version for the wheel, the addon and the crate).
+__version__ = engine_version()
 
 
 class _UnhandledFailures:
@@ -118,11 +125,26 @@ class Producer:
     """Batches, compresses, signs and ships records; see ``ProducerConfig`` for every option.
 
     Options are keyword-only and use the engine's names (``linger_ms``, ``batch_max_bytes``,
-    ``buffer_max_bytes``, ``max_block_ms``, ``compression``, ...). An unknown or invalid option
-    raises :class:`ConfigError` naming it.
+    ``buffer_max_bytes``, ``max_block_ms``, ``compression``, ...; typed in
+    :class:`ProducerOptions`). An unknown or invalid option raises :class:`ConfigError` naming
+    it, its expected type and unit.
+
+    Credentials: ``access_key_id`` / ``access_key_secret`` (and ``security_token``), or
+    ``api_key``, or ``credentials_provider`` (a callable, or an object with
+    ``get_credentials()`` / ``get_credential()``, asked before every attempt so rotated STS
+    tokens are picked up; see ``loghose._credentials``); with none of these, the environment's
+    ``ALIBABA_CLOUD_ACCESS_KEY_ID``, ``ALIBABA_CLOUD_ACCESS_KEY_SECRET`` and
+    ``ALIBABA_CLOUD_SECURITY_TOKEN``.
+
+    Values: str, bytes, int, float and bool are stored as they are; dicts and lists as compact
+    JSON, dates as ISO 8601, ``UUID``/``Decimal``/``Path`` as text, an ``Enum`` as its value,
+    ``None`` as ``null``; anything else goes to ``default`` (as ``json.dumps`` takes it) or
+    raises ``TypeError`` naming the field (see ``loghose._values``).
     """
 
-    def __init__(self, *, on_delivery=None, **options: Any) -> None:
+    def __init__(self, *, on_delivery: Callable[[list[DeliveryReport]], object] | None = None,
+                 credentials_provider: Any = None, default: Callable[[Any], Any] | None = None,
+                 **options: Unpack[ProducerOptions]) -> None:
         self._on_delivery = on_delivery
         self._futures: dict[int, Any] = {}
         self._futures_lock = threading.Lock()
@@ -133,9 +155,11 @@ class Producer:
         # The native producer holds its report callback where Python's collector cannot see it:
         # a bound method there would keep this producer alive forever (a re-run notebook cell
         # would pile up producers and threads). It gets a weak reference instead.
-        self._native = _native.NativeProducer(_config_json(options), _weak_reports(self))
+        credentials = None if credentials_provider is None else _credentials.provider_function(credentials_provider)
+        self._native = _native.NativeProducer(_config_json(dict(options)), _weak_reports(self), credentials,
+                                              _values.converter(default))
         # The hot path goes straight to native code: `send` bound to this producer.
-        self.send = self._native.sender()
+        self.send = self._native.sender()  # type: ignore[method-assign]
         _live.add(self)
         self._close_on_signal_ms = self._native.close_on_signal_ms
         if self._close_on_signal_ms > 0:
@@ -148,8 +172,9 @@ class Producer:
         preset_options = json.loads(_native.preset_options_json(preset))
         return cls(**{**preset_options, **options})
 
-    def send(self, contents: Contents, *, topic=None, source=None, time=None, shard_key=None,  # type: ignore[no-redef]
-             project=None, logstore=None) -> None:
+    def send(self, contents: Contents, *, topic: str | None = None, source: str | None = None,
+             time: float | None = None, shard_key: str | None = None, project: str | None = None,
+             logstore: str | None = None) -> None:
         """Queues one record: a dict or (key, value) pairs of str/bytes (int, float and bool are
         converted). Fire and forget; see ``send_future`` for the outcome."""
         self._native.send(contents, topic=topic, source=source, time=time, shard_key=shard_key,
@@ -166,10 +191,10 @@ class Producer:
         """
         return self._native.send_many(records)
 
-    def send_future(self, contents: Contents, **options: Any) -> concurrent.futures.Future:
+    def send_future(self, contents: Contents, **options: Any) -> concurrent.futures.Future[DeliveryReport]:
         """Queues one record; the future resolves with its batch's :class:`DeliveryReport`, or
         fails with :class:`DeliveryError`."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
+        future: concurrent.futures.Future[DeliveryReport] = concurrent.futures.Future()
         self._track(contents, future, options)
         return future
 
@@ -186,7 +211,7 @@ class Producer:
 
     def _on_reports(self, reports: list[DeliveryReport]) -> None:
         # Runs on the producer's reporter thread, once per batch of reports.
-        by_loop: dict[Any, list[tuple[asyncio.Future, DeliveryReport]]] = {}
+        by_loop: dict[Any, list[tuple[asyncio.Future[DeliveryReport], DeliveryReport]]] = {}
         with self._futures_lock:
             targets = [(self._futures.pop(t, None), r) for r in reports for t in r.tickets]
         for target, report in targets:
@@ -248,7 +273,7 @@ class Producer:
     def stats(self) -> dict[str, Any]:
         """Counters: accepted, delivered, failed, retried, dropped, invalid, queued bytes and
         records, in-flight batches, failures by code, callback errors."""
-        stats = json.loads(self._native.stats_json())
+        stats: dict[str, Any] = json.loads(self._native.stats_json())
         stats["callback_errors"] += self._callback_errors
         return stats
 
@@ -259,7 +284,7 @@ class Producer:
         self.close()
 
 
-def _resolve_async(items: list[tuple[asyncio.Future, DeliveryReport]]) -> None:
+def _resolve_async(items: list[tuple[asyncio.Future[DeliveryReport], DeliveryReport]]) -> None:
     for future, report in items:
         if future.done():
             continue
@@ -270,10 +295,12 @@ def _resolve_async(items: list[tuple[asyncio.Future, DeliveryReport]]) -> None:
 
 
 class AsyncProducer:
-    """The asyncio front: ``send`` returns an awaitable resolved on the caller's loop."""
+    """The asyncio front: ``send`` returns an awaitable resolved on the caller's loop. Takes
+    the same arguments as :class:`Producer`."""
 
-    def __init__(self, **options: Any) -> None:
-        self._producer = Producer(**options)
+    def __init__(self, *, credentials_provider: Any = None, default: Callable[[Any], Any] | None = None,
+                 **options: Unpack[ProducerOptions]) -> None:
+        self._producer = Producer(credentials_provider=credentials_provider, default=default, **options)
 
     @classmethod
     def from_preset(cls, preset: str, **options: Any) -> AsyncProducer:
@@ -281,7 +308,7 @@ class AsyncProducer:
         self._producer = Producer.from_preset(preset, **options)
         return self
 
-    def send(self, contents: Contents, **options: Any) -> asyncio.Future:
+    def send(self, contents: Contents, **options: Any) -> asyncio.Future[DeliveryReport]:
         """Queues one record; await the result for its :class:`DeliveryReport`."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
@@ -326,20 +353,23 @@ class Emulator:
     def access_key_secret(self) -> str:
         return self._native.access_key_secret
 
-    def producer_options(self, project: str = "loghose", logstore: str = "logs") -> dict[str, Any]:
+    def producer_options(self, project: str = "loghose", logstore: str = "logs") -> ProducerOptions:
         """Options that point a Producer at this emulator."""
         return {"endpoint": self.endpoint, "project": project, "logstore": logstore,
                 "access_key_id": self.access_key_id, "access_key_secret": self.access_key_secret}
 
     def logs(self, project: str, logstore: str) -> list[dict[str, Any]]:
         """Stored logs: time, time_ns, topic, source, tags and contents (lists of pairs), shard."""
-        return json.loads(self._native.logs_json(project, logstore))
+        logs: list[dict[str, Any]] = json.loads(self._native.logs_json(project, logstore))
+        return logs
 
     def totals(self, project: str, logstore: str) -> dict[str, int] | None:
-        return json.loads(self._native.totals_json(project, logstore))
+        totals: dict[str, int] | None = json.loads(self._native.totals_json(project, logstore))
+        return totals
 
     def counters(self) -> dict[str, Any]:
-        return json.loads(self._native.counters_json())
+        counters: dict[str, Any] = json.loads(self._native.counters_json())
+        return counters
 
     def inject(self, kind: str, **fault: Any) -> None:
         """Adds a fault: ``inject("error", status=503, code="ServerBusy", count=3)``,
@@ -355,6 +385,12 @@ class Emulator:
 
     def reset(self) -> None:
         self._native.reset()
+
+    def replace_sts_keys(self, keys: list[dict[str, str]]) -> None:
+        """Replaces the temporary (STS) keys (``[{"id", "secret", "token"}]``): requests signed
+        with a key no longer listed are refused with 401, as the service refuses an expired
+        token. Start the emulator with ``sts_keys=[...]`` for the first ones."""
+        self._native.replace_sts_keys_json(json.dumps(keys))
 
     def create_logstore(self, project: str, logstore: str, shards: int | None = None) -> None:
         self._native.create_logstore(project, logstore, shards)
@@ -401,5 +437,7 @@ __all__ = [
     "LoghoseError",
     "Producer",
     "ProducerClosedError",
+    "ProducerOptions",
+    "__version__",
     "engine_version",
 ]

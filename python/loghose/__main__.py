@@ -73,6 +73,7 @@ class ChildEmulator:
     def __init__(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "loghose", "emulator"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
         info = json.loads(self.proc.stdout.readline())
         self.endpoint = info["endpoint"]
         self.options = {"endpoint": info["endpoint"], "access_key_id": info["access_key_id"],
@@ -82,7 +83,8 @@ class ChildEmulator:
         url = f"{self.endpoint}/_emulator/totals?project={project}&logstore={logstore}"
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(url, timeout=30) as resp:
-            return json.loads(resp.read())
+            totals: dict[str, int] = json.loads(resp.read())
+            return totals
 
     def close(self) -> None:
         if self.proc.stdin:

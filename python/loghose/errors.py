@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LoghoseError(Exception):
     """Base class of every loghose error."""
@@ -45,7 +47,7 @@ class DeliveryError(LoghoseError):
         self.report = report
 
     @classmethod
-    def from_report(cls, report) -> DeliveryError:  # noqa: ANN001 - a native DeliveryReport
+    def from_report(cls, report: Any) -> DeliveryError:
         return cls(
             f"{report.error_code}: {report.error_message}",
             code=report.error_code,

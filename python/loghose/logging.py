@@ -18,8 +18,13 @@ Fields: ``level``, ``logger``, ``message`` (``getMessage()``, or the formatter's
 the handler has one), ``module``, ``function``, ``line``, ``thread``, ``thread_name``,
 ``process``, ``exception`` and ``stack`` (rendered as text, when present), then every ``extra``
 attribute, under its own name. The log's time is ``record.created`` (to the microsecond).
-Values that are not already text or numbers become text: containers as compact JSON,
-``datetime``/``date`` as ISO 8601, ``None`` as ``null``, anything else by ``str``.
+Values that are not already text or numbers become text as the producer converts them
+(containers as compact JSON, dates as ISO 8601, ``None`` as ``null``...); anything without a
+text form is written with ``str``.
+
+As the vendor's handler can, ``extract_json=True`` adds the fields of a message that is a JSON
+object, and ``extract_kv=True`` those of ``key=value`` pairs in the message (values quoted
+with ``"`` may hold spaces); the message itself is kept.
 
 Guarantees: ``emit`` runs on the logging thread and never raises into the application; a
 record that cannot be sent (an invalid key, a full buffer after ``max_block_ms``, a closed
@@ -33,60 +38,50 @@ a new one on the child's first record (a producer passed in stays the caller's b
 
 from __future__ import annotations
 
-import datetime as _datetime
 import json
 import logging
-import os
-import threading
+import re
 from typing import Any
 
 from . import Producer
+from ._sink import OwnedProducer, exception_text
 
 #: Attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 
+_KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|[^\s,;]*)')
 
-def _text(value: Any) -> Any:
-    """A field value the producer takes: text and numbers as they are, the rest as text."""
-    if isinstance(value, (str, bytes, int, float)):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, (_datetime.datetime, _datetime.date, _datetime.time)):
-        return value.isoformat()
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-    return str(value)
+
+def key_values(message: str) -> dict[str, str]:
+    """The ``key=value`` pairs of ``message`` (a quoted value loses its quotes)."""
+    pairs = {}
+    for key, value in _KEY_VALUE.findall(message):
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1].replace('\\"', '"')
+        pairs[key] = value
+    return pairs
 
 
 class LoghoseHandler(logging.Handler):
     """Sends each record to Log Service through a ``loghose.Producer``; see the module text."""
 
     def __init__(self, level: int | str = logging.NOTSET, *, producer: Producer | None = None,
-                 flush_timeout: float = 5.0, close_timeout: float = 10.0, **options: Any) -> None:
+                 flush_timeout: float = 5.0, close_timeout: float = 10.0, extract_json: bool = False,
+                 extract_kv: bool = False, **options: Any) -> None:
         super().__init__(level)
-        if producer is not None and options:
-            raise TypeError(f"pass either producer= or the producer's options, not both: {sorted(options)}")
-        self._options = options
-        self._owns = producer is None
-        self._producer = producer if producer is not None else Producer(**options)
-        self._pid = os.getpid()
-        self._renew = threading.Lock()
+        # A value without a text form is written with str(): logging never fails a record for it.
+        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
         self.flush_timeout = flush_timeout
         self.close_timeout = close_timeout
+        self.extract_json = extract_json
+        self.extract_kv = extract_kv
         #: Records that could not be sent (each went to ``handleError``).
         self.failures = 0
 
     @property
     def producer(self) -> Producer:
         """The producer records go to (in a forked child, the child's own)."""
-        if self._pid != os.getpid() and self._owns:
-            with self._renew:
-                if self._pid != os.getpid():
-                    # The parent's producer and its threads stay the parent's.
-                    self._producer = Producer(**self._options)
-                    self._pid = os.getpid()
-        return self._producer
+        return self._owned.producer
 
     def fields(self, record: logging.LogRecord) -> dict[str, Any]:
         """The log's fields for ``record`` (override to choose others)."""
@@ -104,15 +99,24 @@ class LoghoseHandler(logging.Handler):
         }
         if record.exc_info:
             if not record.exc_text:
-                record.exc_text = _FORMATTER.formatException(record.exc_info)
+                record.exc_text = exception_text(record.exc_info)
             fields["exception"] = record.exc_text
         elif record.exc_text:
             fields["exception"] = record.exc_text
         if record.stack_info:
             fields["stack"] = _FORMATTER.formatStack(record.stack_info)
+        if self.extract_json and message.startswith("{"):
+            try:
+                parsed = json.loads(message)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                fields.update((str(k), v) for k, v in parsed.items() if str(k) not in fields)
+        if self.extract_kv and "=" in message:
+            fields.update((k, v) for k, v in key_values(message).items() if k not in fields)
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                fields[key] = _text(value)
+                fields[key] = value
         for key in ("thread", "process"):
             if fields[key] is None:
                 del fields[key]
@@ -127,24 +131,17 @@ class LoghoseHandler(logging.Handler):
 
     def flush(self) -> None:
         """Waits up to ``flush_timeout`` seconds for what was sent to be delivered."""
-        try:
-            if self._pid == os.getpid() and not self._producer.closed:
-                self._producer.flush(self.flush_timeout)
-        except Exception:  # noqa: BLE001 - flush runs from logging.shutdown at exit
-            pass
+        self._owned.flush(self.flush_timeout)
 
     def close(self) -> None:
         """Delivers what is pending (up to ``close_timeout`` seconds) and closes the producer
         if the handler built it."""
         try:
-            if self._owns and self._pid == os.getpid() and not self._producer.closed:
-                self._producer.close(self.close_timeout)
-        except Exception:  # noqa: BLE001 - close runs from logging.shutdown at exit
-            pass
+            self._owned.close(self.close_timeout)
         finally:
             super().close()
 
 
 _FORMATTER = logging.Formatter()
 
-__all__ = ["LoghoseHandler"]
+__all__ = ["LoghoseHandler", "key_values"]

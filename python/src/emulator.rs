@@ -60,6 +60,13 @@ impl NativeEmulator {
             .map_err(|e| emulator_error(py, e))
     }
 
+    /// Replaces the temporary (STS) keys (JSON list of `{"id", "secret", "token"}`).
+    fn replace_sts_keys_json(&self, py: Python<'_>, keys_json: &str) -> PyResult<()> {
+        self.0
+            .replace_sts_keys_json(keys_json)
+            .map_err(|e| emulator_error(py, e))
+    }
+
     fn clear_faults(&self, py: Python<'_>) -> PyResult<()> {
         self.0.clear_faults().map_err(|e| emulator_error(py, e))
     }

@@ -36,11 +36,18 @@ fn preset_options_json(py: Python<'_>, name: &str) -> PyResult<String> {
         .map_err(|e| errors::raise(py, "ConfigError", e.to_string()))
 }
 
+/// Every option's name (the engine's `ProducerConfig`), for checks of the Python spelling.
+#[pyfunction]
+fn option_names() -> Vec<String> {
+    loghose::producer::ProducerConfig::option_names()
+}
+
 /// The `loghose._native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(preset_options_json, m)?)?;
+    m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_class::<producer::NativeProducer>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;

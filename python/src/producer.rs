@@ -13,8 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loghose::producer::{
-    DeliveryReport, FlushReport, Producer, ProducerConfig, ReportCallback, SendOptions, Track,
+    CredentialsProvider, DeliveryReport, FlushReport, Producer, ProducerConfig, ReportCallback,
+    SendOptions, Track,
 };
+use loghose::wire::sign::Credentials;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -49,6 +51,33 @@ fn flush_until(
             });
         }
         py.check_signals()?;
+    }
+}
+
+/// Credentials from a Python function returning `(access_key_id, access_key_secret,
+/// security_token or None)`, called on an I/O thread (taking the GIL) before every attempt.
+/// `loghose.Producer` wraps whatever provider the caller gives into such a function.
+struct PythonCredentials {
+    function: Py<PyAny>,
+}
+
+impl CredentialsProvider for PythonCredentials {
+    fn credentials(&self) -> Result<Credentials, String> {
+        Python::attach(|py| {
+            let answer = self
+                .function
+                .call0(py)
+                .map_err(|e| format!("the credentials provider raised {}", e.value(py)))?;
+            let (id, secret, token): (String, String, Option<String>) =
+                answer.extract(py).map_err(|_| {
+                    "the credentials provider gave no (id, secret, token) triple".to_owned()
+                })?;
+            Ok(Credentials {
+                access_key_id: id,
+                access_key_secret: secret,
+                security_token: token.filter(|t| !t.is_empty()),
+            })
+        })
     }
 }
 
@@ -93,6 +122,8 @@ impl Drop for NativeProducer {
 #[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
 pub(crate) struct NativeProducer {
     producer: Producer,
+    /// `convert(key, value) -> str` for values that are not str/bytes/bool/int/float.
+    convert: Option<Py<PyAny>>,
 }
 
 impl NativeProducer {
@@ -160,13 +191,15 @@ unsafe fn send_one_body(
             };
         }
         let native = native.cast_unchecked::<NativeProducer>();
+        let native = native.get();
         let contents = pyo3::Borrowed::from_ptr(py, *args);
         send_record(
             py,
-            &native.get().producer,
+            &native.producer,
             &SendOptions::default(),
             Track::None,
             &contents,
+            native.convert.as_ref().map(|c| c.bind(py)),
         )?;
         Ok(pyo3::ffi::Py_NewRef(pyo3::ffi::Py_None()))
     }
@@ -175,15 +208,24 @@ unsafe fn send_one_body(
 #[pymethods]
 impl NativeProducer {
     #[new]
-    #[pyo3(signature = (config_json, on_reports=None))]
-    fn new(py: Python<'_>, config_json: &str, on_reports: Option<Py<PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, on_reports=None, credentials=None, convert=None))]
+    fn new(
+        py: Python<'_>,
+        config_json: &str,
+        on_reports: Option<Py<PyAny>>,
+        credentials: Option<Py<PyAny>>,
+        convert: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let config =
             ProducerConfig::from_json(config_json).map_err(|e| producer_error(py, e.into()))?;
         let callback = on_reports.map(report_callback);
+        let provider = credentials.map(|function| {
+            Arc::new(PythonCredentials { function }) as Arc<dyn CredentialsProvider>
+        });
         let producer = py
-            .detach(|| Producer::build(config, None, callback))
+            .detach(|| Producer::build(config, provider, callback))
             .map_err(|e| producer_error(py, e))?;
-        Ok(NativeProducer { producer })
+        Ok(NativeProducer { producer, convert })
     }
 
     /// Encodes and queues one record. `ticket` asks for the batch report to list it.
@@ -212,7 +254,14 @@ impl NativeProducer {
             logstore,
         };
         let track = ticket.map_or(Track::None, Track::Ticket);
-        send_record(py, &self.producer, &opts, track, contents)
+        send_record(
+            py,
+            &self.producer,
+            &opts,
+            track,
+            contents,
+            self.convert.as_ref().map(|c| c.bind(py)),
+        )
     }
 
     /// `send` bound to this producer as a plain function: the per-record path (see
@@ -232,7 +281,12 @@ impl NativeProducer {
     /// Queues every record of `records` or none of them; returns how many were queued. A
     /// record that cannot be sent raises (naming its index) before anything is queued.
     fn send_many(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<usize> {
-        record::send_many(py, &self.producer, records)
+        record::send_many(
+            py,
+            &self.producer,
+            records,
+            self.convert.as_ref().map(|c| c.bind(py)),
+        )
     }
 
     /// Seals everything and waits up to `timeout` seconds (None: until done); returns the

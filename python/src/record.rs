@@ -24,6 +24,7 @@ pub(crate) fn send_record(
     opts: &SendOptions<'_>,
     track: Track,
     contents: &Bound<'_, PyAny>,
+    convert: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     if let Ok(dict) = contents.cast::<PyDict>() {
         match producer.try_send_in_place(opts, track, |enc| put_dict_direct(enc, dict)) {
@@ -33,7 +34,7 @@ pub(crate) fn send_record(
         }
     }
     producer
-        .send_with_scratch(opts, track, |enc| put_contents(enc, contents))
+        .send_with_scratch(opts, track, |enc| put_contents(enc, contents, convert))
         .map(drop)
         .map_err(|e| match e {
             loghose::producer::ScratchError::Producer(e) => producer_error(py, e),
@@ -64,11 +65,15 @@ fn str_text<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, str>> {
     }
 }
 
-/// Writes one Python value as a field, or explains why it cannot be one.
+/// Writes one Python value as a field, or explains why it cannot be one. A value that is not
+/// str, bytes, bool, int or float goes to `convert(key, value)` (the Python front's
+/// conversion: JSON for containers, ISO 8601 for dates, the `default=` hook...), which returns
+/// its text or raises naming the key; without `convert` it is a `TypeError`.
 fn put_field(
     enc: &mut LogEncoder<'_>,
     key: &Bound<'_, PyAny>,
     value: &Bound<'_, PyAny>,
+    convert: Option<&Bound<'_, PyAny>>,
 ) -> Result<(), FillError> {
     let key_text;
     let key_bytes: &[u8] = if let Ok(k) = key.cast::<PyString>() {
@@ -103,6 +108,21 @@ fn put_field(
     } else {
         None
     };
+    if let (None, Some(convert)) = (&converted, convert) {
+        let text = convert.call1((key, value))?;
+        if let Ok(v) = text.cast::<PyString>() {
+            return Ok(enc.field_bytes_utf8(key_bytes, &str_text(v)?)?);
+        }
+        if let Ok(v) = text.cast::<PyBytes>() {
+            return Ok(enc.field_bytes(key_bytes, v.as_bytes())?);
+        }
+        return Err(PyTypeError::new_err(format!(
+            "the conversion of field {:?} gave {}, not str",
+            String::from_utf8_lossy(key_bytes),
+            type_name(&text)
+        ))
+        .into());
+    }
     match converted {
         Some(text) => Ok(enc.field_bytes_utf8(key_bytes, &text)?),
         None => Err(PyTypeError::new_err(format!(
@@ -178,7 +198,11 @@ unsafe fn compact_ascii<'a>(_obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
 /// Writes the fields of a dict. Keys and values that are both `str` are read straight from
 /// CPython; anything else takes [`put_field`]. A dict resized meanwhile (by a conversion's
 /// Python code) is an error, as in Python's own iteration.
-fn put_dict(enc: &mut LogEncoder<'_>, dict: &Bound<'_, PyDict>) -> Result<(), FillError> {
+fn put_dict(
+    enc: &mut LogEncoder<'_>,
+    dict: &Bound<'_, PyDict>,
+    convert: Option<&Bound<'_, PyAny>>,
+) -> Result<(), FillError> {
     let py = dict.py();
     let ptr = dict.as_ptr();
     // SAFETY: `ptr` is a live dict (we hold `dict`); PyDict_Next hands out borrowed pointers,
@@ -199,7 +223,7 @@ fn put_dict(enc: &mut LogEncoder<'_>, dict: &Bound<'_, PyDict>) -> Result<(), Fi
             }
             let k = Bound::from_borrowed_ptr(py, key);
             let v = Bound::from_borrowed_ptr(py, value);
-            put_field(enc, &k, &v)?;
+            put_field(enc, &k, &v, convert)?;
             if pyo3::ffi::PyDict_Size(ptr) != size {
                 return Err(PyRuntimeError::new_err("dictionary changed size during send").into());
             }
@@ -241,9 +265,10 @@ fn put_dict_direct(
 pub(crate) fn put_contents(
     enc: &mut LogEncoder<'_>,
     contents: &Bound<'_, PyAny>,
+    convert: Option<&Bound<'_, PyAny>>,
 ) -> Result<(), FillError> {
     if let Ok(dict) = contents.cast::<PyDict>() {
-        return put_dict(enc, dict);
+        return put_dict(enc, dict, convert);
     }
     let Ok(items) = contents.try_iter() else {
         return Err(PyTypeError::new_err(format!(
@@ -265,7 +290,7 @@ pub(crate) fn put_contents(
             ))
             .into());
         };
-        put_field(enc, &key, &value)?;
+        put_field(enc, &key, &value, convert)?;
     }
     Ok(())
 }
@@ -276,13 +301,16 @@ pub(crate) fn send_many(
     py: Python<'_>,
     producer: &Producer,
     records: &Bound<'_, PyAny>,
+    convert: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<usize> {
     producer.ensure_owned().map_err(|e| producer_error(py, e))?;
     let mut set: RecordSet<'_> = producer.record_set();
     for (index, record) in records.try_iter()?.enumerate() {
         let record = record?;
-        set.push(&SendOptions::default(), |enc| put_contents(enc, &record))
-            .map_err(|e| at_index(py, index, e.into_py(py)))?;
+        set.push(&SendOptions::default(), |enc| {
+            put_contents(enc, &record, convert)
+        })
+        .map_err(|e| at_index(py, index, e.into_py(py)))?;
     }
     producer
         .send_all(&set, &SendOptions::default())

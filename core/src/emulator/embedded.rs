@@ -135,6 +135,17 @@ impl EmbeddedEmulator {
         self.with(|e| e.inject(fault))
     }
 
+    /// Replaces the temporary (STS) keys with those given as JSON (a list of
+    /// `{"id", "secret", "token"}`): requests signed with a replaced key are refused.
+    pub fn replace_sts_keys_json(&self, keys_json: &str) -> Result<(), EmbeddedError> {
+        let keys: Vec<super::StsKey> =
+            serde_json::from_str(keys_json).map_err(|e| EmbeddedError::Config {
+                what: "sts_keys",
+                message: e.to_string(),
+            })?;
+        self.with(|e| e.service().replace_sts_keys(&keys))
+    }
+
     /// Removes every fault rule.
     pub fn clear_faults(&self) -> Result<(), EmbeddedError> {
         self.with(Emulator::clear_faults)

@@ -196,6 +196,10 @@ pub enum ConfigError {
         /// The key.
         key: &'static str,
     },
+    /// No credentials: no `access_key_id`, no `api_key`, no provider, and nothing in the
+    /// environment.
+    #[error("no credentials: give `access_key_id` and `access_key_secret` (or `api_key`, or a credentials provider), or set {ENV_ACCESS_KEY_ID} and {ENV_ACCESS_KEY_SECRET}")]
+    NoCredentials,
     /// A number outside its range.
     #[error("`{key}` is {value}, but must be from {min} to {max}")]
     OutOfRange {
@@ -243,6 +247,52 @@ fn range(key: &'static str, value: u64, min: u64, max: u64) -> Result<(), Config
         })
     }
 }
+
+/// serde's message for a bad option, made plain: an unknown name gets the nearest known one
+/// ("did you mean") instead of the list of all of them, and a wrong type says the unit the
+/// option's name implies.
+fn explain_parse_error(key: &str, text: String) -> String {
+    if let Some(rest) = text.strip_prefix("unknown field `") {
+        let unknown = rest.split('`').next().unwrap_or_default();
+        let nearest = ProducerConfig::option_names()
+            .into_iter()
+            .map(|name| (strsim::damerau_levenshtein(unknown, &name), name))
+            .filter(|(distance, name)| *distance <= 2.max(name.len() / 4))
+            .min();
+        return match nearest {
+            Some((_, name)) => format!("unknown option; did you mean `{name}`?"),
+            None => "unknown option (every option is listed on ProducerConfig)".to_owned(),
+        };
+    }
+    if !text.starts_with("invalid type") && !text.starts_with("invalid value") {
+        return text;
+    }
+    let unit = if key.ends_with("_ms") {
+        " (milliseconds)"
+    } else if key.ends_with("_bytes") {
+        " (bytes)"
+    } else {
+        ""
+    };
+    let integer = [" u8", " u16", " u32", " u64", " usize"]
+        .iter()
+        .any(|t| text.ends_with(t));
+    if integer {
+        let head = text
+            .rsplit_once(", expected")
+            .map_or(text.as_str(), |(h, _)| h);
+        format!("{head}, expected a whole number{unit}")
+    } else {
+        format!("{text}{unit}")
+    }
+}
+
+/// The environment variable read for the AccessKeyId when no credentials are given.
+pub const ENV_ACCESS_KEY_ID: &str = "ALIBABA_CLOUD_ACCESS_KEY_ID";
+/// The environment variable read for the AccessKeySecret.
+pub const ENV_ACCESS_KEY_SECRET: &str = "ALIBABA_CLOUD_ACCESS_KEY_SECRET";
+/// The environment variable read for an STS security token.
+pub const ENV_SECURITY_TOKEN: &str = "ALIBABA_CLOUD_SECURITY_TOKEN";
 
 /// Options whose values error messages never show.
 const SECRET_OPTIONS: [&str; 4] = [
@@ -323,14 +373,49 @@ impl ProducerConfig {
             } else {
                 let text = error.to_string();
                 // The option is named; where in the JSON it was is noise to the caller.
-                match text.rfind(" at line ") {
+                let text = match text.rfind(" at line ") {
                     Some(at) => text[..at].to_owned(),
                     None => text,
-                }
+                };
+                explain_parse_error(&key, text)
             };
             ConfigError::Parse { key, message }
         })?;
         Ok(config)
+    }
+
+    /// This configuration with the keys of the standard environment variables
+    /// (`ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET`, and
+    /// `ALIBABA_CLOUD_SECURITY_TOKEN` for an STS key) when it names no credentials itself (no
+    /// `access_key_id`, no `api_key`); otherwise unchanged. [`Producer::build`] does this when
+    /// no credentials provider is given.
+    ///
+    /// [`Producer::build`]: super::Producer::build
+    pub fn with_environment_credentials(self) -> ProducerConfig {
+        self.with_credentials_from(|name| std::env::var(name).ok())
+    }
+
+    fn with_credentials_from(self, var: impl Fn(&str) -> Option<String>) -> ProducerConfig {
+        if !self.access_key_id.is_empty() || self.api_key.is_some() {
+            return self;
+        }
+        let Some(id) = var(ENV_ACCESS_KEY_ID).filter(|v| !v.is_empty()) else {
+            return self;
+        };
+        ProducerConfig {
+            access_key_id: id,
+            access_key_secret: var(ENV_ACCESS_KEY_SECRET).unwrap_or_default(),
+            security_token: var(ENV_SECURITY_TOKEN).filter(|v| !v.is_empty()),
+            ..self
+        }
+    }
+
+    /// Every option's name, as the fronts spell them.
+    pub fn option_names() -> Vec<String> {
+        match serde_json::to_value(ProducerConfig::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// The preset names [`preset`](ProducerConfig::preset) knows.
@@ -384,11 +469,7 @@ impl ProducerConfig {
                             .into(),
                 })
             }
-            (None, true, _) => {
-                return Err(ConfigError::Missing {
-                    key: "access_key_id",
-                })
-            }
+            (None, true, _) => return Err(ConfigError::NoCredentials),
             (None, false, true) => {
                 return Err(ConfigError::Missing {
                     key: "access_key_secret",
@@ -538,8 +619,24 @@ mod tests {
         let err = ProducerConfig::from_json(r#"{"linger_ms": "10"}"#).unwrap_err();
         assert!(matches!(&err, ConfigError::Parse { key, .. } if key == "linger_ms"));
         assert!(!err.to_string().contains("line 1"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "`linger_ms`: invalid type: string \"10\", expected a whole number (milliseconds)"
+        );
         let err = ProducerConfig::from_json(r#"{"lingr_ms": 10}"#).unwrap_err();
-        assert!(err.to_string().contains("lingr_ms"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "`lingr_ms`: unknown option; did you mean `linger_ms`?"
+        );
+        let err = ProducerConfig::from_json(r#"{"bufer_max_bytes": -1}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("did you mean `buffer_max_bytes`?"),
+            "{err}"
+        );
+        let err = ProducerConfig::from_json(r#"{"colour": 1}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown option ("), "{err}");
+        let err = ProducerConfig::from_json(r#"{"batch_max_bytes": -1}"#).unwrap_err();
+        assert!(err.to_string().ends_with("(bytes)"), "{err}");
         for secret in SECRET_OPTIONS {
             let json = format!(r#"{{"{secret}": 987654321}}"#);
             let err = ProducerConfig::from_json(&json).unwrap_err();
@@ -551,6 +648,43 @@ mod tests {
         }
         let ok = ProducerConfig::from_json(r#"{"project": "p", "linger_ms": 5}"#).unwrap();
         assert_eq!((ok.project.as_str(), ok.linger_ms), ("p", 5));
+    }
+
+    #[test]
+    fn environment_credentials_fill_in_only_when_none_are_given() {
+        let env = |name: &str| {
+            Some(match name {
+                ENV_ACCESS_KEY_ID => "env-id".to_owned(),
+                ENV_ACCESS_KEY_SECRET => "env-secret".to_owned(),
+                ENV_SECURITY_TOKEN => "env-token".to_owned(),
+                _ => return None,
+            })
+        };
+        let bare = ProducerConfig::new("http://127.0.0.1:1", "proj", "logs");
+        assert!(matches!(bare.validate(), Err(ConfigError::NoCredentials)));
+        let filled = bare.clone().with_credentials_from(env);
+        assert_eq!(
+            (
+                filled.access_key_id.as_str(),
+                filled.access_key_secret.as_str(),
+                filled.security_token.as_deref()
+            ),
+            ("env-id", "env-secret", Some("env-token"))
+        );
+        assert!(filled.validate().is_ok());
+        let given = ok().with_credentials_from(env);
+        assert_eq!(
+            (given.access_key_id.as_str(), given.security_token),
+            ("id", None)
+        );
+        let bearer = ProducerConfig {
+            api_key: Some("k".into()),
+            ..bare.clone()
+        }
+        .with_credentials_from(env);
+        assert!(bearer.access_key_id.is_empty());
+        let unset = bare.with_credentials_from(|_| None);
+        assert!(unset.access_key_id.is_empty());
     }
 
     #[test]

@@ -253,6 +253,8 @@ impl Producer {
                     access_key_secret: "provider".into(),
                     ..config
                 }
+            } else if provider.is_none() {
+                config.with_environment_credentials()
             } else {
                 config
             };

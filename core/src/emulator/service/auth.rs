@@ -61,10 +61,15 @@ impl Service {
         Ok(())
     }
 
-    pub(super) fn key_for(&self, head: &Head<'_>, access_key_id: &str) -> Result<&Key, ApiError> {
-        let key = self.keys.get(access_key_id).ok_or_else(|| {
-            ApiError::unauthorized(format!("AccessKeyId not found: {access_key_id}"))
-        })?;
+    pub(super) fn key_for(&self, head: &Head<'_>, access_key_id: &str) -> Result<Key, ApiError> {
+        let key = self
+            .keys
+            .read()
+            .get(access_key_id)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::unauthorized(format!("AccessKeyId not found: {access_key_id}"))
+            })?;
         let sent = head.header("x-acs-security-token");
         match (&key.token, sent) {
             (None, None) => Ok(key),

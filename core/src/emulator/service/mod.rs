@@ -25,12 +25,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use hyper::http::{HeaderValue, Method, Request, Response, StatusCode};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::error::ApiError;
 use super::faults::Faults;
 use super::store::{shorten, Missing, Store};
-use super::EmulatorConfig;
+use super::{EmulatorConfig, StsKey};
 use crate::wire::compress::CodecError;
 use crate::wire::names::NameKind;
 use crate::wire::scan::ScanError;
@@ -87,6 +87,7 @@ struct AtomicCounters {
     rejected: Mutex<BTreeMap<String, u64>>,
 }
 
+#[derive(Clone)]
 struct Key {
     secret: String,
     token: Option<String>,
@@ -95,7 +96,9 @@ struct Key {
 /// The request handler and everything it owns (store, faults, counters).
 pub struct Service {
     config: EmulatorConfig,
-    keys: HashMap<String, Key>,
+    /// Permanent and temporary keys; the temporary ones can be replaced while serving
+    /// ([`Service::replace_sts_keys`]), as an STS token expires and a new one is issued.
+    keys: RwLock<HashMap<String, Key>>,
     api_keys: HashSet<String>,
     pub(crate) store: Store,
     pub(crate) faults: Faults,
@@ -218,6 +221,22 @@ fn codec_error(e: CodecError) -> ApiError {
 }
 
 impl Service {
+    /// Replaces every temporary (STS) key with `keys`: requests signed with a replaced key are
+    /// refused from now on (401 Unauthorized), as the service refuses an expired token.
+    pub fn replace_sts_keys(&self, keys: &[StsKey]) {
+        let mut map = self.keys.write();
+        map.retain(|_, key| key.token.is_none());
+        for k in keys {
+            map.insert(
+                k.id.clone(),
+                Key {
+                    secret: k.secret.clone(),
+                    token: Some(k.token.clone()),
+                },
+            );
+        }
+    }
+
     /// A handler for `config`.
     pub fn new(config: EmulatorConfig) -> Self {
         let mut keys = HashMap::new();
@@ -247,7 +266,7 @@ impl Service {
         );
         Service {
             api_keys: config.api_keys.iter().cloned().collect(),
-            keys,
+            keys: RwLock::new(keys),
             store,
             faults: Faults::default(),
             counters: AtomicCounters::default(),

@@ -1,0 +1,72 @@
+"""What the ``logging`` handler, the structlog processor and the loguru sink share: a producer
+of their own (built from the producer's options) or one passed in, renewed in a forked child,
+and closed within a bound.
+
+Runs on the thread that logs. A handler that built its own producer builds a new one on a
+forked child's first record (the parent's producer and its threads stay the parent's); a
+producer passed in stays the caller's business, in the child as elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+from typing import Any
+
+from . import Producer
+
+
+class OwnedProducer:
+    """A producer built from ``options`` (and closed by :meth:`close`), or ``producer``."""
+
+    def __init__(self, producer: Producer | None, options: dict[str, Any]) -> None:
+        if producer is not None and options:
+            raise TypeError(f"pass either producer= or the producer's options, not both: {sorted(options)}")
+        self._options = options
+        self.owns = producer is None
+        self._producer = producer if producer is not None else Producer(**options)
+        self._pid = os.getpid()
+        self._renew = threading.Lock()
+
+    @property
+    def producer(self) -> Producer:
+        """The producer records go to (in a forked child, the child's own)."""
+        if self._pid != os.getpid() and self.owns:
+            with self._renew:
+                if self._pid != os.getpid():
+                    self._producer = Producer(**self._options)
+                    self._pid = os.getpid()
+        return self._producer
+
+    def flush(self, timeout: float) -> int:
+        """Waits up to ``timeout`` seconds for delivery; never raises (runs at exit)."""
+        try:
+            if self._pid == os.getpid() and not self._producer.closed:
+                return self._producer.flush(timeout)
+        except Exception:  # noqa: BLE001 - flush runs from shutdown hooks at exit
+            pass
+        return 0
+
+    def close(self, timeout: float) -> None:
+        """Delivers what is pending (up to ``timeout`` seconds) and closes the producer if it
+        is this object's own; never raises (runs at exit)."""
+        try:
+            if self.owns and self._pid == os.getpid() and not self._producer.closed:
+                self._producer.close(timeout)
+        except Exception:  # noqa: BLE001 - close runs from shutdown hooks at exit
+            pass
+
+
+def exception_text(exc_info: Any) -> str | None:
+    """The traceback text of ``exc_info`` (an exception, a ``sys.exc_info()`` triple, or
+    ``True`` for the exception being handled), or None when there is none."""
+    if exc_info is True:
+        import sys
+
+        exc_info = sys.exc_info()
+    if isinstance(exc_info, BaseException):
+        exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+    if isinstance(exc_info, tuple) and len(exc_info) == 3 and exc_info[0] is not None:
+        return "".join(traceback.format_exception(*exc_info)).rstrip("\n")
+    return None

@@ -1,0 +1,77 @@
+"""loguru into Log Service: a sink that sends each message as one log.
+
+::
+
+    from loguru import logger
+    from loghose.loguru import LoghoseSink
+
+    logger.add(LoghoseSink(**options), serialize=False)
+
+Fields: ``level``, ``logger`` (the record's name), ``message``, ``module``, ``function``,
+``line``, ``thread``, ``thread_name``, ``process``, ``exception`` (the traceback text, when
+there is one), then every key of ``extra`` (what ``logger.bind(...)`` and
+``logger.contextualize(...)`` add) under its own name. The log's time is the record's, to the
+microsecond. Values are converted as the producer converts them, anything without a text form
+with ``str``.
+
+loguru calls the sink on the logging thread (or on its queue's thread with ``enqueue=True``);
+the sink never blocks beyond the producer's ``max_block_ms`` and lets loguru report a record it
+could not send (``catch=True``, loguru's default, prints it to stderr), counting it in
+``failures``. ``logger.remove()`` stops the sink: it delivers what is pending (up to
+``close_timeout`` seconds) and closes the producer if the sink built it. Needs the ``loguru``
+package (``pip install 'loghose[loguru]'``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import Producer
+from ._sink import OwnedProducer, exception_text
+
+
+class LoghoseSink:
+    """A loguru sink sending each message to Log Service; see the module text."""
+
+    def __init__(self, *, producer: Producer | None = None, close_timeout: float = 10.0, **options: Any) -> None:
+        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
+        self.close_timeout = close_timeout
+        #: Messages that could not be sent.
+        self.failures = 0
+
+    @property
+    def producer(self) -> Producer:
+        return self._owned.producer
+
+    def write(self, message: Any) -> None:
+        record = message.record
+        thread, process = record["thread"], record["process"]
+        fields: dict[str, Any] = {
+            "level": record["level"].name,
+            "logger": record["name"],
+            "message": record["message"],
+            "module": record["module"],
+            "function": record["function"],
+            "line": record["line"],
+            "thread": thread.id,
+            "thread_name": thread.name,
+            "process": process.id,
+        }
+        exception = record["exception"]
+        if exception is not None:
+            text = exception_text((exception.type, exception.value, exception.traceback))
+            if text is not None:
+                fields["exception"] = text
+        for key, value in record["extra"].items():
+            fields[str(key)] = value
+        try:
+            self.producer.send(fields, time=record["time"].timestamp())
+        except Exception:
+            self.failures += 1
+            raise
+
+    def stop(self) -> None:
+        self._owned.close(self.close_timeout)
+
+
+__all__ = ["LoghoseSink"]

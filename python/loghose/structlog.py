@@ -1,0 +1,82 @@
+"""structlog into Log Service: a processor that sends each event dict as one log.
+
+::
+
+    import structlog
+    from loghose.structlog import LoghoseProcessor
+
+    structlog.configure(processors=[structlog.processors.add_log_level, LoghoseProcessor(**options),
+                                    structlog.dev.ConsoleRenderer()])
+
+The processor sends the event dict as it stands when the processor runs (so place it after the
+processors that add fields, and before the renderer) and passes it on unchanged, so the chain
+renders it as before; ``LoghoseProcessor(drop=True)`` ends the chain there instead (raises
+``structlog.DropEvent``). Every key becomes a field; values are converted as the producer
+converts them, anything without a text form with ``str``. ``exc_info`` becomes the field
+``exception`` (the traceback text) unless an earlier processor rendered it. The log's time is
+the ``timestamp`` key when it is a number (``TimeStamper(fmt=None)``), else now.
+
+Runs on the logging thread; never raises into the application (a record that cannot be sent is
+counted in ``failures`` and reported once per error type on the ``loghose`` logger). Needs the
+``structlog`` package (``pip install 'loghose[structlog]'``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import MutableMapping
+from typing import Any
+
+from . import Producer
+from ._sink import OwnedProducer, exception_text
+
+_log = logging.getLogger("loghose")
+
+
+class LoghoseProcessor:
+    """A structlog processor sending each event to Log Service; see the module text."""
+
+    def __init__(self, *, producer: Producer | None = None, drop: bool = False, close_timeout: float = 10.0,
+                 **options: Any) -> None:
+        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
+        self.drop = drop
+        self.close_timeout = close_timeout
+        #: Events that could not be sent.
+        self.failures = 0
+        self._reported: set[type] = set()
+
+    @property
+    def producer(self) -> Producer:
+        return self._owned.producer
+
+    def __call__(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> Any:
+        fields = dict(event_dict)
+        exc_info = fields.pop("exc_info", None)
+        if exc_info and "exception" not in fields:
+            text = exception_text(exc_info)
+            if text is not None:
+                fields["exception"] = text
+        if "level" not in fields:
+            fields["level"] = method_name
+        stamp = fields.get("timestamp")
+        try:
+            self.producer.send(fields, time=stamp if isinstance(stamp, (int, float)) else None)
+        except Exception as error:
+            self.failures += 1
+            if type(error) not in self._reported:
+                self._reported.add(type(error))
+                _log.warning("loghose: an event could not be sent to Log Service: %s (counted in failures; "
+                             "reported once per error type)", error)
+        if self.drop:
+            import structlog
+
+            raise structlog.DropEvent
+        return event_dict
+
+    def close(self) -> None:
+        """Delivers what is pending (up to ``close_timeout`` seconds) and closes the producer
+        if the processor built it."""
+        self._owned.close(self.close_timeout)
+
+
+__all__ = ["LoghoseProcessor"]
