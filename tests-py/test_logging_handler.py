@@ -158,3 +158,42 @@ def test_a_forked_child_logs_through_a_producer_of_its_own(emu, fresh_logger):
     assert set(by_message) == {"from the parent", "from the child"}
     assert by_message["from the child"]["process"] == str(pid)
     assert by_message["from the parent"]["process"] == str(os.getpid())
+
+
+def test_json_and_key_value_messages_become_fields_when_asked(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "extracted"), linger_ms=10, extract_json=True,
+                             extract_kv=True)
+    fresh_logger.addHandler(handler)
+    fresh_logger.info('{"order": 42, "items": ["a", "b"], "level": "not-the-level"}')
+    fresh_logger.info('user=bob action="log in" took_ms=12, ok=true')
+    fresh_logger.info("{not json} and no pairs")
+    handler.flush()
+    as_json, pairs, plain = fields_of(emu, "extracted")
+    assert (as_json["order"], as_json["items"], as_json["level"]) == ("42", '["a","b"]', "INFO")
+    assert as_json["message"].startswith('{"order": 42')
+    assert {k: pairs[k] for k in ("user", "action", "took_ms", "ok")} == {
+        "user": "bob", "action": "log in", "took_ms": "12", "ok": "true"}
+    assert set(plain) - {"message"} == set(as_json) - {"message", "order", "items"}
+
+
+def test_without_extraction_messages_stay_whole(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "not-extracted"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    fresh_logger.info('user=bob {"order": 42}')
+    handler.flush()
+    (fields,) = fields_of(emu, "not-extracted")
+    assert "user" not in fields and "order" not in fields
+
+
+def test_an_extra_value_without_a_text_form_is_written_with_str(emu, fresh_logger):
+    class Opaque:
+        def __str__(self):
+            return "opaque-thing"
+
+    handler = LoghoseHandler(**emu.producer_options("proj", "opaque"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    fresh_logger.info("with an object", extra={"thing": Opaque(), "nested": {"inner": Opaque()}})
+    handler.flush()
+    assert handler.failures == 0
+    (fields,) = fields_of(emu, "opaque")
+    assert (fields["thing"], fields["nested"]) == ("opaque-thing", '{"inner":"opaque-thing"}')
