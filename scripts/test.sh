@@ -54,7 +54,7 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests-py/requirements.txt
 
 step "ruff"
-.venv/bin/ruff check tests-py python
+.venv/bin/ruff check tests-py python benches-py
 
 step "pip install . (the loghose wheel, built by maturin)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check .

@@ -38,6 +38,7 @@ a new one on the child's first record (a producer passed in stays the caller's b
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -48,6 +49,8 @@ from ._sink import OwnedProducer, exception_text
 
 #: Attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+#: How many attributes ``LogRecord.__init__`` sets (the extras follow them).
+_RECORD_ATTRIBUTES = len(vars(logging.LogRecord("", 0, "", 0, "", (), None)))
 
 _KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|[^\s,;]*)')
 
@@ -93,10 +96,12 @@ class LoghoseHandler(logging.Handler):
             "module": record.module,
             "function": record.funcName,
             "line": record.lineno,
-            "thread": record.thread,
-            "thread_name": record.threadName,
-            "process": record.process,
         }
+        if record.thread is not None:
+            fields["thread"] = record.thread
+            fields["thread_name"] = record.threadName
+        if record.process is not None:
+            fields["process"] = record.process
         if record.exc_info:
             if not record.exc_text:
                 record.exc_text = exception_text(record.exc_info)
@@ -114,17 +119,18 @@ class LoghoseHandler(logging.Handler):
                 fields.update((str(k), v) for k, v in parsed.items() if str(k) not in fields)
         if self.extract_kv and "=" in message:
             fields.update((k, v) for k, v in key_values(message).items() if k not in fields)
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                fields[key] = value
-        for key in ("thread", "process"):
-            if fields[key] is None:
-                del fields[key]
+        attributes = record.__dict__
+        # `extra` (and what a record factory adds) comes after the attributes every record
+        # has: only the tail is looked at, in order.
+        if len(attributes) > _RECORD_ATTRIBUTES:
+            for key in itertools.islice(attributes, _RECORD_ATTRIBUTES, None):
+                if key not in _STANDARD and key[:1] != "_":
+                    fields[key] = attributes[key]
         return fields
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.producer.send(self.fields(record), time=record.created)
+            self._owned.producer.send(self.fields(record), time=record.created)
         except Exception:
             self.failures += 1
             self.handleError(record)

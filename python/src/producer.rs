@@ -180,7 +180,15 @@ unsafe fn send_one_body(
     // holds a reference to it) and `args` holds `nargs` live arguments (see `send_one`).
     unsafe {
         let native = pyo3::Borrowed::from_ptr(py, slf);
-        if nargs != 1 || !kwnames.is_null() {
+        // `send(contents, time=t)` (what the logging integrations call) also stays on this
+        // path; any other keyword goes on to the full method.
+        let time_only = !kwnames.is_null()
+            && pyo3::ffi::PyTuple_GET_SIZE(kwnames) == 1
+            && pyo3::Borrowed::from_ptr(py, pyo3::ffi::PyTuple_GET_ITEM(kwnames, 0))
+                .cast_unchecked::<pyo3::types::PyString>()
+                .to_str()
+                .is_ok_and(|name| name == "time");
+        if nargs != 1 || !(kwnames.is_null() || time_only) {
             let method = native.getattr(pyo3::intern!(py, "send"))?;
             let out =
                 pyo3::ffi::PyObject_Vectorcall(method.as_ptr(), args, nargs as usize, kwnames);
@@ -193,10 +201,17 @@ unsafe fn send_one_body(
         let native = native.cast_unchecked::<NativeProducer>();
         let native = native.get();
         let contents = pyo3::Borrowed::from_ptr(py, *args);
+        let mut opts = SendOptions::default();
+        if time_only {
+            let time = pyo3::Borrowed::from_ptr(py, *args.add(1));
+            if !time.is_none() {
+                (opts.time, opts.time_ns) = split_time(py, Some(&time))?;
+            }
+        }
         send_record(
             py,
             &native.producer,
-            &SendOptions::default(),
+            &opts,
             Track::None,
             &contents,
             native.convert.as_ref().map(|c| c.bind(py)),

@@ -1,11 +1,13 @@
 //! Reading a Python record into the engine's encoder.
 //!
-//! A dict whose keys and values are all `str` (the usual record) is read straight from
-//! CPython, with no reference counting and no Python code run, and so is written in place into
-//! its batch under the engine's shard lock ([`Producer::try_send_in_place`]). Anything else
-//! (bytes, numbers, pairs, subclasses) goes through the engine's scratch path with no lock
-//! held, because reading such a value may run Python code (an iterator, an `int` subclass's
-//! `__str__`), which may release the GIL or log through the same producer.
+//! A dict whose keys are `str` and whose values are `str`, `bool`, `None`, or exactly `int` (within
+//! 64 bits) or `float` (the usual record, and what the logging integrations send) is read
+//! straight from CPython, with no reference counting and no Python code run, and so is written
+//! in place into its batch under the engine's shard lock ([`Producer::try_send_in_place`]).
+//! Anything else (bytes, big or subclassed numbers, pairs, values to convert) goes through the
+//! engine's scratch path with no lock held, because reading such a value may run Python code
+//! (an iterator, an `int` subclass's `__str__`, the conversion hook), which may release the GIL
+//! or log through the same producer.
 
 use std::borrow::Cow;
 
@@ -251,14 +253,84 @@ fn put_dict_direct(
                 pyo3::ffi::PyErr_Clear();
                 return Ok(false);
             };
-            let Some(Ok(v)) = str_utf8(value) else {
-                pyo3::ffi::PyErr_Clear();
-                return Ok(false);
-            };
-            enc.field_bytes_utf8(k.as_bytes(), v)?;
+            match str_utf8(value) {
+                Some(Ok(v)) => enc.field_bytes_utf8(k.as_bytes(), v)?,
+                Some(Err(())) => {
+                    pyo3::ffi::PyErr_Clear();
+                    return Ok(false);
+                }
+                None => {
+                    if !put_number_direct(enc, k, value)? {
+                        return Ok(false);
+                    }
+                }
+            }
         }
     }
     Ok(true)
+}
+
+/// Writes a `bool`, `None`, an exact `int` within 64 bits or an exact `float` as the text the
+/// other paths give it (`true`/`false`, `null`, `str(int)`, `repr(float)`); declines
+/// (`Ok(false)`) anything else. Runs
+/// no Python code: `repr(float)` is CPython's own `PyOS_double_to_string`.
+///
+/// # Safety
+/// `value` must be a valid object pointer and the GIL held.
+unsafe fn put_number_direct(
+    enc: &mut LogEncoder<'_>,
+    key: &str,
+    value: *mut pyo3::ffi::PyObject,
+) -> Result<bool, loghose::producer::RecordError> {
+    // SAFETY: `value` is valid (caller); these calls only read it, and the float's text is
+    // freed with the allocator that made it.
+    unsafe {
+        if value == pyo3::ffi::Py_True() {
+            enc.field_bytes_utf8(key.as_bytes(), "true")?;
+            return Ok(true);
+        }
+        if value == pyo3::ffi::Py_False() {
+            enc.field_bytes_utf8(key.as_bytes(), "false")?;
+            return Ok(true);
+        }
+        if value == pyo3::ffi::Py_None() {
+            // As the conversion writes it (`loghose._values`).
+            enc.field_bytes_utf8(key.as_bytes(), "null")?;
+            return Ok(true);
+        }
+        if pyo3::ffi::PyLong_CheckExact(value) != 0 {
+            let mut overflow = 0;
+            let n = pyo3::ffi::PyLong_AsLongLongAndOverflow(value, &mut overflow);
+            if overflow != 0 || (n == -1 && !pyo3::ffi::PyErr_Occurred().is_null()) {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            }
+            let mut digits = itoa::Buffer::new();
+            enc.field_bytes_utf8(key.as_bytes(), digits.format(n))?;
+            return Ok(true);
+        }
+        if pyo3::ffi::PyFloat_CheckExact(value) != 0 {
+            let text = pyo3::ffi::PyOS_double_to_string(
+                pyo3::ffi::PyFloat_AS_DOUBLE(value),
+                b'r' as std::os::raw::c_char,
+                0,
+                pyo3::ffi::Py_DTSF_ADD_DOT_0,
+                std::ptr::null_mut(),
+            );
+            if text.is_null() {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            }
+            // ASCII digits, sign, point, exponent, "inf" or "nan".
+            let bytes = std::ffi::CStr::from_ptr(text).to_bytes();
+            let written =
+                enc.field_bytes_utf8(key.as_bytes(), std::str::from_utf8_unchecked(bytes));
+            pyo3::ffi::PyMem_Free(text.cast());
+            written?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Writes a dict, or any iterable of `(key, value)` pairs (tuples or two-item lists).

@@ -1,0 +1,134 @@
+"""What one ``logger.info("...", extra={5 fields})`` costs the application, by handler.
+
+Handlers, each in its own phase, phases alternated round by round in one run:
+
+- ``null``: ``logging.NullHandler`` (the cost of ``logging`` itself);
+- ``file``: ``logging.FileHandler`` writing a formatted line with the same fields to a local
+  file (flushed per record, as ``FileHandler`` does);
+- ``loghose``: ``loghose.logging.LoghoseHandler`` sending to the emulator;
+- ``vendor``: the official SDK's ``QueuedLogHandler`` (aliyun-log-python-sdk) sending to the
+  emulator (skipped when the SDK is not installed).
+
+The emulator runs in a child process at nice 10 (it stands in for the remote service, whose
+CPU is not the application's). Per phase: ``--records`` calls in a tight loop on the main
+thread, timed by wall clock (µs per call, what the caller waits) and by process CPU time (µs
+per call, including the handler's own threads: compression, HTTP). After the timed loop, the
+handler is closed (not timed) and the emulator's totals say how many records arrived.
+
+    .venv/bin/python benches-py/logging_handlers.py --rounds 5 --records 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+from loghose.__main__ import ChildEmulator
+from loghose.logging import LoghoseHandler
+
+PROJECT = "bench-logging"
+EXTRA = {"user": "u-12345", "path": "/api/v1/items", "status": 200, "elapsed_ms": 12.5,
+         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
+FILE_FORMAT = ("%(asctime)s %(levelname)s %(name)s %(module)s %(funcName)s %(lineno)d %(thread)d %(process)d "
+               "%(message)s user=%(user)s path=%(path)s status=%(status)s elapsed_ms=%(elapsed_ms)s "
+               "trace_id=%(trace_id)s")
+
+
+def make_handler(kind: str, emu: ChildEmulator, logstore: str, directory: str) -> logging.Handler:
+    if kind == "null":
+        return logging.NullHandler()
+    if kind == "file":
+        handler = logging.FileHandler(os.path.join(directory, f"{logstore}.log"))
+        handler.setFormatter(logging.Formatter(FILE_FORMAT))
+        return handler
+    if kind == "loghose":
+        return LoghoseHandler(**emu.options, project=PROJECT, logstore=logstore, close_timeout=60)
+    if kind == "vendor":
+        from aliyun.log import QueuedLogHandler
+
+        host = emu.endpoint.removeprefix("http://")
+        vendor = QueuedLogHandler(host, emu.options["access_key_id"], emu.options["access_key_secret"], PROJECT,
+                                  logstore, close_wait=30)
+        # The SDK connects to {project}.{endpoint}, which nothing resolves: the emulator serves
+        # proxy-form requests, so it is made the SDK's HTTP proxy (its session only).
+        vendor.create_client()
+        vendor.client._session.proxies = {"http": emu.endpoint}
+        return vendor
+    raise ValueError(kind)
+
+
+def phase(kind: str, emu: ChildEmulator, logstore: str, records: int, directory: str) -> dict[str, Any]:
+    logger = logging.getLogger(f"bench.{logstore}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = make_handler(kind, emu, logstore, directory)
+    logger.addHandler(handler)
+    info = logger.info
+    extra = EXTRA
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(records):
+        info("request handled", extra=extra)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    logger.removeHandler(handler)
+    handler.flush()  # the vendor handler's flush stops its worker once its queue is sent
+    handler.close()
+    if kind in ("loghose", "vendor"):
+        totals = emu.totals(PROJECT, logstore) or {"logs": 0}
+        received = totals["logs"]
+    else:
+        received = records
+    return {"us_wall": wall / records * 1e6, "us_cpu": cpu / records * 1e6, "lost": records - received}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--kinds", default="null,file,loghose,vendor")
+    args = parser.parse_args(argv)
+    kinds = args.kinds.split(",")
+    if "vendor" in kinds:
+        try:
+            import aliyun.log  # noqa: F401
+        except ImportError:
+            print("aliyun-log-python-sdk is not installed: the vendor handler is skipped", file=sys.stderr)
+            kinds.remove("vendor")
+    emu = ChildEmulator()
+    results: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            for round_no in range(args.rounds):
+                order = kinds if round_no % 2 == 0 else kinds[::-1]
+                for kind in order:
+                    results[kind].append(phase(kind, emu, f"{kind}-{round_no}", args.records, directory))
+    finally:
+        emu.close()
+    median = {k: {m: statistics.median(r[m] for r in rows) for m in ("us_wall", "us_cpu")}
+              for k, rows in results.items()}
+    print(f"logger.info with 5 extra fields, {args.records} calls per phase, {args.rounds} rounds alternated "
+          f"(median, range)")
+    print()
+    print("| handler | µs per call (caller's wall clock) | µs of process CPU per call | lost |")
+    print("|---|---:|---:|---:|")
+    for kind, rows in results.items():
+        walls = [r["us_wall"] for r in rows]
+        cpus = [r["us_cpu"] for r in rows]
+        print(f"| {kind} | {median[kind]['us_wall']:.2f} ({min(walls):.2f}–{max(walls):.2f}) | "
+              f"{median[kind]['us_cpu']:.2f} ({min(cpus):.2f}–{max(cpus):.2f}) | {sum(r['lost'] for r in rows)} |")
+    if "loghose" in median:
+        print()
+        for other in ("file", "vendor"):
+            if other in median:
+                print(f"loghose / {other}: {median['loghose']['us_wall'] / median[other]['us_wall']:.2f} "
+                      f"(wall), {median['loghose']['us_cpu'] / median[other]['us_cpu']:.2f} (CPU)")
+    return 1 if any(r["lost"] for rows in results.values() for r in rows if rows is not results.get("vendor")) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
