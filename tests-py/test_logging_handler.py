@@ -197,3 +197,25 @@ def test_an_extra_value_without_a_text_form_is_written_with_str(emu, fresh_logge
     assert handler.failures == 0
     (fields,) = fields_of(emu, "opaque")
     assert (fields["thing"], fields["nested"]) == ("opaque-thing", '{"inner":"opaque-thing"}')
+
+
+def test_a_handler_closed_by_a_later_dictconfig_still_delivers(emu, fresh_logger):
+    # dictConfig closes every existing handler (uvicorn and many frameworks call it at start);
+    # a logger configured earlier keeps its handler, which must go on working, as a
+    # FileHandler reopens its file.
+    handler = LoghoseHandler(**emu.producer_options("proj", "reconfigured"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    fresh_logger.info("before")
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
+    fresh_logger.info("after")
+    handler.flush()
+    assert handler.failures == 0
+    assert sorted(f["message"] for f in fields_of(emu, "reconfigured")) == ["after", "before"]
+    handler.close()
+
+
+def test_a_handler_whose_producer_cannot_be_built_is_never_registered(emu):
+    before = len(logging._handlerList)
+    with pytest.raises(loghose.ConfigError, match="logstore"):
+        LoghoseHandler(**emu.producer_options("proj", "x"))
+    assert len(logging._handlerList) == before

@@ -3,8 +3,9 @@ of their own (built from the producer's options) or one passed in, renewed in a 
 and closed within a bound.
 
 Runs on the thread that logs. A handler that built its own producer builds a new one on a
-forked child's first record (the parent's producer and its threads stay the parent's); a
-producer passed in stays the caller's business, in the child as elsewhere.
+forked child's first record (the parent's producer and its threads stay the parent's), and on
+the first record after it was closed; a producer passed in stays the caller's business, in the
+child as elsewhere.
 """
 
 from __future__ import annotations
@@ -31,13 +32,22 @@ class OwnedProducer:
 
     @property
     def producer(self) -> Producer:
-        """The producer records go to (in a forked child, the child's own)."""
-        if self._pid != os.getpid() and self.owns:
+        """The producer records went to last (see :meth:`live`)."""
+        return self._producer
+
+    def live(self) -> Producer:
+        """The producer the next record goes to: in a forked child, the child's own; after
+        :meth:`close`, a new one (as ``logging.FileHandler`` reopens its file: ``dictConfig``
+        closes every handler it replaces, and a logger may still hold one)."""
+        producer = self._producer
+        if self.owns and (self._pid != os.getpid() or producer.closed):
             with self._renew:
-                if self._pid != os.getpid():
+                if self._pid != os.getpid() or self._producer.closed:
+                    # The parent's producer and its threads stay the parent's.
                     self._producer = Producer(**self._options)
                     self._pid = os.getpid()
-        return self._producer
+                producer = self._producer
+        return producer
 
     def flush(self, timeout: float) -> int:
         """Waits up to ``timeout`` seconds for delivery; never raises (runs at exit)."""

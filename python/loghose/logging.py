@@ -71,9 +71,11 @@ class LoghoseHandler(logging.Handler):
     def __init__(self, level: int | str = logging.NOTSET, *, producer: Producer | None = None,
                  flush_timeout: float = 5.0, close_timeout: float = 10.0, extract_json: bool = False,
                  extract_kv: bool = False, **options: Any) -> None:
-        super().__init__(level)
+        # The producer first: a handler whose producer cannot be built must not be registered
+        # with logging (which would call its flush and close at shutdown).
         # A value without a text form is written with str(): logging never fails a record for it.
         self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
+        super().__init__(level)
         self.flush_timeout = flush_timeout
         self.close_timeout = close_timeout
         self.extract_json = extract_json
@@ -83,7 +85,7 @@ class LoghoseHandler(logging.Handler):
 
     @property
     def producer(self) -> Producer:
-        """The producer records go to (in a forked child, the child's own)."""
+        """The producer records went to last (a new one is built in a forked child, and after close)."""
         return self._owned.producer
 
     def fields(self, record: logging.LogRecord) -> dict[str, Any]:
@@ -130,7 +132,7 @@ class LoghoseHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._owned.producer.send(self.fields(record), time=record.created)
+            self._owned.live().send(self.fields(record), time=record.created)
         except Exception:
             self.failures += 1
             self.handleError(record)

@@ -65,7 +65,7 @@ class LoghoseSink:
         for key, value in record["extra"].items():
             fields[str(key)] = value
         try:
-            self.producer.send(fields, time=record["time"].timestamp())
+            self._owned.live().send(fields, time=record["time"].timestamp())
         except Exception:
             self.failures += 1
             raise

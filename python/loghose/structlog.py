@@ -60,7 +60,7 @@ class LoghoseProcessor:
             fields["level"] = method_name
         stamp = fields.get("timestamp")
         try:
-            self.producer.send(fields, time=stamp if isinstance(stamp, (int, float)) else None)
+            self._owned.live().send(fields, time=stamp if isinstance(stamp, (int, float)) else None)
         except Exception as error:
             self.failures += 1
             if type(error) not in self._reported:
