@@ -13,7 +13,7 @@ it logged arrived. The emulator runs in a child process at nice 10.
 
     .venv/bin/python benches-py/s3_asgi.py --seconds 10 --phases none,loghose,file,none,loghose,file
 
-Needs ``starlette``, ``uvicorn`` (pip) and ``wrk`` (apt); ``scripts/bench-s3-python.sh`` installs them.
+Needs ``starlette``, ``uvicorn`` (pip) and ``wrk`` (apt); ``scripts/bench-python-logging.sh`` installs them.
 """
 
 from __future__ import annotations

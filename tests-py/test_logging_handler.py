@@ -219,3 +219,23 @@ def test_a_handler_whose_producer_cannot_be_built_is_never_registered(emu):
     with pytest.raises(loghose.ConfigError, match="logstore"):
         LoghoseHandler(**emu.producer_options("proj", "x"))
     assert len(logging._handlerList) == before
+
+
+def test_threads_logging_at_once_lose_nothing_and_filters_still_apply(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "threads"), linger_ms=10)
+    handler.addFilter(lambda record: not record.getMessage().endswith("-skip"))
+    fresh_logger.addHandler(handler)
+
+    def work(n):
+        for i in range(2000):
+            fresh_logger.info("t%d-%d%s", n, i, "-skip" if i % 10 == 0 else "")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    handler.flush()
+    messages = [f["message"] for f in fields_of(emu, "threads")]
+    assert len(messages) == len(set(messages)) == 8 * 1800
+    assert handler.failures == 0

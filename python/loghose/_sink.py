@@ -17,6 +17,19 @@ from typing import Any
 
 from . import Producer
 
+#: Forks this process has been through (counted in the child): cheaper to compare per record
+#: than ``os.getpid()``, a system call.
+_forks = 0
+
+
+def _after_fork_in_child() -> None:
+    global _forks
+    _forks += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class OwnedProducer:
     """A producer built from ``options`` (and closed by :meth:`close`), or ``producer``."""
@@ -28,6 +41,7 @@ class OwnedProducer:
         self.owns = producer is None
         self._producer = producer if producer is not None else Producer(**options)
         self._pid = os.getpid()
+        self._forks = _forks
         self._renew = threading.Lock()
 
     @property
@@ -40,12 +54,13 @@ class OwnedProducer:
         :meth:`close`, a new one (as ``logging.FileHandler`` reopens its file: ``dictConfig``
         closes every handler it replaces, and a logger may still hold one)."""
         producer = self._producer
-        if self.owns and (self._pid != os.getpid() or producer.closed):
+        if self.owns and (self._forks != _forks or producer.closed):
             with self._renew:
-                if self._pid != os.getpid() or self._producer.closed:
+                if self._forks != _forks or self._producer.closed:
                     # The parent's producer and its threads stay the parent's.
                     self._producer = Producer(**self._options)
                     self._pid = os.getpid()
+                    self._forks = _forks
                 producer = self._producer
         return producer
 

@@ -130,6 +130,19 @@ class LoghoseHandler(logging.Handler):
                     fields[key] = attributes[key]
         return fields
 
+    def handle(self, record: logging.LogRecord) -> Any:
+        """Filters and emits ``record`` without the handler's lock: ``emit`` is safe from any
+        thread (the producer takes its own, finer locks), so threads that log at once do not
+        queue behind one another here."""
+        if self.filters:
+            result = self.filter(record)
+            if not result:
+                return result
+            if isinstance(result, logging.LogRecord):
+                record = result
+        self.emit(record)
+        return record
+
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self._owned.live().send(self.fields(record), time=record.created)
