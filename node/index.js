@@ -35,7 +35,20 @@ function translate(err) {
   if (!match) return err
   if (match[1] === 'TypeError') return new TypeError(match[2])
   const Cls = ERRORS[match[1]] || LoghoseError
-  return new Cls(match[2], { code: match[1] })
+  // The engine names options as Rust spells them (`linger_ms`); JavaScript callers gave `lingerMs`.
+  const message = Cls === ConfigError ? match[2].replace(/`([a-z][a-z0-9_]*)`/g, (_, name) => `\`${camel(name)}\``) : match[2]
+  return new Cls(message, { code: match[1] })
+}
+
+/** `object` with its own keys in camelCase (one level: maps keyed by error code stay as they are). */
+function camelKeys(object) {
+  const out = {}
+  for (const [key, value] of Object.entries(object)) out[camel(key)] = value
+  return out
+}
+
+function camel(name) {
+  return name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 }
 
 /** `err` again with "record N: " before its message. */
@@ -78,7 +91,13 @@ function numberValue(value) {
   return BigInt(value).toString()
 }
 
-function convertValue(key, value) {
+/** Text of a value that is not a string, number, boolean or bigint, as every front writes it:
+ * Buffers as their (UTF-8) text, null as `null`, a Date as ISO 8601, an Error as its stack
+ * (name, message and frames), objects and arrays as compact JSON (Dates, bigints, Errors, Maps
+ * and Sets inside converted the same way; functions and symbols inside dropped, as JSON does),
+ * and anything else (a function, a symbol) through the producer's `default` option, or a
+ * TypeError naming the field and the type given. */
+function convertValue(key, value, fallback, depth = 0) {
   switch (typeof value) {
     case 'number':
       return numberValue(value)
@@ -87,9 +106,15 @@ function convertValue(key, value) {
       return value
     case 'bigint':
       return String(value)
+    case 'undefined':
+      return undefined
+    case 'function':
+    case 'symbol':
+      return viaDefault(key, value, fallback, depth)
     default:
       break
   }
+  if (value === null) return 'null'
   if (value instanceof Uint8Array) {
     try {
       return DECODER.decode(value)
@@ -97,7 +122,52 @@ function convertValue(key, value) {
       throw new InvalidRecordError(`value of field "${key}" is not valid UTF-8`, { code: 'InvalidRecordError' })
     }
   }
-  throw new TypeError(`value of field "${key}" must be a string, Buffer, number, bigint or boolean, not ${typeName(value)}`)
+  if (value instanceof Date) return dateText(value)
+  if (value instanceof Error) return errorText(value)
+  try {
+    return JSON.stringify(value, (k, v) => inJson(v, fallback))
+  } catch (err) {
+    throw new TypeError(`value of field "${key}" cannot be written as JSON: ${err.message}`)
+  }
+}
+
+function dateText(date) {
+  return Number.isNaN(date.getTime()) ? 'Invalid Date' : date.toISOString()
+}
+
+function errorText(err) {
+  return typeof err.stack === 'string' && err.stack ? err.stack : `${err.name}: ${err.message}`
+}
+
+function inJson(value, fallback) {
+  switch (typeof value) {
+    case 'bigint':
+      return String(value)
+    case 'function':
+    case 'symbol':
+      return fallback ? fallback(value) : undefined
+    case 'object':
+      if (value instanceof Error) return errorText(value)
+      if (value instanceof Map) return Object.fromEntries(value)
+      if (value instanceof Set) return [...value]
+      return value
+    default:
+      return value
+  }
+}
+
+function viaDefault(key, value, fallback, depth) {
+  if (!fallback) {
+    throw new TypeError(`value of field "${key}" is a ${typeName(value)}, which has no text form; pass the producer a default function to convert it`)
+  }
+  if (depth > 4) throw new TypeError(`value of field "${key}": default keeps returning values without a text form`)
+  let converted
+  try {
+    converted = fallback(value)
+  } catch (err) {
+    throw new TypeError(`value of field "${key}": default threw ${err && err.name}: ${err && err.message}`)
+  }
+  return convertValue(key, converted, fallback, depth + 1)
 }
 
 function typeName(value) {
@@ -115,10 +185,10 @@ function plain(value) {
 /** The record as JSON for the addon, which encodes it in order and checks every field. Lone
  * surrogates become U+FFFD, as on the fast path (V8 writes them so as UTF-8; as JSON escapes
  * they would not decode). */
-function recordJson(contents) {
-  const json = rawRecordJson(contents)
+function recordJson(contents, fallback) {
+  const json = rawRecordJson(contents, fallback)
   // Only a lone surrogate (or a literal backslash before "ud") puts this in the JSON.
-  return json.includes('\\ud') ? rawRecordJson(wellFormed(contents)) : json
+  return json.includes('\\ud') ? rawRecordJson(wellFormed(contents), fallback) : json
 }
 
 function wellFormed(contents) {
@@ -130,7 +200,7 @@ function wellFormed(contents) {
 
 /** The common case (plain strings, numbers, booleans) is one JSON.stringify; Buffers and
  * bigints are converted first. */
-function rawRecordJson(contents) {
+function rawRecordJson(contents, fallback) {
   if (Array.isArray(contents)) {
     let simple = true
     for (const pair of contents) {
@@ -138,7 +208,13 @@ function rawRecordJson(contents) {
       if (typeof pair[0] !== 'string') throw new TypeError(`field key ${String(pair[0])} must be a string`)
       if (!plain(pair[1])) simple = false
     }
-    return JSON.stringify(simple ? contents : contents.map(([k, v]) => [k, convertValue(k, v)]))
+    if (simple) return JSON.stringify(contents)
+    const converted = []
+    for (const [k, v] of contents) {
+      const text = convertValue(k, v, fallback)
+      if (text !== undefined) converted.push([k, text])
+    }
+    return JSON.stringify(converted)
   }
   if (contents === null || typeof contents !== 'object') {
     throw new TypeError(`contents must be an object or an array of [key, value] pairs, not ${contents === null ? 'null' : typeof contents}`)
@@ -146,7 +222,7 @@ function rawRecordJson(contents) {
   for (const key in contents) {
     if (!plain(contents[key])) {
       const copy = {}
-      for (const k of Object.keys(contents)) copy[k] = convertValue(k, contents[k])
+      for (const k of Object.keys(contents)) copy[k] = convertValue(k, contents[k], fallback)
       return JSON.stringify(copy)
     }
   }
@@ -238,7 +314,28 @@ function presetOptions(preset) {
   return options
 }
 
-const FACADE_OPTIONS = new Set(['exitTimeoutMs', 'statsIntervalMs'])
+/** The function the addon calls (from an I/O thread, through the event loop) to ask the
+ * provider for fresh credentials; the answer goes back with setCredentials/credentialsFailed. */
+function credentialsAsker(provider, nativeProducer) {
+  if (provider === null || typeof provider !== 'object' || typeof provider.getCredentials !== 'function') {
+    throw new TypeError(`option credentialsProvider must have a getCredentials() method, not be ${typeName(provider)}`)
+  }
+  return () => {
+    Promise.resolve()
+      .then(() => provider.getCredentials())
+      .then(
+        (c) => {
+          if (!c || typeof c.accessKeyId !== 'string' || typeof c.accessKeySecret !== 'string') {
+            throw new TypeError('getCredentials() resolved without accessKeyId and accessKeySecret strings')
+          }
+          nativeProducer().setCredentials(c.accessKeyId, c.accessKeySecret, c.securityToken ?? null)
+        },
+      )
+      .catch((err) => nativeProducer().credentialsFailed(`${(err && err.name) || 'Error'}: ${(err && err.message) || err}`))
+  }
+}
+
+const FACADE_OPTIONS = new Set(['exitTimeoutMs', 'statsIntervalMs', 'default', 'credentialsProvider'])
 
 /** camelCase options → the engine's snake_case configuration, as JSON. */
 function configJson(options) {
@@ -305,8 +402,13 @@ class Producer extends EventEmitter {
     this._nextTicket = 0
     this._keepAlive = null
     this._exitTimeoutMs = options.exitTimeoutMs ?? 5000
+    if (options.default !== undefined && typeof options.default !== 'function') {
+      throw new TypeError(`option default must be a function, not ${typeName(options.default)}`)
+    }
+    this._default = options.default ?? null
+    const ask = options.credentialsProvider === undefined ? undefined : credentialsAsker(options.credentialsProvider, () => this._native)
     try {
-      this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json))
+      this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json), ask)
     } catch (err) {
       throw translate(err)
     }
@@ -355,7 +457,7 @@ class Producer extends EventEmitter {
     let index = 0
     for (const record of records) {
       try {
-        parts.push(recordJson(record))
+        parts.push(recordJson(record, this._default))
       } catch (err) {
         throw withIndex(err, index)
       }
@@ -395,7 +497,7 @@ class Producer extends EventEmitter {
         return
       }
     }
-    const json = recordJson(contents)
+    const json = recordJson(contents, this._default)
     try {
       const o = opts || {}
       this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
@@ -507,12 +609,15 @@ class Producer extends EventEmitter {
     // Reports still on their way when the producer closed are not passed on; its failed list is.
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._unhandled.flush(atOnce)
-    if (result.stats) this._finalStats = result.stats
+    if (result.stats) this._finalStats = camelKeys(result.stats)
     return { undelivered: result.undelivered, failed: result.failed }
   }
 
+  /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,
+   * queuedRecords, inFlightBatches, failuresByCode... */
   stats() {
-    return JSON.parse(this._native.statsJson()) ?? this._finalStats ?? null
+    const stats = JSON.parse(this._native.statsJson())
+    return stats === null ? (this._finalStats ?? null) : camelKeys(stats)
   }
 
   async [Symbol.asyncDispose]() {
@@ -547,16 +652,18 @@ class Emulator {
     return { endpoint: this.endpoint, project, logstore, accessKeyId: this.accessKeyId, accessKeySecret: this.accessKeySecret }
   }
 
+  /** Stored logs: shard, time, timeNs, topic, source, tags and contents (arrays of pairs). */
   logs(project, logstore) {
-    return JSON.parse(this._native.logsJson(project, logstore))
+    return JSON.parse(this._native.logsJson(project, logstore)).map(camelKeys)
   }
 
   totals(project, logstore) {
-    return JSON.parse(this._native.totalsJson(project, logstore))
+    const totals = JSON.parse(this._native.totalsJson(project, logstore))
+    return totals === null ? null : camelKeys(totals)
   }
 
   counters() {
-    return JSON.parse(this._native.countersJson())
+    return camelKeys(JSON.parse(this._native.countersJson()))
   }
 
   inject(kind, fault = {}) {
@@ -567,6 +674,12 @@ class Emulator {
 
   clearFaults() {
     this._native.clearFaults()
+  }
+
+  /** Replaces the temporary (STS) keys (`[{ id, secret, token }]`): requests signed with a key
+   * no longer listed are refused with 401, as the service refuses an expired token. */
+  replaceStsKeys(keys) {
+    this._native.replaceStsKeysJson(JSON.stringify(keys))
   }
 
   reset() {
@@ -591,7 +704,44 @@ class Emulator {
   }
 }
 
+/** A pino destination on the main thread (no worker): `pino(opts, loghose.pinoDestination(options))`.
+ * Each line becomes one log as with the `loghose/pino` transport; `flush()` / `end()` deliver
+ * what is pending, and pending records keep the process alive until delivered, as for any
+ * producer. `producer` is the Producer behind it. */
+function pinoDestination(options = {}) {
+  const { lineWriter } = require('./pino.js')
+  const producer = options instanceof Producer ? options : new Producer(options)
+  const destination = {
+    producer,
+    /** Lines that could not be sent (each class of error also reported once as a process warning). */
+    failures: 0,
+    write(chunk) {
+      // pino writes one line per call; a chunk of several (a multistream's) is split here.
+      let start = 0
+      for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {
+        if (end > start) write(chunk.slice(start, end))
+        start = end + 1
+      }
+      if (start < chunk.length) write(chunk.slice(start))
+      return true
+    },
+    flush(callback) {
+      const done = producer.flush()
+      if (typeof callback === 'function') done.then(() => callback(), callback)
+      return done
+    },
+    end(callback) {
+      const done = producer.close()
+      if (typeof callback === 'function') done.then(() => callback(), callback)
+      return done
+    },
+  }
+  const write = lineWriter(producer, destination)
+  return destination
+}
+
 module.exports = {
+  pinoDestination,
   Producer,
   Emulator,
   LoghoseError,

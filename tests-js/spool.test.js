@@ -70,7 +70,7 @@ test('SIGKILL five times loses nothing acknowledged', async () => {
   })
   expect(marks.reduce((a, b) => a + b, 0)).toBeGreaterThan(0)
   expect(lost).toBe(0)
-  expect(emu.counters().duplicate_groups).toBeLessThanOrEqual(5 * 8)
+  expect(emu.counters().duplicateGroups).toBeLessThanOrEqual(5 * 8)
   expect(fs.readdirSync(spool).filter((f) => f.endsWith('.spl'))).toEqual([])
   emu.close()
   fs.rmSync(dir, { recursive: true, force: true })

@@ -17,3 +17,20 @@ async function main(): Promise<void> {
 }
 
 void main
+
+import pino from 'pino'
+import winston from 'winston'
+import LoghoseTransport = require('../node/winston')
+import { pinoDestination } from '..'
+
+export function integrations(options: ConstructorParameters<typeof Producer>[0]): void {
+  const transport = pino.transport({ target: 'loghose/pino', options })
+  pino(transport).info({ a: { b: 1 } }, 'msg')
+  const destination = pinoDestination(options)
+  pino(destination).info('main thread')
+  void destination.flush()
+  const logger = winston.createLogger({ transports: [new LoghoseTransport({ ...options, level: 'info' })] })
+  logger.info('hello', { n: 1 })
+  const withProvider = new Producer({ ...options, credentialsProvider: { getCredentials: async () => ({ accessKeyId: 'a', accessKeySecret: 'b' }) }, default: String })
+  withProvider.send({ when: new Date(), nested: { a: [1] }, big: 1n, none: null })
+}

@@ -34,7 +34,7 @@ describe('values, sendMany and option errors', () => {
   })
 
   const bads = [
-    ['type', { k: { nested: true } }, TypeError],
+    ['type', { k: () => 'a function' }, TypeError],
     ['reserved key', { __time__: 'reserved' }, lh.InvalidRecordError],
     ['not a record', 42, TypeError],
   ]
@@ -90,16 +90,93 @@ describe('values, sendMany and option errors', () => {
     }
     expect(thrown).toBeInstanceOf(lh.ConfigError)
     expect(thrown.message).not.toContain('987654321')
-    expect(thrown.message).toContain(option.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`))
+    expect(thrown.message).toContain(`\`${option}\``)
   })
 
-  test('a config type error names the option', () => {
-    expect(() => new lh.Producer({ ...emu.producerOptions(), lingerMs: '10' })).toThrow(/linger_ms/)
+  test('a config error names the option as JavaScript spells it, its type and unit', () => {
+    expect(() => new lh.Producer({ ...emu.producerOptions(), lingerMs: '10' })).toThrow(
+      /^`lingerMs`: invalid type: string "10", expected a whole number \(milliseconds\)$/,
+    )
+    expect(() => new lh.Producer({ ...emu.producerOptions(), lingrMs: 10 })).toThrow(/^`lingrMs`: unknown option; did you mean `lingerMs`\?$/)
   })
 
   test.each([0, 101, 4294967295])('the emulator refuses %d shards as the service would', (shards) => {
     expect(() => emu.createLogstore('proj', 'huge', shards)).toThrow(lh.ConfigError)
     expect(emu.totals('proj', 'huge')).toBeNull()
-    expect(() => new lh.Emulator({ shardCount: shards })).toThrow(/shard_count/)
+    expect(() => new lh.Emulator({ shardCount: shards })).toThrow(/shard_?[cC]ount/)
+  })
+})
+
+describe('values as applications have them', () => {
+  let emu
+  beforeEach(() => {
+    emu = new lh.Emulator()
+  })
+  afterEach(() => emu.close())
+
+  const when = new Date(Date.UTC(2026, 11, 1, 3, 4, 5, 678))
+  const err = new RangeError('out of range')
+  const cases = [
+    ['nested object', { a: { b: 1 }, c: [1, 'x', null] }, '{"a":{"b":1},"c":[1,"x",null]}'],
+    ['array', [1, 2.5, true, 'é'], '[1,2.5,true,"é"]'],
+    ['null', null, 'null'],
+    ['Date', when, '2026-12-01T03:04:05.678Z'],
+    ['bigint', 12345678901234567890n, '12345678901234567890'],
+    ['Map', new Map([['k', 1]]), '{"k":1}'],
+    ['Set', new Set([7]), '[7]'],
+    ['inside JSON', { when, big: 10n, err, m: new Map([['a', new Set([1])]]) }, JSON.stringify({ when: when.toISOString(), big: '10', err: err.stack, m: { a: [1] } })],
+    ['Error', err, err.stack],
+  ]
+  test.each(cases)('%s is stored as text', async (_, value, text) => {
+    const p = new lh.Producer(options(emu))
+    p.send({ id: 'object', v: value })
+    p.send([['id', 'pairs'], ['v', value]])
+    p.send({ id: 'options', v: value }, { topic: 't' })
+    p.sendMany([{ id: 'many', v: value }])
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const got = Object.fromEntries(stored(emu).map((log) => [log.id, log.v]))
+    expect(got).toEqual({ object: text, pairs: text, options: text, many: text })
+  })
+
+  test('the Error text starts with its name and message', () => {
+    expect(err.stack.startsWith('RangeError: out of range\n')).toBe(true)
+  })
+
+  test('undefined fields are left out, as JSON leaves them', async () => {
+    const p = new lh.Producer(options(emu))
+    p.send({ a: '1', gone: undefined })
+    p.send([['a', '2'], ['gone', undefined]])
+    await p.close()
+    expect(stored(emu)).toEqual([{ a: '1' }, { a: '2' }])
+  })
+
+  test('default converts what has no text form, at the top and inside JSON', async () => {
+    const p = new lh.Producer(options(emu, { default: (v) => `<${typeof v}>` }))
+    p.send({ id: 'top', v: () => 1 })
+    p.send({ id: 'inside', v: { f: () => 1, s: Symbol('x') } })
+    await p.close()
+    expect(Object.fromEntries(stored(emu).map((l) => [l.id, l.v]))).toEqual({ top: '<function>', inside: '{"f":"<function>","s":"<symbol>"}' })
+  })
+
+  test('without default, a function is a TypeError naming the field; a circular object too', async () => {
+    const p = new lh.Producer(options(emu))
+    expect(() => p.send({ ok: '1', handler: () => 1 })).toThrow(/^value of field "handler" is a function, which has no text form; pass the producer a default function/)
+    const loop = { name: 'loop' }
+    loop.self = loop
+    expect(() => p.send({ loop })).toThrow(/^value of field "loop" cannot be written as JSON: Converting circular structure/)
+    expect(() => p.sendMany([{ ok: '1' }, { f: () => 1 }])).toThrow(/^record 1: value of field "f"/)
+    await p.close()
+    expect(p.stats().accepted).toBe(0)
+  })
+
+  test('a default that throws, or never reaches text, is a TypeError naming the field', async () => {
+    const p = new lh.Producer(options(emu, { default: () => { throw new Error('no way') } }))
+    expect(() => p.send({ f: () => 1 })).toThrow(/^value of field "f": default threw Error: no way$/)
+    await p.close()
+    const q = new lh.Producer(options(emu, { default: () => Symbol('again') }))
+    expect(() => q.send({ f: () => 1 })).toThrow(/default keeps returning values without a text form/)
+    await q.close()
+    expect(() => new lh.Producer(options(emu, { default: 'nope' }))).toThrow(/^option default must be a function, not string$/)
   })
 })

@@ -59,6 +59,14 @@ impl NativeEmulator {
         self.0.inject_json(&fault_json).map_err(emulator_error)
     }
 
+    /// Replaces the temporary (STS) keys (JSON list of `{"id", "secret", "token"}`).
+    #[napi]
+    pub fn replace_sts_keys_json(&self, keys_json: String) -> Result<()> {
+        self.0
+            .replace_sts_keys_json(&keys_json)
+            .map_err(emulator_error)
+    }
+
     #[napi]
     pub fn clear_faults(&self) -> Result<()> {
         self.0.clear_faults().map_err(emulator_error)

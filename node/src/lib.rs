@@ -5,12 +5,14 @@
 //!   JSON through a weak thread-safe function, an environment cleanup hook).
 //! - [`fields`]: the per-record fast path, a raw Node-API function bound to one producer.
 //! - [`record`]: records given as JSON, the general path.
+//! - [`pino`]: pino's JSON lines, parsed into logs here.
 //! - [`emulator`]: `NativeEmulator`, the engine's embedded emulator.
 //! - [`errors`]: engine error kinds as `Class|message` errors the facade turns into classes.
 
 mod emulator;
 mod errors;
 mod fields;
+mod pino;
 mod producer;
 mod record;
 

@@ -8,13 +8,14 @@
 //! - When the environment (the main thread or a worker) exits, a cleanup hook closes the
 //!   producer with a short bound and stops its threads; JavaScript is not called then.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use loghose::producer::{
-    split_unix_seconds, DeliveryReport, Producer, ProducerConfig, ReportCallback, ReportView,
-    SendOptions, Track,
+    split_unix_seconds, CredentialsProvider, DeliveryReport, Producer, ProducerConfig,
+    ReportCallback, ReportView, SendOptions, Track,
 };
+use loghose::wire::sign::Credentials;
 use napi::bindgen_prelude::{AsyncTask, Function, Unknown};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Result, Task};
@@ -24,6 +25,71 @@ use crate::errors::{fail, producer_error};
 use crate::fields;
 use crate::record::{send_json, send_many_json};
 
+/// Credentials from a JavaScript provider, whose `getCredentials()` may be asynchronous: before
+/// every attempt, an I/O thread asks JavaScript for a fresh answer (one request at a time,
+/// through a weak thread-safe function, never waiting for the event loop) and signs with the
+/// latest answer it has; only the very first attempt waits, up to
+/// [`FIRST_CREDENTIALS_WAIT`], for the first answer. So a token rotated after a 401 is used
+/// from the next retry on.
+struct JsCredentials {
+    state: Mutex<CredentialsState>,
+    answered: Condvar,
+    ask: Box<dyn Fn() + Send + Sync>,
+}
+
+#[derive(Default)]
+struct CredentialsState {
+    latest: Option<Credentials>,
+    error: Option<String>,
+    asked_at: Option<Instant>,
+}
+
+/// How long the first attempt waits for the provider's first answer.
+const FIRST_CREDENTIALS_WAIT: Duration = Duration::from_secs(10);
+
+impl JsCredentials {
+    fn answer(&self, answer: std::result::Result<Credentials, String>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.asked_at = None;
+        match answer {
+            Ok(c) => {
+                state.latest = Some(c);
+                state.error = None;
+            }
+            Err(e) => state.error = Some(e),
+        }
+        self.answered.notify_all();
+    }
+}
+
+impl CredentialsProvider for JsCredentials {
+    fn credentials(&self) -> std::result::Result<Credentials, String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // A request unanswered for long (the loop blocked, the provider hung) is asked again.
+        if state
+            .asked_at
+            .is_none_or(|at| at.elapsed() > FIRST_CREDENTIALS_WAIT)
+        {
+            state.asked_at = Some(Instant::now());
+            (self.ask)();
+        }
+        if state.latest.is_none() && state.error.is_none() {
+            state = self
+                .answered
+                .wait_timeout_while(state, FIRST_CREDENTIALS_WAIT, |s| {
+                    s.latest.is_none() && s.error.is_none()
+                })
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        match (&state.latest, &state.error) {
+            (Some(c), _) => Ok(c.clone()),
+            (None, Some(e)) => Err(format!("the credentials provider failed: {e}")),
+            (None, None) => Err("the credentials provider gave no answer within 10 s".into()),
+        }
+    }
+}
+
 /// The producer, shared with the environment's cleanup hook (which takes it at exit).
 type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
 
@@ -31,6 +97,7 @@ type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
 #[napi]
 pub struct NativeProducer {
     producer: Shared,
+    credentials: Option<Arc<JsCredentials>>,
 }
 
 impl NativeProducer {
@@ -48,7 +115,12 @@ impl NativeProducer {
     /// `configJson`: the engine's ProducerConfig as JSON; `onReports` receives JSON arrays of
     /// delivery reports.
     #[napi(constructor)]
-    pub fn new(env: Env, config_json: String, on_reports: Function<String, ()>) -> Result<Self> {
+    pub fn new(
+        env: Env,
+        config_json: String,
+        on_reports: Function<String, ()>,
+        ask_credentials: Option<Function<bool, ()>>,
+    ) -> Result<Self> {
         let config =
             ProducerConfig::from_json(&config_json).map_err(|e| producer_error(e.into()))?;
         let tsfn = on_reports
@@ -63,8 +135,28 @@ impl NativeProducer {
                 let _ = tsfn.call(json, ThreadsafeFunctionCallMode::NonBlocking);
             }
         });
+        let credentials = match ask_credentials {
+            None => None,
+            Some(ask) => {
+                let ask = ask
+                    .build_threadsafe_function::<bool>()
+                    .weak::<true>()
+                    .callee_handled::<false>()
+                    .build()?;
+                Some(Arc::new(JsCredentials {
+                    state: Mutex::default(),
+                    answered: Condvar::new(),
+                    ask: Box::new(move || {
+                        let _ = ask.call(true, ThreadsafeFunctionCallMode::NonBlocking);
+                    }),
+                }))
+            }
+        };
+        let provider = credentials
+            .clone()
+            .map(|c| c as Arc<dyn CredentialsProvider>);
         let producer =
-            Arc::new(Producer::build(config, None, Some(callback)).map_err(producer_error)?);
+            Arc::new(Producer::build(config, provider, Some(callback)).map_err(producer_error)?);
         let shared: Shared = Arc::new(Mutex::new(Some(producer)));
         let for_cleanup = shared.clone();
         env.add_env_cleanup_hook(for_cleanup, |shared| {
@@ -75,7 +167,10 @@ impl NativeProducer {
                 p.close(Duration::from_millis(p.config().drop_timeout_ms));
             }
         })?;
-        Ok(NativeProducer { producer: shared })
+        Ok(NativeProducer {
+            producer: shared,
+            credentials,
+        })
     }
 
     /// A JavaScript function `(text, count) => boolean` bound to this producer, with the
@@ -122,6 +217,37 @@ impl NativeProducer {
         };
         let track = ticket.map_or(Track::None, |t| Track::Ticket(t as u64));
         send_json(&*self.get()?, &record_json, &opts, track)
+    }
+
+    /// The credentials provider's answer (JavaScript resolved `getCredentials()`).
+    #[napi]
+    pub fn set_credentials(
+        &self,
+        access_key_id: String,
+        access_key_secret: String,
+        security_token: Option<String>,
+    ) {
+        if let Some(c) = &self.credentials {
+            c.answer(Ok(Credentials {
+                access_key_id,
+                access_key_secret,
+                security_token: security_token.filter(|t| !t.is_empty()),
+            }));
+        }
+    }
+
+    /// The credentials provider failed (JavaScript's `getCredentials()` threw or rejected).
+    #[napi]
+    pub fn credentials_failed(&self, message: String) {
+        if let Some(c) = &self.credentials {
+            c.answer(Err(message));
+        }
+    }
+
+    /// Queues the log of one pino JSON line (see [`pino`](crate::pino)).
+    #[napi]
+    pub fn send_pino_line(&self, line: String) -> Result<()> {
+        crate::pino::send_pino_line(&*self.get()?, &line)
     }
 
     /// Queues every record of a JSON array, or none; resolves how many were queued.

@@ -11,7 +11,7 @@ use napi::Result;
 use crate::errors::{fail, producer_error};
 
 /// A JSON string, borrowed when it has no escapes.
-struct Text<'de>(std::borrow::Cow<'de, str>);
+pub(crate) struct Text<'de>(pub(crate) std::borrow::Cow<'de, str>);
 
 impl<'de> serde::Deserialize<'de> for Text<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -184,7 +184,14 @@ pub(crate) fn send_json(
     opts: &SendOptions<'_>,
     track: Track,
 ) -> Result<()> {
-    match producer.send_with_scratch(opts, track, |enc| encode_json(enc, json)) {
+    finish_send(producer.send_with_scratch(opts, track, |enc| encode_json(enc, json)))
+}
+
+/// The outcome of a scratch-path send, as the facade's errors.
+pub(crate) fn finish_send<T>(
+    result: std::result::Result<T, ScratchError<JsonRecordError>>,
+) -> Result<()> {
+    match result {
         Ok(_) => Ok(()),
         Err(ScratchError::Producer(e)) => Err(producer_error(e)),
         Err(ScratchError::Fill(JsonRecordError::Record(e))) => Err(producer_error(e.into())),
