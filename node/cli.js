@@ -9,19 +9,61 @@
 
 const { spawn } = require('node:child_process')
 const { createHistogram, monitorEventLoopDelay } = require('node:perf_hooks')
+const path = require('node:path')
 const readline = require('node:readline')
 const lh = require('./index.js')
 const { recordA, recordB } = require('./s1-records.js')
 
 const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
 
-function args(argv) {
-  const out = { rates: '1000,10000,100000,200000', seconds: 10, unthrottledSeconds: 10, preset: 'server', compare: 0 }
-  for (let i = 0; i < argv.length; i += 2) {
-    const key = argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase())
-    out[key] = key === 'rates' || key === 'preset' || key === 'phases' ? argv[i + 1] : Number(argv[i + 1])
+const USAGE =
+  'usage: loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N]\n' +
+  '       loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
+  '       loghose logging [--rounds N] [--records N]\n' +
+  '       loghose emulator'
+
+const DEFAULTS = {
+  bench: { rates: '1000,10000,100000,200000', seconds: 10, unthrottledSeconds: 10, preset: 'server', compare: 0 },
+  middleware: { seconds: 10, connections: 50, phases: 'none,loghose,console' },
+  logging: { rounds: 5, records: 20000 },
+}
+
+const FLAGS = {
+  bench: { rates: 'list', seconds: 'number', 'unthrottled-seconds': 'number', preset: 'preset', compare: 'number' },
+  middleware: { seconds: 'number', connections: 'number', phases: 'list' },
+  logging: { rounds: 'number', records: 'number' },
+}
+
+/** The command's flags, camelCased; an unknown flag or a bad value is a usage error. */
+function args(command, argv) {
+  const kinds = FLAGS[command]
+  const { parseArgs } = require('node:util')
+  let values
+  try {
+    values = parseArgs({ args: argv, strict: true, allowPositionals: false, options: Object.fromEntries(Object.keys(kinds).map((k) => [k, { type: 'string' }])) }).values
+  } catch (err) {
+    usageError(err.message)
+  }
+  const out = { ...DEFAULTS[command] }
+  for (const [flag, text] of Object.entries(values)) {
+    const key = flag.replace(/-([a-z])/g, (_, c) => c.toUpperCase())
+    const kind = kinds[flag]
+    if (kind === 'number') {
+      const n = Number(text)
+      if (!Number.isFinite(n) || n < 0) usageError(`--${flag} must be a number, not ${JSON.stringify(text)}`)
+      out[key] = n
+    } else if (kind === 'preset' && text !== 'server' && text !== 'pi') {
+      usageError(`--preset must be server or pi, not ${JSON.stringify(text)}`)
+    } else {
+      out[key] = text
+    }
   }
   return out
+}
+
+function usageError(message) {
+  console.error(`loghose: ${message}\n${USAGE}`)
+  process.exit(2)
 }
 
 function startEmulator() {
@@ -31,8 +73,8 @@ function startEmulator() {
   })
 }
 
-async function totals(endpoint, logstore) {
-  const resp = await fetch(`${endpoint}/_emulator/totals?project=bench-s1&logstore=${logstore}`)
+async function totals(endpoint, logstore, project = 'bench-s1') {
+  const resp = await fetch(`${endpoint}/_emulator/totals?project=${project}&logstore=${logstore}`)
   return resp.json()
 }
 
@@ -187,7 +229,7 @@ async function compare(emu, count) {
 }
 
 async function bench(argv) {
-  const opts = args(argv)
+  const opts = args('bench', argv)
   const emu = await startEmulator()
   emu.options = { endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret }
   let failed = false
@@ -229,7 +271,7 @@ async function bench(argv) {
  * service's event loop delay without logging, with loghose, and with console logging to a
  * file, one phase after the other. */
 async function middleware(argv) {
-  const opts = { seconds: 10, connections: 50, phases: 'none,loghose,console', ...args(argv) }
+  const opts = args('middleware', argv)
   const emu = await startEmulator()
   const http = require('node:http')
   const fs = require('node:fs')
@@ -241,6 +283,24 @@ async function middleware(argv) {
     endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret,
     project: 'bench-s3', logstore: 'access', topic: 'http',
   })
+  const phases = opts.phases.split(',')
+  // pino phases (pino is the application's dependency, not loghose's): loghose's transport in
+  // pino's worker, and pino's own asynchronous file destination.
+  let pinoLoghose = null
+  let pinoTransport = null
+  let pinoFile = null
+  if (phases.some((p) => p === 'pino' || p === 'pino-file')) {
+    const pino = require('pino')
+    if (phases.includes('pino')) {
+      pinoTransport = pino.transport({
+        target: path.join(__dirname, 'pino.js'),
+        options: { ...lh.Producer.presetOptions('server'), endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret, project: 'bench-s3', logstore: 'access-pino', topic: 'http' },
+      })
+      pinoLoghose = pino(pinoTransport)
+    }
+    if (phases.includes('pino-file')) pinoFile = pino(pino.destination({ dest: `${logFile}.pino`, sync: false }))
+  }
+  let pinoServed = 0
   const callbacks = timeReportCallbacks(producer)
   let calls = createHistogram() // the durations of the phase's logging calls, ns
   let mode = 'none'
@@ -257,6 +317,10 @@ async function middleware(argv) {
     const t = process.hrtime.bigint()
     if (mode === 'loghose') producer.send(record)
     else if (mode === 'console') fileConsole.log(JSON.stringify(record))
+    else if (mode === 'pino') {
+      pinoLoghose.info(record)
+      pinoServed += 1
+    } else if (mode === 'pino-file') pinoFile.info(record)
     if (mode !== 'none') calls.record(Math.max(1, Number(process.hrtime.bigint() - t)))
     served += 1
   })
@@ -267,7 +331,7 @@ async function middleware(argv) {
   try {
     // A short unreported warm-up with logging, so the first phase does not pay for JIT
     // compilation and connection setup.
-    for (const phase of ['warm-up', ...opts.phases.split(',')]) {
+    for (const phase of ['warm-up', ...phases]) {
       mode = phase === 'warm-up' ? 'loghose' : phase
       served = 0
       calls = createHistogram()
@@ -285,6 +349,13 @@ async function middleware(argv) {
     const left = await producer.flush(60000)
     await producer.close({ timeoutMs: 10000 })
     const got = (await (await fetch(`${emu.endpoint}/_emulator/totals?project=bench-s3&logstore=access`)).json()).logs
+    let pinoLine = ''
+    if (pinoTransport !== null) {
+      pinoTransport.end()
+      await new Promise((r) => pinoTransport.once('close', r))
+      const totals = await (await fetch(`${emu.endpoint}/_emulator/totals?project=bench-s3&logstore=access-pino`)).json()
+      pinoLine = `; through pino's worker: ${totals ? totals.logs : 0} of ${pinoServed}`
+    }
     const base = (rows.find((r) => r.phase === 'none') || rows[0]).rps
     console.log(`S3 middleware from Node: ${opts.connections} keep-alive connections for ${opts.seconds} s per phase, load from a child process\n`)
     console.log('| logging | requests/s | ratio to none | loop delay max ms | loop delay p99 ms | logging call p99 µs | longest logging call µs | longest report callback ms |')
@@ -294,13 +365,97 @@ async function middleware(argv) {
       const own = `${call} | ${r.phase === 'loghose' ? r.callbackMs.toFixed(3) : '—'}`
       console.log(`| ${r.phase} | ${r.rps.toFixed(0)} | ${(r.rps / base).toFixed(2)} | ${r.maxMs.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${own} |`)
     }
-    console.log(`\nloghose records received by the emulator: ${got}; pending after flush: ${left}`)
+    console.log(`\nloghose records received by the emulator: ${got}; pending after flush: ${left}${pinoLine}`)
   } finally {
     server.close()
     server.closeAllConnections?.()
     emu.child.stdin.end()
     fs.rmSync(logFile, { force: true })
+    fs.rmSync(`${logFile}.pino`, { force: true })
   }
+}
+
+/** What one `logger.info({ 5 fields }, 'msg')` costs the main thread, by logger and
+ * destination, in rounds alternating the kinds: pino with loghose's transport (pino's worker),
+ * pino with `pinoDestination` (main thread), pino to a file (`pino.destination`, async),
+ * winston with loghose's transport, winston to a file. After each phase (not timed) the
+ * destination is ended and what arrived is counted. Needs pino and winston (the application's
+ * dependencies, not loghose's). */
+async function loggingCost(argv) {
+  const opts = args('logging', argv)
+  const pino = require('pino')
+  const winston = require('winston')
+  const LoghoseTransport = require('./winston.js')
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const emu = await startEmulator()
+  const place = (logstore) => ({ ...lh.Producer.presetOptions('server'), endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret, project: 'bench-logging', logstore })
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-logging-'))
+  const fields = { user: 'u-12345', path: '/api/v1/items', status: 200, elapsedMs: 12.5, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
+  const kinds = {
+    'pino + loghose transport': async (name) => {
+      const transport = pino.transport({ target: path.join(__dirname, 'pino.js'), options: place(name) })
+      await new Promise((r) => {
+        transport.once('ready', r)
+        setTimeout(r, 5000).unref()
+      })
+      return { log: pino({}, transport), end: () => new Promise((r) => { transport.once('close', r); transport.end() }), remote: true }
+    },
+    'pino + loghose.pinoDestination': async (name) => {
+      const destination = lh.pinoDestination(place(name))
+      return { log: pino({}, destination), end: () => destination.end(), remote: true }
+    },
+    'pino + file (async)': async (name) => {
+      const file = path.join(directory, `${name}.log`)
+      const destination = pino.destination({ dest: file, sync: false })
+      return { log: pino({}, destination), end: () => new Promise((r) => { destination.once('close', r); destination.end() }), file }
+    },
+    'winston + loghose transport': async (name) => {
+      const transport = new LoghoseTransport(place(name))
+      const logger = winston.createLogger({ format: winston.format.json(), transports: [transport] })
+      return { log: logger, end: () => new Promise((r) => { transport.once('closed', r); logger.close() }), remote: true }
+    },
+    'winston + file': async (name) => {
+      const file = path.join(directory, `${name}.log`)
+      const stream = fs.createWriteStream(file)
+      const logger = winston.createLogger({ format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] })
+      // Everything logged has reached the stream once the logger has finished; then the file is closed.
+      return { log: logger, end: () => new Promise((r) => { logger.once('finish', () => { stream.once('close', r); stream.end() }); logger.end() }), file }
+    },
+  }
+  const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, { us: [], lost: 0 }]))
+  try {
+    for (let round = 0; round < opts.rounds; round += 1) {
+      const order = round % 2 === 0 ? Object.keys(kinds) : Object.keys(kinds).reverse()
+      for (const kind of order) {
+        const name = `${kind.replace(/[^a-z]+/g, '-')}-${round}`.replace(/^-|-$/g, '')
+        const target = await kinds[kind](name)
+        const isPino = kind.startsWith('pino')
+        const t0 = process.hrtime.bigint()
+        for (let i = 0; i < opts.records; i += 1) {
+          if (isPino) target.log.info(fields, 'request handled')
+          else target.log.info('request handled', fields)
+        }
+        const ns = Number(process.hrtime.bigint() - t0)
+        const ended = await Promise.race([target.end().then(() => true), new Promise((r) => setTimeout(() => r(false), 60000).unref())])
+        if (!ended) console.error(`loghose: ${kind} did not finish within 60 s`)
+        const arrived = target.remote ? ((await totals(emu.endpoint, name, 'bench-logging')) || { logs: 0 }).logs : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
+        rows[kind].us.push(ns / opts.records / 1000)
+        rows[kind].lost += opts.records - arrived
+      }
+    }
+  } finally {
+    emu.child.stdin.end()
+    fs.rmSync(directory, { recursive: true, force: true })
+  }
+  console.log(`logger.info with 5 fields on the main thread: ${opts.records} calls per phase, ${opts.rounds} rounds alternated (median, range)\n`)
+  console.log('| logger + destination | µs per call | lost |\n|---|---:|---:|')
+  for (const [kind, row] of Object.entries(rows)) {
+    console.log(`| ${kind} | ${median(row.us).toFixed(2)} (${Math.min(...row.us).toFixed(2)}–${Math.max(...row.us).toFixed(2)}) | ${row.lost} |`)
+  }
+  const ratio = median(rows['pino + loghose transport'].us) / median(rows['pino + file (async)'].us)
+  console.log(`\npino + loghose transport / pino + file: ${ratio.toFixed(2)}`)
+  if (Object.values(rows).some((r) => r.lost !== 0)) process.exitCode = 1
 }
 
 /** The load generator of `middleware`: `connections` keep-alive connections, each sending
@@ -337,9 +492,10 @@ function serveEmulator() {
 const [command, ...rest] = process.argv.slice(2)
 if (command === 'bench') bench(rest)
 else if (command === 'middleware') middleware(rest)
+else if (command === 'logging') loggingCost(rest)
 else if (command === 'load') load(...rest)
 else if (command === 'emulator') serveEmulator()
 else {
-  console.error('usage: loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N] | loghose middleware [--seconds N] [--connections N] | loghose emulator')
+  console.error(USAGE)
   process.exitCode = 2
 }

@@ -180,6 +180,8 @@ export declare class DeliveryError extends LoghoseError {
 export declare class Producer extends EventEmitter {
   constructor(options: ProducerOptions)
   static fromPreset(preset: 'server' | 'pi', options: ProducerOptions): Producer
+  /** The options a preset sets, to merge into options given elsewhere. */
+  static presetOptions(preset: 'server' | 'pi'): Partial<ProducerOptions>
   send(contents: Contents, opts?: SendOptions): void
   sendAsync(contents: Contents, opts?: SendOptions): Promise<DeliveryReport>
   /**

@@ -229,17 +229,22 @@ function rawRecordJson(contents, fallback) {
   return JSON.stringify(contents)
 }
 
-/** A field value as the fast path sends it: strings as they are, booleans and safe integers as
- * text (read the same on both paths); null for anything else. */
+/** A field value as the fast path sends it: strings as they are, booleans, safe integers and
+ * floats of ordinary size as text (read the same on both paths); null for anything else. */
 function fieldText(value) {
   switch (typeof value) {
     case 'string':
       return value
     case 'boolean':
       return value ? 'true' : 'false'
-    case 'number':
-      // Other numbers go as JSON, where the engine writes them as every front does.
-      return Number.isSafeInteger(value) && !Object.is(value, -0) ? String(value) : null
+    case 'number': {
+      if (Number.isSafeInteger(value)) return Object.is(value, -0) ? null : String(value)
+      // Between 1e-4 and 1e16 JavaScript and Python both write a float's shortest digits in
+      // plain decimal notation, so String() is already the shared text; other numbers go as
+      // JSON, where the engine writes them as every front does.
+      const size = Math.abs(value)
+      return size >= 1e-4 && size < 1e16 ? String(value) : null
+    }
     default:
       return null
   }
@@ -431,6 +436,12 @@ class Producer extends EventEmitter {
 
   static fromPreset(preset, options = {}) {
     return new Producer({ ...presetOptions(preset), ...options })
+  }
+
+  /** The options a preset sets (camelCase), to merge into options given elsewhere (a pino
+   * transport's, say). */
+  static presetOptions(preset) {
+    return presetOptions(preset)
   }
 
   send(contents, opts) {
@@ -634,6 +645,9 @@ class Emulator {
     } catch (err) {
       throw translate(err)
     }
+    // A server: while open it keeps the process alive, as a listening http.Server does (it
+    // serves from threads of its own, which the event loop does not see).
+    this._alive = setInterval(() => {}, 2 ** 30)
   }
 
   get endpoint() {
@@ -695,7 +709,9 @@ class Emulator {
     }
   }
 
+  /** Stops serving; the process may then end. */
   close() {
+    clearInterval(this._alive)
     this._native.close()
   }
 
@@ -713,6 +729,8 @@ function pinoDestination(options = {}) {
   const producer = options instanceof Producer ? options : new Producer(options)
   const destination = {
     producer,
+    // What pino looks for to take a lone argument as the destination: `pino(pinoDestination(o))`.
+    writable: true,
     /** Lines that could not be sent (each class of error also reported once as a process warning). */
     failures: 0,
     write(chunk) {

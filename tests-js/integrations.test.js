@@ -50,6 +50,7 @@ describe('pino and winston', () => {
   test('the pino destination sends from the main thread and delivers on flush', async () => {
     const destination = lh.pinoDestination({ ...emu.producerOptions('loghose', 'pino-destination'), lingerMs: 60000 })
     const logger = pino({ level: 'trace', timestamp: pino.stdTimeFunctions.isoTime }, destination)
+    expect(pino(destination).constructor).toBe(logger.constructor) // a lone argument is taken as the destination
     for (let i = 0; i < 100; i += 1) logger.trace({ i }, 'n')
     logger.fatal({ custom: null }, 'last')
     expect(await destination.flush()).toBe(0)
