@@ -142,3 +142,11 @@ def test_a_provider_answer_without_keys_fails_the_batch(emu, answer):
 def test_something_that_is_no_provider_is_refused_at_once(emu):
     with pytest.raises(TypeError, match="credentials_provider must be a callable"):
         loghose.Producer(**place(emu), credentials_provider="not-a-provider")
+
+
+def test_the_official_sdks_own_provider_class_is_accepted(emu):
+    credentials = pytest.importorskip("aliyun.log.credentials")
+    provider = credentials.StaticCredentialsProvider(OLD["id"], OLD["secret"], OLD["token"])
+    with loghose.Producer(**place(emu), credentials_provider=provider) as p:
+        assert p.send_future({"via": "sdk"}).result(timeout=30).delivered
+    assert stored(emu) == [{"via": "sdk"}]
