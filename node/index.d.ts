@@ -103,6 +103,9 @@ export interface ProducerOptions {
    *  signal take its usual course: the process still ends by it, or the application's own
    *  listeners decide. 0 turns this off. Default 5000. */
   closeOnSignalMs?: number
+  /** How much of each log's time is written: 's' (seconds), 'ms' or 'ns' (default). Fewer
+   *  sub-second digits compress better: consecutive records share them. */
+  timePrecision?: 's' | 'ms' | 'ns'
   /** How long pending records keep the process alive without progress (ms). Default 5000. */
   exitTimeoutMs?: number
   /** Emit a 'stats' event this often (ms); 0 or absent: never. */

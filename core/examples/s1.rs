@@ -47,6 +47,9 @@ struct Args {
     /// `spool_sync` with --spool-dir: none, batch or interval:<ms>.
     #[arg(long, default_value = "none")]
     spool_sync: String,
+    /// How much of each log's time is written: s, ms or ns (the producer's `time_precision`).
+    #[arg(long, default_value = "ns")]
+    time_precision: String,
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
@@ -117,6 +120,9 @@ fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Produce
     if block {
         config.max_block_ms = 60_000;
     }
+    config.time_precision =
+        serde_json::from_value(serde_json::Value::String(args.time_precision.clone()))
+            .expect("--time-precision is s, ms or ns");
     if let Some(dir) = &args.spool_dir {
         config.spool_dir = Some(dir.join(logstore).display().to_string());
         config.spool_sync = args.spool_sync.clone();
@@ -440,6 +446,22 @@ fn main() {
             n.saturating_sub(received),
         );
     }
+    let counters: serde_json::Value = rt
+        .block_on(async {
+            reqwest::get(format!("{endpoint}/_emulator/counters"))
+                .await?
+                .json()
+                .await
+        })
+        .expect("counters");
+    let logs = counters["logs"].as_u64().unwrap_or(0).max(1) as f64;
+    println!();
+    println!(
+        "Bytes per log on the wire (time precision {}): {:.2} compressed, {:.1} raw",
+        args.time_precision,
+        counters["compressed_bytes"].as_u64().unwrap_or(0) as f64 / logs,
+        counters["raw_bytes"].as_u64().unwrap_or(0) as f64 / logs,
+    );
     println!();
     println!(
         "Idle RSS before the first producer: {:.1} MB",

@@ -1395,3 +1395,60 @@ fn flush_report_tells_gave_up_from_all_delivered() {
     );
     p.close(WAIT);
 }
+
+#[test]
+fn time_precision_decides_the_sub_second_part_written() {
+    use loghose::producer::TimePrecision;
+    let emu = Emulator::start_default().unwrap();
+    let cases = [
+        ("p-ns", TimePrecision::Nanoseconds, Some(123_456_789)),
+        ("p-ms", TimePrecision::Milliseconds, Some(123_000_000)),
+        ("p-s", TimePrecision::Seconds, None),
+    ];
+    for (logstore, precision, expected) in cases {
+        let producer = Producer::new(ProducerConfig {
+            logstore: logstore.into(),
+            time_precision: precision,
+            ..config(&emu)
+        })
+        .unwrap();
+        // A given time and the clock's time, through the in-place add and a record set.
+        let given = SendOptions {
+            time: Some(1_800_000_000),
+            time_ns: Some(123_456_789),
+            ..SendOptions::default()
+        };
+        producer.send(&[("k", "given")], &given).unwrap();
+        producer
+            .send(&[("k", "clock")], &SendOptions::default())
+            .unwrap();
+        let mut set = producer.record_set();
+        set.push(&given, |enc| enc.field_str("k", "set")).unwrap();
+        producer.send_all(&set, &SendOptions::default()).unwrap();
+        assert_eq!(producer.flush(WAIT), 0);
+        let logs = emu.logs("proj", logstore);
+        assert_eq!(logs.len(), 3, "{logstore}");
+        for log in &logs {
+            match log.get("k") {
+                Some("clock") => match precision {
+                    TimePrecision::Seconds => assert_eq!(log.time_ns, None),
+                    TimePrecision::Milliseconds => {
+                        assert_eq!(log.time_ns.map(|n| n % 1_000_000), Some(0))
+                    }
+                    TimePrecision::Nanoseconds => assert!(log.time_ns.is_some()),
+                },
+                _ => {
+                    assert_eq!(
+                        (log.time, log.time_ns),
+                        (1_800_000_000, expected),
+                        "{logstore}"
+                    )
+                }
+            }
+        }
+    }
+    let parsed = ProducerConfig::from_json(r#"{"time_precision": "ms"}"#).unwrap();
+    assert_eq!(parsed.time_precision, TimePrecision::Milliseconds);
+    let refused = ProducerConfig::from_json(r#"{"time_precision": "us"}"#).unwrap_err();
+    assert!(refused.to_string().contains("time_precision"), "{refused}");
+}

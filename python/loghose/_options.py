@@ -54,3 +54,4 @@ class ProducerOptions(TypedDict, total=False):
     spool_max_bytes: int
     spool_sync: str
     close_on_signal_ms: int
+    time_precision: Literal["s", "ms", "ns"]

@@ -54,7 +54,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 pub use buffer::BatchBuf;
-pub use config::{ConfigError, ProducerConfig, SignatureVersion};
+pub use config::{ConfigError, ProducerConfig, SignatureVersion, TimePrecision};
 pub use encode::{LogEncoder, RecordError};
 pub use engine::process_id;
 pub use error::{ErrorKind, ProducerError};
@@ -527,6 +527,7 @@ impl Producer {
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };
+        let nanos = inner.config.time_precision.apply(nanos);
         Ok((dest, secs, nanos))
     }
 

@@ -40,6 +40,7 @@ impl RecordSet<'_> {
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };
+        let nanos = config.time_precision.apply(nanos);
         let mut enc = LogEncoder::begin(&mut self.buf, secs, nanos, config.key_policy);
         let written = fill(&mut enc).and_then(|()| Ok(enc.finish(config.batch_max_bytes)?));
         match written {
