@@ -12,6 +12,20 @@ jest.setTimeout(60000)
 const options = (emu, extra = {}) => ({ ...emu.producerOptions(), lingerMs: 20, ...extra })
 const stored = (emu, logstore = 'logs') => emu.logs('loghose', logstore).map((l) => Object.fromEntries(l.contents))
 
+/** `value` sent every way a record can go (object, pairs, with options, sendMany); what was
+ * stored for each, by way. */
+async function storedEachWay(emu, value) {
+    const p = new lh.Producer(options(emu))
+    p.send({ id: 'object', v: value })
+    p.send([['id', 'pairs'], ['v', value]])
+    p.send({ id: 'options', v: value }, { topic: 't' })
+    p.sendMany([{ id: 'many', v: value }])
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const got = Object.fromEntries(stored(emu).map((log) => [log.id, log.v]))
+  return got
+}
+
 describe('values, sendMany and option errors', () => {
   let emu
   beforeEach(() => {
@@ -22,15 +36,7 @@ describe('values, sendMany and option errors', () => {
   test.each(values.map((row) => [row.name, row]))('%s is stored as the shared table says', async (_, row) => {
     // eslint-disable-next-line no-new-func
     const value = new Function(`return (${row.js})`)()
-    const p = new lh.Producer(options(emu))
-    p.send({ id: 'object', v: value })
-    p.send([['id', 'pairs'], ['v', value]])
-    p.send({ id: 'options', v: value }, { topic: 't' })
-    p.sendMany([{ id: 'many', v: value }])
-    expect(await p.flush(30000)).toBe(0)
-    await p.close()
-    const got = Object.fromEntries(stored(emu).map((log) => [log.id, log.v]))
-    expect(got).toEqual({ object: row.stored, pairs: row.stored, options: row.stored, many: row.stored })
+    expect(await storedEachWay(emu, value)).toEqual({ object: row.stored, pairs: row.stored, options: row.stored, many: row.stored })
   })
 
   const bads = [
@@ -128,15 +134,7 @@ describe('values as applications have them', () => {
     ['Error', err, err.stack],
   ]
   test.each(cases)('%s is stored as text', async (_, value, text) => {
-    const p = new lh.Producer(options(emu))
-    p.send({ id: 'object', v: value })
-    p.send([['id', 'pairs'], ['v', value]])
-    p.send({ id: 'options', v: value }, { topic: 't' })
-    p.sendMany([{ id: 'many', v: value }])
-    expect(await p.flush(30000)).toBe(0)
-    await p.close()
-    const got = Object.fromEntries(stored(emu).map((log) => [log.id, log.v]))
-    expect(got).toEqual({ object: text, pairs: text, options: text, many: text })
+    expect(await storedEachWay(emu, value)).toEqual({ object: text, pairs: text, options: text, many: text })
   })
 
   test('the Error text starts with its name and message', () => {

@@ -101,6 +101,14 @@ pub struct NativeProducer {
 }
 
 impl NativeProducer {
+    fn flush_task(&self, timeout_ms: f64, until: FlushUntil) -> Result<AsyncTask<FlushTask>> {
+        Ok(AsyncTask::new(FlushTask {
+            producer: self.get()?,
+            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
+            until,
+        }))
+    }
+
     fn get(&self) -> Result<Arc<Producer>> {
         self.producer
             .lock()
@@ -266,20 +274,14 @@ impl NativeProducer {
     /// records still pending.
     #[napi]
     pub fn flush(&self, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
-        Ok(AsyncTask::new(FlushTask {
-            producer: self.get()?,
-            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
-        }))
+        self.flush_task(timeout_ms, FlushUntil::AllDelivered)
     }
 
     /// Seals everything and waits up to `timeoutMs` until as many records are settled as had
     /// been accepted when called (not for those added meanwhile); resolves how many short.
     #[napi]
-    pub fn flush_accepted(&self, timeout_ms: f64) -> Result<AsyncTask<FlushAcceptedTask>> {
-        Ok(AsyncTask::new(FlushAcceptedTask {
-            producer: self.get()?,
-            timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
-        }))
+    pub fn flush_accepted(&self, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
+        self.flush_task(timeout_ms, FlushUntil::AcceptedSettled)
     }
 
     /// `close`, blocking the JavaScript thread up to `timeoutMs`: for the moments nothing else
@@ -321,38 +323,32 @@ impl NativeProducer {
     }
 }
 
-/// `flush` on the libuv pool.
+/// What a [`FlushTask`] waits for.
+#[derive(Clone, Copy)]
+pub enum FlushUntil {
+    /// Nothing pending: resolves the records not delivered (pending, plus failed for good
+    /// since the previous flush).
+    AllDelivered,
+    /// As many records settled as had been accepted when called: resolves how many short.
+    AcceptedSettled,
+}
+
+/// `flush` and `flushAccepted` on the libuv pool.
 pub struct FlushTask {
     producer: Arc<Producer>,
     timeout: Duration,
+    until: FlushUntil,
 }
 
 impl Task for FlushTask {
     type Output = u64;
     type JsValue = f64;
 
-    /// Records not delivered: pending, plus failed for good since the previous flush.
     fn compute(&mut self) -> Result<u64> {
-        Ok(self.producer.flush_report(self.timeout).undelivered())
-    }
-
-    fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
-        Ok(output as f64)
-    }
-}
-
-/// `flush_accepted` on the libuv pool.
-pub struct FlushAcceptedTask {
-    producer: Arc<Producer>,
-    timeout: Duration,
-}
-
-impl Task for FlushAcceptedTask {
-    type Output = u64;
-    type JsValue = f64;
-
-    fn compute(&mut self) -> Result<u64> {
-        Ok(self.producer.flush_accepted(self.timeout))
+        Ok(match self.until {
+            FlushUntil::AllDelivered => self.producer.flush_report(self.timeout).undelivered(),
+            FlushUntil::AcceptedSettled => self.producer.flush_accepted(self.timeout),
+        })
     }
 
     fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
