@@ -20,7 +20,10 @@ from loghose.logging import LoghoseHandler
 
 
 def fields_of(emu: loghose.Emulator, logstore: str) -> list[dict[str, str]]:
-    return [dict(log["contents"]) for log in emu.logs("proj", logstore)]
+    """The logs' fields in the order they were logged (their times): records of one producer
+    may arrive in different batches, in either order."""
+    logs = sorted(emu.logs("proj", logstore), key=lambda log: (log["time"], log["time_ns"] or 0))
+    return [dict(log["contents"]) for log in logs]
 
 
 @pytest.fixture

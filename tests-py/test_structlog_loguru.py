@@ -33,8 +33,11 @@ def options(emu, logstore):
 
 
 def stored(emu, logstore):
-    return [{**dict(log["contents"]), "__time_ns__": log["time_ns"], "__time__": log["time"]}
+    """The logs in the order they were logged (their times): records of one producer may
+    arrive in different batches, in either order."""
+    logs = [{**dict(log["contents"]), "__time_ns__": log["time_ns"], "__time__": log["time"]}
             for log in emu.logs("loghose", logstore)]
+    return sorted(logs, key=lambda log: (log["__time__"], log["__time_ns__"] or 0))
 
 
 @pytest.fixture()
