@@ -14,7 +14,8 @@ N=16000
 count() {
   local out
   out=$(mktemp)
-  valgrind --tool=callgrind --callgrind-out-file="$out" $TOGGLE "$@" >/dev/null 2>&1
+  valgrind --tool=callgrind --callgrind-out-file="$out" $TOGGLE "$@" >/dev/null 2>&1 ||
+    { echo "failed: $*" >&2; rm -f "$out"; return 1; }
   awk '/^summary:/ {print $2}' "$out"
   rm -f "$out"
 }
@@ -22,8 +23,8 @@ TOGGLE=
 per_add() {
   local label=$1; shift
   local zero full
-  zero=$(count "$@" 0)
-  full=$(count "$@" "$N")
+  zero=$(count "$@" 0) || exit 1
+  full=$(count "$@" "$N") || exit 1
   printf '%-28s %8d instructions per add (%d adds)\n' "$label" $(( (full - zero) / N )) "$N"
 }
 targets=("$@")
@@ -33,7 +34,9 @@ for t in "${targets[@]}"; do
     rust)
       cargo build --quiet --release -p loghose --example encode_cost
       per_add "rust encode" target/release/examples/encode_cost encode
-      per_add "rust add" target/release/examples/encode_cost add ;;
+      # Adds stay within one batch (8 000 S1 logs), so nothing seals while they are counted.
+      N=8000 per_add "rust add" target/release/examples/encode_cost add
+      N=8000 per_add "rust add, spool none" target/release/examples/encode_cost add-spool ;;
     python) TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
     node) TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
     *) echo "unknown target $t (rust, python, node)" >&2; exit 2 ;;

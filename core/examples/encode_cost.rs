@@ -1,6 +1,7 @@
 //! Instruction counts of the add path, for `valgrind --tool=callgrind` (repeatable on a noisy
 //! machine, unlike time): `encode` writes S1 logs with the encoder alone; `add` adds them to a
-//! producer whose batches never seal while it runs.
+//! producer whose batches never seal while it runs; `add-spool` does the same with a spool
+//! (`spool_dir` in a fresh temporary directory).
 use loghose::bench::S1Workload;
 use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
 use loghose::wire::keys::KeyPolicy;
@@ -33,18 +34,27 @@ fn main() {
                 logstore: "logs".into(),
                 access_key_id: "id".into(),
                 access_key_secret: "secret".into(),
-                batch_max_bytes: 8 << 20,
+                batch_max_bytes: 4 << 20,
                 batch_max_count: 40_960,
                 buffer_max_bytes: 128 << 20,
                 linger_ms: 600_000,
+                spool_dir: (mode == "add-spool").then(|| {
+                    let dir = std::env::temp_dir()
+                        .join(format!("loghose-encode-cost-{}", std::process::id()));
+                    dir.to_string_lossy().into_owned()
+                }),
                 ..ProducerConfig::preset("server").expect("preset")
             };
+            let spool_dir = config.spool_dir.clone();
             let p = Producer::new(config).expect("producer");
-            // Fewer adds than one batch holds (40 960 logs, 8 MiB), so nothing seals.
-            for i in 0..n.min(16_000) {
+            // Fewer adds than one batch holds (40 960 logs, 4 MiB), so nothing seals.
+            for i in 0..n.min(8_000) {
                 work.add(&p, i).expect("room");
             }
             println!("{}", p.pending());
+            if let Some(dir) = spool_dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
             std::process::exit(0);
         }
     }

@@ -282,6 +282,7 @@ impl Producer {
                 std::path::Path::new(dir),
                 shard_count,
                 usize::try_from(config.spool_max_bytes).unwrap_or(usize::MAX),
+                config.buffer_max_bytes.saturating_mul(2),
                 SpoolSync::parse(&config.spool_sync).unwrap_or(SpoolSync::None),
             )?),
         };

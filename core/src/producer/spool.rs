@@ -2,19 +2,23 @@
 //! `spool_dir`, so that a process killed at any instant loses nothing `send` accepted — the
 //! next producer opened on the same directory delivers it.
 //!
-//! Layout. Each accumulator shard appends to a segment file of its own (`seg-<seq>.spl`, a
-//! fixed size, sparse until written), through a shared mapping: an entry is a copy into the
+//! Layout. Each accumulator shard appends to a segment file of its own (`seg-*.spl`, a fixed
+//! size, allocated whole), through a shared mapping: an entry is a copy into the
 //! kernel's page cache, no system call, and it survives the death of the process. Entries are
 //! 8-byte aligned: a header (magic, payload length, CRC-32 of everything after it, kind, the
 //! run and batch they belong to) and a payload. Kinds: `Open` (a batch's destination and
 //! tags, before its first record), `Record` (one encoded log, as the batch holds it),
-//! `Sealed` (its `__pack_id__`), `Done` (delivered, or failed for good). A segment is deleted
-//! once it is full and every batch with an entry in it is done, in order per shard (so a
-//! `Done` entry, always written later, never outlives the records it settles).
+//! `Sealed` (its `__pack_id__`), `Done` (delivered, or failed for good). Each append zeroes
+//! the header after its entry, so a scan ends there. A segment is settled once it is full and
+//! every batch with an entry in it is done, in order per shard (so a `Done` entry, always
+//! written later, never outlives the records it settles): marked free and kept for reuse, or
+//! deleted.
 //!
-//! Recovery (when a producer opens the directory): every segment is scanned; an entry whose
-//! CRC does not match (a write cut by the kill or by a power loss, a flipped byte) is skipped
-//! and counted, and the scan resynchronises on the next entry magic. Every batch not `Done`
+//! Recovery (when a producer opens the directory): every segment is scanned, in the order the
+//! segments were begun (the sequence in each header); an entry whose CRC does not match (a
+//! write cut by the kill or by a power loss, a flipped byte) is skipped and counted, and the
+//! scan resynchronises on the next whole entry of the same use. A reused segment is not
+//! cleared: its earlier use's entries carry another sequence and end the scan. Every batch not `Done`
 //! is rebuilt — its records in order, its pack id kept when it had been sealed (it may have
 //! been sent: the service sees the same pack id twice at most) — written again into the new
 //! run's segments, and only then are the old files deleted; a crash during recovery loses
@@ -33,9 +37,13 @@
 //!
 //! Threads: entries are appended by the adding threads (under the shard's lock, through the
 //! shard's writer mutex, uncontended) and `Done` by the I/O runtime; the timer thread syncs.
-//! Settled segments are kept for reuse (one per shard, within `spool_max_bytes`) and cleared
-//! by a preparer thread, which also makes a new segment ahead when none is ready, so the adding
-//! threads take them ready: a rename, with no allocation, page faults or clearing of their own.
+//! Settled segments are kept for reuse, mapped, as many as were ever in use at once (within
+//! `spool_max_bytes`): making and deleting files and faulting in a mapping's pages cost the
+//! file system far more per byte than the records' copies, and a steady producer reuses the
+//! same files with none of it. The price is memory: the spool keeps resident its peak of
+//! records not yet delivered (which the memory budget bounds). A preparer thread makes a new
+//! segment ahead whenever fewer than one per shard are ready, so the adding threads take them
+//! ready, with no allocation or page faults of their own.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -139,7 +147,7 @@ impl Kind {
 /// segments are settled (and their pages dropped) soon after their batches are delivered,
 /// usually before the kernel would write them back to disk.
 fn segment_bytes_for(max_bytes: usize, shards: usize) -> usize {
-    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 4 << 20) & !4095
+    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 1 << 20) & !4095
 }
 
 fn align8(n: usize) -> usize {
@@ -176,8 +184,13 @@ impl Writer {
         // One pass over everything after the CRC: length, kind, run, batch, segment, payload.
         let crc = crc32fast::hash(&entry[8..]);
         entry[4..8].copy_from_slice(&crc.to_le_bytes());
+        // The next entry's header zeroed (a reused segment holds older bytes there): where a
+        // scan finds it, this use's entries end.
+        let next = at + size;
+        let zeroed = (next + ENTRY_HEADER).min(self.map.len());
+        self.map[next.min(zeroed)..zeroed].fill(0);
         // The magic last: a scan that finds it finds the rest written (and checks the CRC).
-        entry[0..4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
+        self.map[at..at + 4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
         self.pos += size;
         true
     }
@@ -198,22 +211,34 @@ struct Segment {
 struct Free {
     path: PathBuf,
     file: Arc<File>,
+    size: usize,
+    /// Kept mapped: a segment mapped again takes a fault per page (the file system's write
+    /// notification) that costs more than its records.
     map: MmapMut,
+}
+
+/// Maps a whole segment file and makes every page writable in one call: a fault per 4 KiB
+/// page taken on the add path (each ~10 records) costs more than the records' own copies.
+fn map_segment(file: &File) -> std::io::Result<MmapMut> {
+    // SAFETY: the file belongs to this producer, which holds the directory's lock; nothing
+    // else maps or truncates it while this mapping lives.
+    let map = unsafe { MmapMut::map_mut(file)? };
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::PopulateWrite);
+    Ok(map)
 }
 
 struct State {
     segments: BTreeMap<u64, Segment>,
     /// Per shard, its segments in order.
     chains: Vec<VecDeque<u64>>,
-    /// Settled segments cleared for reuse (see [`Spool::keeps`]).
+    /// Settled segments kept for reuse (see [`Spool::keeps`]). Not cleared: a scan of the
+    /// next use ends at the first entry of an earlier use (its segment sequence differs).
     free: Vec<Free>,
-    /// Settled segments kept for reuse, not yet cleared: the preparer thread clears them.
-    dirty: Vec<Free>,
-    /// Bytes of `free` and `dirty` files, and of the one being cleared (on disk, not in
-    /// `used`).
+    /// Bytes of `free` files (on disk, not in `used`).
     spare_bytes: usize,
-    /// Spares the preparer thread is clearing (in neither list meanwhile).
-    clearing: usize,
+    /// The most segments in use at once so far.
+    peak: usize,
     /// The spool closed: spares still being cleared are deleted instead of kept.
     closed: bool,
 }
@@ -234,6 +259,8 @@ pub(crate) struct Spool {
     sync: SpoolSync,
     segment_bytes: usize,
     max_bytes: usize,
+    /// At most this many settled segments are kept for reuse (see [`Spool::open`]).
+    keep_segments: usize,
     used: Arc<AtomicUsize>,
     /// What the disk held when it last ran out of space (`usize::MAX`: no shortage seen since
     /// a segment was last settled); admission treats it as a lower `max_bytes`.
@@ -371,7 +398,11 @@ impl std::ops::Deref for RecordRef {
 /// Scans one segment's bytes into `found`.
 fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
     let bytes: &[u8] = map;
-    if bytes.len() >= SEGMENT_HEADER && &bytes[..8] == FREE_MAGIC {
+    if bytes.len() >= SEGMENT_HEADER
+        && (&bytes[..8] == FREE_MAGIC || bytes[..SEGMENT_HEADER].iter().all(|b| *b == 0))
+    {
+        // Kept for reuse, or made and not yet begun (its header is written before any
+        // entry): nothing in it was accepted.
         return;
     }
     if bytes.len() < SEGMENT_HEADER || &bytes[..8] != SEGMENT_MAGIC {
@@ -384,78 +415,93 @@ fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
     found.max_seq = found.max_seq.max(seq);
     let mut pos = SEGMENT_HEADER;
     while pos + ENTRY_HEADER <= bytes.len() {
-        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
-        let magic = word(pos);
-        if magic == 0 && bytes[pos..(pos + ENTRY_HEADER)].iter().all(|b| *b == 0) {
-            // Never written: the end of this segment's entries, unless a later entry shows a
-            // hole (a torn write followed by more entries); look ahead for one.
-            match next_magic(bytes, pos + 8) {
-                Some(next) => {
-                    found.corrupt += 1;
-                    pos = next;
-                    continue;
+        let entry = match check_entry(bytes, pos, seq) {
+            EntryAt::Valid(entry) => entry,
+            // The end of this use's entries: the zeroed header every append leaves after its
+            // entry, or an entry of the file's earlier use.
+            EntryAt::End => break,
+            EntryAt::Damaged => {
+                // A write cut by a kill or a power loss, or a flipped byte: counted, and the
+                // scan goes on at the next entry of this use, if there is one.
+                found.corrupt += 1;
+                match next_entry(bytes, pos + 8, seq) {
+                    Some(next) => {
+                        pos = next;
+                        continue;
+                    }
+                    None => break,
                 }
-                None => break,
-            }
-        }
-        let crc = word(pos + 4);
-        let len = word(pos + 8) as usize;
-        let kind = bytes[pos + 12];
-        let entry_end = pos
-            .checked_add(ENTRY_HEADER + align8(len))
-            .filter(|e| *e <= bytes.len());
-        let (Some(end), true) = (entry_end, magic == ENTRY_MAGIC) else {
-            found.corrupt += 1;
-            match next_magic(bytes, pos + 8) {
-                Some(next) => {
-                    pos = next;
-                    continue;
-                }
-                None => break,
             }
         };
-        let word64 =
-            |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
-        let (entry_run, batch, entry_seq) = (word64(pos + 16), word64(pos + 24), word64(pos + 32));
-        let payload = &bytes[pos + ENTRY_HEADER..pos + ENTRY_HEADER + len];
-        let kind = Kind::from_u8(kind);
-        let valid =
-            kind.is_some() && crc32fast::hash(&bytes[pos + 8..pos + ENTRY_HEADER + len]) == crc;
-        if valid && entry_seq != seq {
-            // An entry from this file's earlier use: the current use's entries end here.
-            break;
-        }
-        if !valid {
-            found.corrupt += 1;
-            match next_magic(bytes, pos + 8) {
-                Some(next) => {
-                    pos = next;
-                    continue;
-                }
-                None => break,
-            }
-        }
-        let b = found.batches.entry((entry_run, batch)).or_default();
-        match kind {
-            Some(Kind::Open) => b.open = decode_open(payload),
-            Some(Kind::Record) => b.records.push(RecordRef {
+        let payload = &bytes[pos + ENTRY_HEADER..pos + ENTRY_HEADER + entry.len];
+        let b = found.batches.entry((entry.run, entry.batch)).or_default();
+        match entry.kind {
+            Kind::Open => b.open = decode_open(payload),
+            Kind::Record => b.records.push(RecordRef {
                 map: map.clone(),
-                range: pos + ENTRY_HEADER..pos + ENTRY_HEADER + len,
+                range: pos + ENTRY_HEADER..pos + ENTRY_HEADER + entry.len,
             }),
-            Some(Kind::Sealed) => b.pack_id = std::str::from_utf8(payload).ok().map(str::to_owned),
-            Some(Kind::Done) => b.done = true,
-            None => {}
+            Kind::Sealed => b.pack_id = std::str::from_utf8(payload).ok().map(str::to_owned),
+            Kind::Done => b.done = true,
         }
-        pos = end;
+        pos += ENTRY_HEADER + align8(entry.len);
     }
 }
 
-/// The next 8-aligned offset from `from` where an entry magic stands.
-fn next_magic(bytes: &[u8], from: usize) -> Option<usize> {
+/// An entry's header, checked.
+struct EntryHead {
+    kind: Kind,
+    len: usize,
+    run: u64,
+    batch: u64,
+}
+
+/// What stands at an offset of a segment.
+enum EntryAt {
+    /// An entry of this use, whole (its checksum matches).
+    Valid(EntryHead),
+    /// No more entries of this use: a zeroed header, or a whole entry of an earlier use.
+    End,
+    /// Something else: a torn or corrupted entry.
+    Damaged,
+}
+
+fn check_entry(bytes: &[u8], pos: usize, seq: u64) -> EntryAt {
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
+    let word64 = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+    let header = &bytes[pos..pos + ENTRY_HEADER];
+    if header.iter().all(|b| *b == 0) {
+        return EntryAt::End;
+    }
+    let len = word(pos + 8) as usize;
+    let end = pos
+        .checked_add(ENTRY_HEADER + align8(len))
+        .filter(|e| *e <= bytes.len());
+    let kind = Kind::from_u8(bytes[pos + 12]);
+    let (true, Some(_), Some(kind)) = (word(pos) == ENTRY_MAGIC, end, kind) else {
+        return EntryAt::Damaged;
+    };
+    if crc32fast::hash(&bytes[pos + 8..pos + ENTRY_HEADER + len]) != word(pos + 4) {
+        return EntryAt::Damaged;
+    }
+    if word64(pos + 32) != seq {
+        return EntryAt::End;
+    }
+    EntryAt::Valid(EntryHead {
+        kind,
+        len,
+        run: word64(pos + 16),
+        batch: word64(pos + 24),
+    })
+}
+
+/// The next 8-aligned offset from `from` where a whole entry of this use (segment `seq`)
+/// stands.
+fn next_entry(bytes: &[u8], from: usize, seq: u64) -> Option<usize> {
     let mut at = align8(from);
     let magic = ENTRY_MAGIC.to_le_bytes();
     while at + ENTRY_HEADER <= bytes.len() {
-        if bytes[at..at + 4] == magic {
+        if bytes[at..at + 4] == magic && matches!(check_entry(bytes, at, seq), EntryAt::Valid(_)) {
             return Some(at);
         }
         at += 8;
@@ -466,10 +512,14 @@ fn next_magic(bytes: &[u8], from: usize) -> Option<usize> {
 impl Spool {
     /// Opens (creating) `dir` for one producer with `shards` writers: takes the lock, scans
     /// what earlier producers left, and answers the batches to send again.
+    /// `keep_bytes` bounds the settled segments kept for reuse (twice the producer's memory
+    /// budget: the segments in use at a peak hold its records plus their entry headers, and
+    /// settle in order, so they exceed the budget itself).
     pub(crate) fn open(
         dir: &Path,
         shards: usize,
         max_bytes: usize,
+        keep_bytes: usize,
         sync: SpoolSync,
     ) -> Result<Opened, SpoolError> {
         std::fs::create_dir_all(dir).map_err(io(dir, "cannot create it"))?;
@@ -483,12 +533,15 @@ impl Spool {
             }
         }
         let mut found = Found::default();
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        let entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(io(dir, "cannot list it"))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "spl"))
             .collect();
-        entries.sort();
+        // Scanned in the order the segments were begun (the sequence in each header; file
+        // names say nothing, as a segment file is reused under its name), so that a batch's
+        // records, which may span segments, come back in order.
+        let mut maps = Vec::with_capacity(entries.len());
         for path in &entries {
             let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
             if file.metadata().map_or(0, |m| m.len()) == 0 {
@@ -499,7 +552,15 @@ impl Spool {
             // from writing or truncating them meanwhile.
             let map =
                 unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a segment"))?;
-            scan_segment(&Arc::new(map), &mut found);
+            let seq = map
+                .get(20..28)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes);
+            maps.push((seq, Arc::new(map)));
+        }
+        maps.sort_by_key(|(seq, _)| *seq);
+        for (_, map) in &maps {
+            scan_segment(map, &mut found);
         }
         found.files = entries;
         let segment_bytes = segment_bytes_for(max_bytes, shards);
@@ -510,6 +571,7 @@ impl Spool {
             sync,
             segment_bytes,
             max_bytes,
+            keep_segments: keep_bytes / segment_bytes,
             used: Arc::new(AtomicUsize::new(0)),
             disk_room: Arc::new(AtomicUsize::new(usize::MAX)),
             next_seq: AtomicU64::new(found.max_seq + 1),
@@ -518,9 +580,8 @@ impl Spool {
                 segments: BTreeMap::new(),
                 chains: vec![VecDeque::new(); shards],
                 free: Vec::new(),
-                dirty: Vec::new(),
                 spare_bytes: 0,
-                clearing: 0,
+                peak: 0,
                 closed: false,
             })),
             prepare: Arc::default(),
@@ -552,6 +613,7 @@ impl Spool {
             max_bytes,
             used: spool.used.clone(),
             disk_room: spool.disk_room.clone(),
+            shards,
         };
         *spool.preparer.lock() = std::thread::Builder::new()
             .name("loghose-spool-prep".into())
@@ -635,24 +697,29 @@ impl Spool {
         let size = self.segment_bytes.max(align8(SEGMENT_HEADER + need));
         self.used.fetch_add(size, Ordering::AcqRel);
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let path = self.dir.join(format!("seg-{seq:016x}.spl"));
+        let mut path = self
+            .dir
+            .join(format!("seg-{:016x}-{seq:016x}.spl", self.run));
         let reused = {
             let mut state = self.state.lock();
-            let at = state.free.iter().position(|f| f.map.len() >= size);
+            let at = state.free.iter().position(|f| f.size >= size);
             let taken = at.map(|i| state.free.swap_remove(i));
             if let Some(t) = &taken {
-                state.spare_bytes -= t.map.len();
+                state.spare_bytes -= t.size;
             }
-            if state.free.is_empty() {
+            if state.free.len() < self.writers.len() {
                 // The preparer makes one ready for the next segment.
                 self.prepare.notify();
             }
             taken
         };
         let made = match reused {
-            // Cleared by the preparer thread, so the scan of this use ends where its entries
-            // end, as in a new file.
-            Some(free) => std::fs::rename(&free.path, &path).map(|()| (free.file, free.map)),
+            // Reused under its name, not cleared: the new header's sequence ends a scan at the
+            // first entry of the earlier use.
+            Some(free) => {
+                path = free.path;
+                Ok((free.file, free.map))
+            }
             None => (|| -> std::io::Result<(Arc<File>, MmapMut)> {
                 let file = OpenOptions::new()
                     .read(true)
@@ -660,13 +727,7 @@ impl Spool {
                     .create_new(true)
                     .open(&path)?;
                 allocate(&file, size)?;
-                // SAFETY: the file was just created by this producer, which holds the
-                // directory's lock; nothing else maps or truncates it while this mapping lives.
-                let map = unsafe { MmapMut::map_mut(&file)? };
-                // Every page made writable in one call: one fault per 4 KiB page taken on the
-                // add path (each ~10 records) costs more than the records' own copies.
-                #[cfg(target_os = "linux")]
-                let _ = map.advise(memmap2::Advice::PopulateWrite);
+                let map = map_segment(&file)?;
                 Ok((Arc::new(file), map))
             })(),
         };
@@ -698,6 +759,7 @@ impl Spool {
             },
         );
         state.chains[shard].push_back(seq);
+        state.peak = state.peak.max(state.segments.len());
         Ok(Writer {
             seq,
             map,
@@ -714,20 +776,19 @@ impl Spool {
         self.collect(&mut state);
     }
 
-    /// Settles, shard by shard from the oldest, the full segments no live batch needs: one
-    /// per shard is kept for reuse (marked free, so a recovery ignores it), the rest deleted.
+    /// Settles, shard by shard from the oldest, the full segments no live batch needs: some
+    /// are kept for reuse ([`Spool::keeps`]; marked free, so a recovery ignores them), the
+    /// rest deleted.
     fn collect(&self, state: &mut State) {
         let mut freed = 0;
-        let mut kept = false;
-        let keep = self.keeps();
+        let keep = self.keeps(state);
         let State {
             segments,
             chains,
             free,
-            dirty,
             spare_bytes,
-            clearing,
             closed,
+            ..
         } = state;
         for chain in chains.iter_mut() {
             while let Some(&seq) = chain.front() {
@@ -748,15 +809,13 @@ impl Spool {
                     self.used.load(Ordering::Acquire).saturating_sub(freed) + *spare_bytes + size
                         <= self.max_bytes;
                 match s.full {
-                    Some(mut map)
-                        if !*closed && free.len() + dirty.len() + *clearing < keep && room =>
-                    {
+                    Some(mut map) if !*closed && free.len() < keep && room => {
                         map[..8].copy_from_slice(FREE_MAGIC);
                         *spare_bytes += size;
-                        kept = true;
-                        dirty.push(Free {
+                        free.push(Free {
                             path: s.path,
                             file: s.file,
+                            size,
                             map,
                         });
                     }
@@ -765,9 +824,6 @@ impl Spool {
                     }
                 }
             }
-        }
-        if kept {
-            self.prepare.notify();
         }
         if freed > 0 {
             self.used.fetch_sub(freed, Ordering::AcqRel);
@@ -905,10 +961,7 @@ impl Spool {
         let mut state = self.state.lock();
         state.closed = true;
         state.spare_bytes = 0;
-        let spares = std::mem::take(&mut state.free)
-            .into_iter()
-            .chain(std::mem::take(&mut state.dirty));
-        for spare in spares {
+        for spare in std::mem::take(&mut state.free) {
             let _ = std::fs::remove_file(&spare.path);
         }
         drop(state);
@@ -928,10 +981,12 @@ impl Spool {
         }
     }
 
-    /// How many settled segments are kept for reuse: one per shard (more made the adds no
-    /// cheaper on S1, and every one kept is resident: 4 MiB of RSS each).
-    fn keeps(&self) -> usize {
-        self.writers.len()
+    /// How many settled segments are kept for reuse: as many as were ever in use at once
+    /// (two per shard at least), so that in a steady state no segment file is made or deleted
+    /// (both cost the file system more than the records cost us). Each kept is resident, so
+    /// no more than `keep_bytes` worth.
+    fn keeps(&self, state: &State) -> usize {
+        (self.writers.len() * 2).max(state.peak.min(self.keep_segments))
     }
 
     /// `spool_max_bytes`.
@@ -972,9 +1027,9 @@ impl Drop for Spool {
     }
 }
 
-/// The preparer thread: clears settled segments kept for reuse (every byte after the header,
-/// so a scan of the next use ends where its entries end), off the adding threads, which then
-/// take them ready, their pages resident and writable. Ends when the spool stops it.
+/// The preparer thread: makes new segments ahead (allocated, mapped, their pages writable)
+/// whenever fewer than one per shard are ready, off the adding threads. Ends when the spool
+/// stops it.
 struct Preparer {
     state: Arc<Mutex<State>>,
     signal: Arc<PrepSignal>,
@@ -984,6 +1039,8 @@ struct Preparer {
     max_bytes: usize,
     used: Arc<AtomicUsize>,
     disk_room: Arc<AtomicUsize>,
+    /// Spares it keeps ready: one per shard.
+    shards: usize,
 }
 
 impl Preparer {
@@ -999,10 +1056,10 @@ impl Preparer {
                 }
                 *pending = false;
             }
-            if !self.clear_dirty() {
+            if self.signal.stop.load(Ordering::Acquire) || self.state.lock().closed {
                 return;
             }
-            if self.wants_new() {
+            while self.wants_new() {
                 made += 1;
                 if !self.make_spare(made) {
                     return;
@@ -1011,47 +1068,22 @@ impl Preparer {
         }
     }
 
-    /// Clears the settled segments waiting for it; false once the spool is closed or stopped.
-    fn clear_dirty(&self) -> bool {
-        loop {
-            if self.signal.stop.load(Ordering::Acquire) {
-                return false;
-            }
-            let Some(mut spare) = ({
-                let mut state = self.state.lock();
-                if state.closed {
-                    return false;
-                }
-                let spare = state.dirty.pop();
-                state.clearing += usize::from(spare.is_some());
-                spare
-            }) else {
-                return true;
-            };
-            spare.map[SEGMENT_HEADER..].fill(0);
-            if !self.keep(spare, true) {
-                return false;
-            }
-        }
-    }
-
-    /// No spare ready or on its way, and room on the disk and under the limit for one more.
+    /// Fewer spares ready than shards, and room on the disk and under the limit for
+    /// one more: each shard's next segment is then ready before it is needed.
     fn wants_new(&self) -> bool {
         let state = self.state.lock();
         !state.closed
-            && state.free.is_empty()
-            && state.dirty.is_empty()
-            && state.clearing == 0
+            && state.free.len() < self.shards
             && self.disk_room.load(Ordering::Acquire) == usize::MAX
             && self.used.load(Ordering::Acquire) + state.spare_bytes + self.segment_bytes
                 <= self.max_bytes
     }
 
     /// A new segment file, allocated, mapped and prefaulted, marked free: the next segment a
-    /// shard needs is then a rename, not an allocation on the adding thread. Named `.tmp`
-    /// until used (a recovery never reads it; an open deletes it). False once closed.
+    /// shard needs is then ready, not an allocation on the adding thread. A recovery ignores
+    /// it (free, or its header still zero) and deletes it. False once closed.
     fn make_spare(&self, n: u64) -> bool {
-        let path = self.dir.join(format!("spare-{}-{n}.tmp", self.run));
+        let path = self.dir.join(format!("seg-{:016x}-s{n}.spl", self.run));
         let made = (|| -> std::io::Result<(Arc<File>, MmapMut)> {
             let file = OpenOptions::new()
                 .read(true)
@@ -1059,18 +1091,20 @@ impl Preparer {
                 .create_new(true)
                 .open(&path)?;
             allocate(&file, self.segment_bytes)?;
-            // SAFETY: the file was just created by this producer, which holds the directory's
-            // lock; nothing else maps or truncates it while this mapping lives.
-            let mut map = unsafe { MmapMut::map_mut(&file)? };
-            #[cfg(target_os = "linux")]
-            let _ = map.advise(memmap2::Advice::PopulateWrite);
+            let mut map = map_segment(&file)?;
             map[..8].copy_from_slice(FREE_MAGIC);
             Ok((Arc::new(file), map))
         })();
         match made {
             Ok((file, map)) => {
-                self.state.lock().spare_bytes += map.len();
-                self.keep(Free { path, file, map }, false)
+                let size = map.len();
+                self.state.lock().spare_bytes += size;
+                self.keep(Free {
+                    path,
+                    file,
+                    size,
+                    map,
+                })
             }
             Err(_) => {
                 // A full disk or any other file error: the adding thread makes its own and
@@ -1082,11 +1116,8 @@ impl Preparer {
     }
 
     /// Puts a ready spare in the free list (or deletes it if the spool closed meanwhile).
-    fn keep(&self, spare: Free, was_clearing: bool) -> bool {
+    fn keep(&self, spare: Free) -> bool {
         let mut state = self.state.lock();
-        if was_clearing {
-            state.clearing -= 1;
-        }
         if state.closed {
             drop(state);
             let _ = std::fs::remove_file(&spare.path);
@@ -1211,7 +1242,7 @@ mod tests {
     }
 
     fn open(d: &Path, max: usize) -> (Arc<Spool>, Vec<Recovered>, Vec<PathBuf>) {
-        let o = Spool::open(d, 2, max, SpoolSync::None).unwrap();
+        let o = Spool::open(d, 2, max, 64 << 20, SpoolSync::None).unwrap();
         (o.spool, o.recovered, o.old_files)
     }
 
@@ -1313,7 +1344,10 @@ mod tests {
         let seg = std::fs::read_dir(&d)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|x| x == "spl"))
+            .find(|p| {
+                p.extension().is_some_and(|x| x == "spl")
+                    && std::fs::read(p).unwrap().starts_with(SEGMENT_MAGIC)
+            })
             .unwrap();
         let mut bytes = std::fs::read(&seg).unwrap();
         let at = bytes.windows(8).position(|w| w == b"record-4").unwrap();
@@ -1340,7 +1374,7 @@ mod tests {
     fn one_producer_per_directory() {
         let d = dir("lock");
         let (first, _, _) = open(&d, 1 << 20);
-        match Spool::open(&d, 2, 1 << 20, SpoolSync::None) {
+        match Spool::open(&d, 2, 1 << 20, 64 << 20, SpoolSync::None) {
             Err(SpoolError::Locked { dir, pid }) => {
                 assert_eq!(dir, d);
                 assert_eq!(pid, std::process::id().to_string());
@@ -1349,14 +1383,14 @@ mod tests {
             Ok(_) => panic!("a second producer opened a held spool"),
         }
         drop(first);
-        assert!(Spool::open(&d, 2, 1 << 20, SpoolSync::None).is_ok());
+        assert!(Spool::open(&d, 2, 1 << 20, 64 << 20, SpoolSync::None).is_ok());
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn a_full_spool_refuses_until_done_batches_free_their_segments() {
         let d = dir("full");
-        let spool = Spool::open(&d, 1, 512 << 10, SpoolSync::Batch)
+        let spool = Spool::open(&d, 1, 512 << 10, 64 << 20, SpoolSync::Batch)
             .unwrap()
             .spool;
         let record = vec![b'x'; 1000];
@@ -1395,7 +1429,8 @@ mod tests {
                 .count()
         };
         let spares = files() - 1;
-        assert!((1..=spool.keeps()).contains(&spares), "{spares}");
+        let keeps = spool.keeps(&spool.state.lock());
+        assert!((1..=keeps).contains(&spares), "{spares} of {keeps}");
         spool.close();
         assert_eq!(files(), 0);
         let _ = std::fs::remove_dir_all(&d);
