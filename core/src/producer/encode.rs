@@ -7,7 +7,7 @@
 //! was, so one bad record never damages the others. Runs on the caller's thread, lock-free.
 
 use super::buffer::BatchBuf;
-use crate::wire::keys::{check_key, KeyPolicy, KeyProblem};
+use crate::wire::keys::{check_key, printable_word, KeyPolicy, KeyProblem};
 use crate::wire::limits::MAX_VALUE_BYTES;
 
 /// A record the producer refuses, naming what is wrong; nothing else is affected.
@@ -165,6 +165,62 @@ impl<'b> LogEncoder<'b> {
         self.fields += 1;
     }
 
+    /// The usual field, written without a call: a key of 4 to 16 bytes checked while it is
+    /// copied (two overlapping words), a value copied with overlapping moves, every length a
+    /// single byte. Answers `false`, having exposed nothing, for any other field, or a key
+    /// that is not plain printable ASCII or starts with `_` (the general path then checks it
+    /// and names what is wrong).
+    #[inline(always)]
+    fn put_short(&mut self, key: &[u8], value: &[u8]) -> bool {
+        let (klen, vlen) = (key.len(), value.len());
+        // Both lengths and the field's own length below 128: one byte each.
+        if self.policy != KeyPolicy::Service
+            || !(4..=16).contains(&klen)
+            || klen + vlen > 123
+            || key[0] == b'_'
+        {
+            return false;
+        }
+        let total = 6 + klen + vlen;
+        self.buf.reserve(total);
+        let start = self.buf.len();
+        // SAFETY: `reserve` made room for `total` bytes after `start`; every write below lies
+        // in `base..base + total` (the key's words end at `4 + klen`, the value's moves at
+        // `total`), and `set_len` exposes them only once all are written. `key` and `value`
+        // are shared borrows, so they cannot alias `self.buf`, which is borrowed mutably.
+        unsafe {
+            let base = self.buf.as_mut_ptr().add(start);
+            let (src, dst) = (key.as_ptr(), base.add(4));
+            let printable = if klen >= 8 {
+                let head = std::ptr::read_unaligned(src.cast::<u64>());
+                let tail = std::ptr::read_unaligned(src.add(klen - 8).cast::<u64>());
+                std::ptr::write_unaligned(dst.cast::<u64>(), head);
+                std::ptr::write_unaligned(dst.add(klen - 8).cast::<u64>(), tail);
+                printable_word(head) && printable_word(tail)
+            } else {
+                let head = std::ptr::read_unaligned(src.cast::<u32>());
+                let tail = std::ptr::read_unaligned(src.add(klen - 4).cast::<u32>());
+                std::ptr::write_unaligned(dst.cast::<u32>(), head);
+                std::ptr::write_unaligned(dst.add(klen - 4).cast::<u32>(), tail);
+                printable_word(u64::from(head) | u64::from(tail) << 32)
+            };
+            if !printable {
+                return false;
+            }
+            *base = 0x12;
+            *base.add(1) = (total - 2) as u8;
+            *base.add(2) = 0x0a;
+            *base.add(3) = klen as u8;
+            let v = base.add(4 + klen);
+            *v = 0x12;
+            *v.add(1) = vlen as u8;
+            copy_short(value.as_ptr(), v.add(2), vlen);
+            self.buf.set_len(start + total);
+        }
+        self.fields += 1;
+        true
+    }
+
     /// Adds a field given as text (UTF-8 guaranteed by the type).
     #[inline(always)]
     pub fn field_str(&mut self, key: &str, value: &str) -> Result<(), RecordError> {
@@ -176,6 +232,9 @@ impl<'b> LogEncoder<'b> {
     // the error paths stay out of line.
     #[inline(always)]
     pub fn field_bytes_utf8(&mut self, key: &[u8], value: &str) -> Result<(), RecordError> {
+        if self.put_short(key, value.as_bytes()) {
+            return Ok(());
+        }
         if let Err(problem) = check_key(key, self.policy) {
             return Err(invalid_key(key, problem));
         }
@@ -260,6 +319,48 @@ impl Drop for LogEncoder<'_> {
     fn drop(&mut self) {
         if !self.finished {
             self.buf.truncate(self.start);
+        }
+    }
+}
+
+/// Copies `len` bytes (at most 128) with overlapping unaligned moves instead of a call.
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `len` bytes, not overlapping.
+#[inline(always)]
+unsafe fn copy_short(src: *const u8, dst: *mut u8, len: usize) {
+    #[inline(always)]
+    unsafe fn mv<const N: usize>(src: *const u8, dst: *mut u8, at: usize) {
+        // SAFETY: the caller keeps `at + N` within both ranges.
+        unsafe {
+            let word = std::ptr::read_unaligned(src.add(at).cast::<[u8; N]>());
+            std::ptr::write_unaligned(dst.add(at).cast::<[u8; N]>(), word);
+        }
+    }
+    debug_assert!(len <= 128);
+    // SAFETY: each move lies within `0..len` (the second of a pair ends exactly at `len`).
+    unsafe {
+        if len > 64 {
+            mv::<32>(src, dst, 0);
+            mv::<32>(src, dst, 32);
+            mv::<32>(src, dst, len - 64);
+            mv::<32>(src, dst, len - 32);
+        } else if len >= 32 {
+            mv::<32>(src, dst, 0);
+            mv::<32>(src, dst, len - 32);
+        } else if len >= 16 {
+            mv::<16>(src, dst, 0);
+            mv::<16>(src, dst, len - 16);
+        } else if len >= 8 {
+            mv::<8>(src, dst, 0);
+            mv::<8>(src, dst, len - 8);
+        } else if len >= 4 {
+            mv::<4>(src, dst, 0);
+            mv::<4>(src, dst, len - 4);
+        } else {
+            for i in 0..len {
+                *dst.add(i) = *src.add(i);
+            }
         }
     }
 }
@@ -363,6 +464,78 @@ mod tests {
             .encode_to_vec();
             assert_eq!(ours, expected, "{} fields", fields.len());
         }
+    }
+
+    fn prost_log(fields: &[(String, String)], ns: Option<u32>) -> Vec<u8> {
+        LogGroup {
+            logs: vec![Log {
+                time: 1_700_000_000,
+                contents: fields
+                    .iter()
+                    .map(|(k, v)| LogContent {
+                        key: k.clone(),
+                        value: v.clone(),
+                    })
+                    .collect(),
+                time_ns: ns,
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn every_key_and_value_length_around_the_short_path_encodes_as_prost_does() {
+        // Keys of 1 to 20 bytes and values of 0 to 130: inside and just outside the short
+        // path's bounds (keys 4..=16, key + value <= 123), every overlapping-move split.
+        let text: String = (0..200u32)
+            .map(|i| char::from(b'!' + (i * 7 % 90) as u8))
+            .collect();
+        for klen in 1..=20 {
+            for vlen in 0..=130 {
+                let key = format!("k{}", &text[..klen - 1]).replace('_', "-");
+                let fields = vec![
+                    (key.clone(), text[3..3 + vlen].to_owned()),
+                    ("second".to_owned(), text[..vlen / 2].to_owned()),
+                ];
+                let refs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (&**k, &**v)).collect();
+                assert_eq!(
+                    encode(&refs, Some(7)),
+                    prost_log(&fields, Some(7)),
+                    "key {klen} value {vlen}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_byte_anywhere_in_a_short_key_is_refused_by_name_and_leaves_nothing() {
+        for klen in 1..=18 {
+            for at in 0..klen {
+                for bad in [0x01u8, 0x7f, 0xff] {
+                    let mut key = vec![b'k'; klen];
+                    key[at] = bad;
+                    let mut buf = BatchBuf::new();
+                    let mut enc =
+                        LogEncoder::begin(&mut buf, 1_700_000_000, None, KeyPolicy::Service);
+                    enc.field_str("good", "v").unwrap();
+                    let err = enc.field_bytes_utf8(&key, "value").unwrap_err();
+                    assert!(
+                        matches!(err, RecordError::InvalidKey { .. }),
+                        "{klen} {at} {bad}: {err}"
+                    );
+                    // The refused field left nothing: the log still holds only the good one.
+                    enc.finish(usize::MAX).unwrap();
+                    let fields = vec![("good".to_owned(), "v".to_owned())];
+                    assert_eq!(buf.to_vec(), prost_log(&fields, None));
+                }
+            }
+        }
+        // A reserved key on the short path's lengths is still refused by its name.
+        let mut buf = BatchBuf::new();
+        let mut enc = LogEncoder::begin(&mut buf, 1_700_000_000, None, KeyPolicy::Service);
+        let err = enc.field_str("__topic__", "v").unwrap_err();
+        assert!(err.to_string().contains("__topic__"), "{err}");
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub fn printable_ascii(bytes: &[u8]) -> bool {
 }
 
 #[inline]
-fn printable_word(x: u64) -> bool {
+pub(crate) fn printable_word(x: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Classic word tricks, exact as a yes/no answer: some byte < 0x20, some byte == 0x7f,
