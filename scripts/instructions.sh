@@ -36,7 +36,8 @@ for t in "${targets[@]}"; do
       per_add "rust encode" target/release/examples/encode_cost encode
       # Adds stay within one batch (8 000 S1 logs), so nothing seals while they are counted.
       N=8000 per_add "rust add" target/release/examples/encode_cost add
-      N=8000 per_add "rust add, spool none" target/release/examples/encode_cost add-spool ;;
+      N=8000 per_add "rust add, spool none" target/release/examples/encode_cost add-spool
+      N=8000 per_add "rust add, time_precision s" target/release/examples/encode_cost add-seconds ;;
     python) TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
     node) TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
     *) echo "unknown target $t (rust, python, node)" >&2; exit 2 ;;

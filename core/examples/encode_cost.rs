@@ -1,7 +1,7 @@
 //! Instruction counts of the add path, for `valgrind --tool=callgrind` (repeatable on a noisy
 //! machine, unlike time): `encode` writes S1 logs with the encoder alone; `add` adds them to a
 //! producer whose batches never seal while it runs; `add-spool` does the same with a spool
-//! (`spool_dir` in a fresh temporary directory).
+//! (`spool_dir` in a fresh temporary directory); `add-seconds` with `time_precision = s`.
 use loghose::bench::S1Workload;
 use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
 use loghose::wire::keys::KeyPolicy;
@@ -43,6 +43,11 @@ fn main() {
                         .join(format!("loghose-encode-cost-{}", std::process::id()));
                     dir.to_string_lossy().into_owned()
                 }),
+                time_precision: if mode == "add-seconds" {
+                    loghose::producer::TimePrecision::Seconds
+                } else {
+                    loghose::producer::TimePrecision::Nanoseconds
+                },
                 ..ProducerConfig::preset("server").expect("preset")
             };
             let spool_dir = config.spool_dir.clone();

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
 use loghose::producer::{
@@ -1412,6 +1412,10 @@ fn time_precision_decides_the_sub_second_part_written() {
             ..config(&emu)
         })
         .unwrap();
+        let before = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as u32;
         // A given time and the clock's time, through the in-place add and a record set.
         let given = SendOptions {
             time: Some(1_800_000_000),
@@ -1431,7 +1435,15 @@ fn time_precision_decides_the_sub_second_part_written() {
         for log in &logs {
             match log.get("k") {
                 Some("clock") => match precision {
-                    TimePrecision::Seconds => assert_eq!(log.time_ns, None),
+                    TimePrecision::Seconds => {
+                        assert_eq!(log.time_ns, None);
+                        // Read from the coarse clock: at most a tick behind the precise one.
+                        assert!(
+                            (before.saturating_sub(1)..=before + 5).contains(&log.time),
+                            "{} against {before}",
+                            log.time
+                        );
+                    }
                     TimePrecision::Milliseconds => {
                         assert_eq!(log.time_ns.map(|n| n % 1_000_000), Some(0))
                     }

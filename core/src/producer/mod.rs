@@ -524,7 +524,7 @@ impl Producer {
         let (secs, nanos) = match opts.time {
             Some(t) => (t, opts.time_ns),
             None => {
-                let (s, n) = routing::now_parts();
+                let (s, n) = routing::now_for(inner.config.time_precision);
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };

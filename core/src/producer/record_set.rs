@@ -36,7 +36,7 @@ impl RecordSet<'_> {
         let (secs, nanos) = match opts.time {
             Some(t) => (t, opts.time_ns),
             None => {
-                let (s, n) = routing::now_parts();
+                let (s, n) = routing::now_for(config.time_precision);
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };

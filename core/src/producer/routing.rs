@@ -171,6 +171,28 @@ pub fn split_unix_seconds(time: f64) -> Result<(u32, u32), RecordError> {
     Ok((secs as u32, ((time - secs) * 1e9) as u32))
 }
 
+/// The clock read for a record added without a time, at `precision`: when only seconds are
+/// written, Linux's coarse clock (the time of the last scheduler tick, a few milliseconds old,
+/// read without the hardware counter: about a quarter of the cost); otherwise [`now_parts`].
+#[inline]
+pub(crate) fn now_for(precision: super::TimePrecision) -> (u32, u32) {
+    #[cfg(target_os = "linux")]
+    if precision == super::TimePrecision::Seconds {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes only the timespec it is given.
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } == 0
+            && ts.tv_sec >= 0
+        {
+            return (ts.tv_sec as u32, ts.tv_nsec as u32);
+        }
+    }
+    let _ = precision;
+    now_parts()
+}
+
 /// The wall clock as (seconds, nanoseconds) since the epoch, for records added without a time.
 /// On Unix straight from `clock_gettime`: `SystemTime::now` plus `duration_since` costs about
 /// a third more, measurable on a path that runs once per record.
