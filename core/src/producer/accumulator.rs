@@ -215,15 +215,27 @@ impl Accumulator {
     }
 
     /// Writes the record at `batch.buf[from..]` to the spool; `false` when it could not be.
+    #[inline(always)]
     fn spool_record(
         &self,
         shard: usize,
         batch: &mut OpenBatch,
         from: usize,
     ) -> Result<(), ProducerError> {
-        let Some(spool) = &self.spool else {
-            return Ok(());
-        };
+        match &self.spool {
+            None => Ok(()),
+            Some(spool) => self.spool_record_in(spool, shard, batch, from),
+        }
+    }
+
+    #[inline(never)]
+    fn spool_record_in(
+        &self,
+        spool: &Spool,
+        shard: usize,
+        batch: &mut OpenBatch,
+        from: usize,
+    ) -> Result<(), ProducerError> {
         spool
             .record(
                 shard,

@@ -121,7 +121,21 @@ impl<'b> LogEncoder<'b> {
             *base = 0x0a;
             std::ptr::write_bytes(base.add(1), 0, LEN_RESERVE);
             *base.add(1 + LEN_RESERVE) = 0x08;
-            let end = write_varint_raw(base.add(2 + LEN_RESERVE), time as usize);
+            let at = base.add(2 + LEN_RESERVE);
+            let end = if time >= 1 << 28 {
+                // Every time since 1978 is a five-byte varint: written without the loop.
+                let t = time as u64;
+                let low = (t & 0x7f)
+                    | 0x80
+                    | ((t >> 7 & 0x7f) | 0x80) << 8
+                    | ((t >> 14 & 0x7f) | 0x80) << 16
+                    | ((t >> 21 & 0x7f) | 0x80) << 24;
+                std::ptr::write_unaligned(at.cast::<u32>(), (low as u32).to_le());
+                *at.add(4) = (t >> 28) as u8;
+                at.add(5)
+            } else {
+                write_varint_raw(at, time as usize)
+            };
             buf.set_len(start + end.offset_from(base) as usize);
         }
         LogEncoder {
@@ -482,6 +496,38 @@ mod tests {
             ..Default::default()
         }
         .encode_to_vec()
+    }
+
+    #[test]
+    fn times_of_every_varint_length_encode_as_prost_does() {
+        for time in [
+            0u32,
+            5,
+            127,
+            128,
+            (1 << 28) - 1,
+            1 << 28,
+            1_700_000_000,
+            u32::MAX,
+        ] {
+            let mut buf = BatchBuf::new();
+            let mut enc = LogEncoder::begin(&mut buf, time, None, KeyPolicy::Service);
+            enc.field_str("k", "v").unwrap();
+            enc.finish(usize::MAX).unwrap();
+            let expected = LogGroup {
+                logs: vec![Log {
+                    time,
+                    contents: vec![LogContent {
+                        key: "k".into(),
+                        value: "v".into(),
+                    }],
+                    time_ns: None,
+                }],
+                ..Default::default()
+            }
+            .encode_to_vec();
+            assert_eq!(buf.to_vec(), expected, "time {time}");
+        }
     }
 
     #[test]

@@ -34,20 +34,30 @@ pub(crate) struct ClientKey {
 /// The engine of this process, tagged with the pid that built it.
 static ENGINE: Mutex<Option<(u32, &'static Engine)>> = Mutex::new(None);
 
-/// This process's id, cached: the bindings check it on every add (to refuse a producer
+/// This process's id once [`process_id`] has read it; 0 before, and in a forked child until
+/// it reads it again.
+static CACHED_PID: AtomicU32 = AtomicU32::new(0);
+
+/// This process's id, cached: the engine checks it on every add (to refuse a producer
 /// inherited through `fork`), and `getpid` is a system call. A fork handler clears the cache
-/// in the child.
+/// in the child. Inlined: on the add path it is one load and a compare.
+#[inline]
 pub fn process_id() -> u32 {
-    static CACHED_PID: AtomicU32 = AtomicU32::new(0);
+    let cached = CACHED_PID.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    read_process_id()
+}
+
+#[cold]
+#[inline(never)]
+fn read_process_id() -> u32 {
     #[cfg(unix)]
     static REGISTER: std::sync::Once = std::sync::Once::new();
     #[cfg(unix)]
     extern "C" fn forget_pid_in_child() {
         CACHED_PID.store(0, Ordering::Relaxed);
-    }
-    let cached = CACHED_PID.load(Ordering::Relaxed);
-    if cached != 0 {
-        return cached;
     }
     // Only Unix has fork; elsewhere the cached id never goes stale.
     #[cfg(unix)]

@@ -685,6 +685,7 @@ impl Producer {
 
     /// Whether this producer was built in another process (inherited through `fork`): its
     /// I/O threads live in the parent, so it can neither send nor close here.
+    #[inline]
     pub fn is_inherited(&self) -> bool {
         engine::process_id() != self.inner.owner_pid
     }
