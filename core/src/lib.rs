@@ -19,6 +19,8 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod emulator;
 pub mod producer;
 pub mod wire;

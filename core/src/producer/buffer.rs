@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn grows_keeps_its_bytes_and_truncates() {
         let mut buf = BatchBuf::new();
-        assert!(buf.is_empty() && buf.capacity() == 0 && buf.as_ref() == b"");
+        assert!(buf.is_empty() && buf.capacity() == 0 && buf[..] == b""[..]);
         let mut expected = Vec::new();
         for i in 0..20_000u32 {
             let piece = i.to_le_bytes();

@@ -1,0 +1,480 @@
+//! The `loghose` command against the in-process emulator: `send`, `pipe` (standard input,
+//! JSON lines, a followed file across rotation and truncation, SIGTERM), `emulator --port`,
+//! configuration precedence (flag over environment over file) and exit statuses. Each child
+//! runs with a clean environment and its own HOME, so nothing of the machine's leaks in.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use loghose::emulator::Emulator;
+
+const BIN: &str = env!("CARGO_BIN_EXE_loghose");
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loghose-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The command with no inherited configuration: HOME in `home`, no LOGHOSE_* or
+/// ALIBABA_CLOUD_* variables.
+fn loghose(home: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd
+}
+
+/// Flags that reach `emu`, logstore `logstore`.
+fn to(emu: &Emulator, logstore: &str) -> Vec<String> {
+    let c = emu.credentials().unwrap();
+    vec![
+        "--endpoint".into(),
+        emu.endpoint(),
+        "--project".into(),
+        "proj".into(),
+        "--logstore".into(),
+        logstore.into(),
+        "--access-key-id".into(),
+        c.access_key_id,
+        "--access-key-secret".into(),
+        c.access_key_secret,
+    ]
+}
+
+fn run_with_input(mut cmd: Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    wait_bounded(child, Duration::from_secs(60))
+}
+
+fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the command did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn wait_for_logs(emu: &Emulator, logstore: &str, n: usize) -> Vec<loghose::emulator::StoredLog> {
+    let started = Instant::now();
+    loop {
+        let logs = emu.logs("proj", logstore);
+        if logs.len() >= n || started.elapsed() > Duration::from_secs(30) {
+            return logs;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn send_delivers_one_record_and_says_so_by_its_exit_status() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("send");
+    let out = loghose(&home)
+        .arg("send")
+        .args(to(&emu, "send"))
+        .args(["--topic", "cli", "level=info", "message=a=b stays whole"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let logs = emu.logs("proj", "send");
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].get("level"), Some("info"));
+    assert_eq!(logs[0].get("message"), Some("a=b stays whole"));
+
+    // Nobody listens on port 9: not delivered, status 1, and the cause is named.
+    let out = loghose(&home)
+        .args([
+            "send",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--project",
+            "proj",
+        ])
+        .args([
+            "--logstore",
+            "nowhere",
+            "--access-key-id",
+            "id",
+            "--access-key-secret",
+            "s",
+        ])
+        .args(["--option", "delivery_timeout_ms=1500", "k=v"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not delivered"), "{}", stderr(&out));
+
+    // Bad arguments and bad configuration: status 2, naming what is wrong.
+    let out = loghose(&home)
+        .arg("send")
+        .args(to(&emu, "send"))
+        .arg("no-equals-sign")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("KEY=VALUE"), "{}", stderr(&out));
+    let out = loghose(&home)
+        .arg("send")
+        .args(to(&emu, "send"))
+        .args(["--option", "linger_ms=soon", "k=v"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("linger_ms"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn pipe_sends_every_line_of_standard_input_in_order() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("pipe");
+    let input: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+    let mut cmd = loghose(&home);
+    cmd.arg("pipe").args(to(&emu, "pipe"));
+    let out = run_with_input(cmd, format!("{input}\n\nlast without newline").as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut logs = emu.logs("proj", "pipe");
+    assert_eq!(logs.len(), 2001, "blank lines are not records");
+    logs.sort_by_key(|l| (l.time, l.time_ns));
+    let got: Vec<&str> = logs.iter().map(|l| l.get("content").unwrap()).collect();
+    let mut expected: Vec<String> = (0..2000).map(|i| format!("line {i}")).collect();
+    expected.push("last without newline".into());
+    assert_eq!(got, expected);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn pipe_json_makes_fields_and_counts_the_lines_it_cannot_send() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("json");
+    let mut cmd = loghose(&home);
+    cmd.args(["pipe", "--json"]).args(to(&emu, "json"));
+    let input = concat!(
+        "{\"msg\":\"hello\",\"n\":3,\"ok\":true,\"tags\":[1,2],\"none\":null}\n",
+        "not json at all\n",
+        "[1,2,3]\n",
+        "{\"__topic__\":\"reserved key\"}\n",
+        "{\"msg\":\"after the bad ones\"}\n",
+    );
+    let out = run_with_input(cmd, input.as_bytes());
+    // Three lines could not be records: the status says not everything was delivered.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("line 2 not sent"), "{err}");
+    assert!(
+        err.contains("line 4 not sent") && err.contains("__topic__"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 delivered") && err.contains("3 invalid"),
+        "{err}"
+    );
+    let logs = emu.logs("proj", "json");
+    assert_eq!(logs.len(), 2);
+    let first = logs.iter().find(|l| l.get("msg") == Some("hello")).unwrap();
+    assert_eq!(first.get("n"), Some("3"));
+    assert_eq!(first.get("ok"), Some("true"));
+    assert_eq!(first.get("tags"), Some("[1,2]"));
+    assert_eq!(first.get("none"), Some("null"));
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// A child killed when dropped still running (a failed assertion leaves no process behind).
+#[cfg(unix)]
+struct KillOnDrop(Option<Child>);
+
+#[cfg(unix)]
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[cfg(unix)]
+fn sigterm(child: &Child) {
+    // SAFETY: kill only sends a signal to the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn pipe_follows_a_file_across_rotation_and_truncation_and_flushes_on_sigterm() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("follow");
+    let file = home.join("app.log");
+    let append = |text: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    append("before the start: not sent\n");
+    let child = loghose(&home)
+        .arg("pipe")
+        .args(to(&emu, "follow"))
+        // A long linger: only the SIGTERM flush can deliver in time.
+        .args(["--option", "linger_ms=60000", "--poll-ms", "20", "--follow"])
+        .arg(&file)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let settle = || std::thread::sleep(Duration::from_millis(300));
+    settle();
+    append("one\ntwo\n");
+    settle();
+    // Rotation: the file renamed away (with a last line written to it just before, and one
+    // without its newline), a new file at the path.
+    append("three\nfour-unterminated");
+    std::fs::rename(&file, home.join("app.log.1")).unwrap();
+    append("five\n");
+    settle();
+    // Truncation: the file cut to nothing, then written again.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&file)
+        .unwrap();
+    settle();
+    append("six\n");
+    settle();
+    sigterm(&child);
+    let out = wait_bounded(child, Duration::from_secs(30));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut logs = emu.logs("proj", "follow");
+    logs.sort_by_key(|l| (l.time, l.time_ns));
+    let got: Vec<&str> = logs.iter().map(|l| l.get("content").unwrap()).collect();
+    assert_eq!(
+        got,
+        ["one", "two", "three", "four-unterminated", "five", "six"]
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[cfg(unix)]
+#[test]
+fn pipe_delivers_what_it_holds_on_sigterm_with_its_input_still_open() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("sigterm");
+    let mut child = loghose(&home)
+        .arg("pipe")
+        .args(to(&emu, "sigterm"))
+        .args(["--option", "linger_ms=60000"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for i in 0..500 {
+        writeln!(input, "held {i}").unwrap();
+    }
+    input.flush().unwrap();
+    // The lines are read (not yet sent: the linger is a minute), the input stays open.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sigterm(&child);
+    let out = wait_bounded(child, Duration::from_secs(30));
+    drop(input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(wait_for_logs(&emu, "sigterm", 500).len(), 500);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn flags_win_over_the_environment_which_wins_over_the_file() {
+    let emu = Emulator::start_default().unwrap();
+    let c = emu.credentials().unwrap();
+    let home = temp_dir("precedence");
+    let config_dir = home.join(".config").join("loghose");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(
+        config_dir.join("config.toml"),
+        format!(
+            "preset = \"pi\"\nendpoint = \"{}\"\nproject = \"proj\"\nlogstore = \"from-file\"\n\
+             access_key_id = \"{}\"\naccess_key_secret = \"{}\"\n",
+            emu.endpoint(),
+            c.access_key_id,
+            c.access_key_secret
+        ),
+    )
+    .unwrap();
+    let send = |env: Option<&str>, flag: Option<&str>, value: &str| {
+        let mut cmd = loghose(&home);
+        cmd.arg("send");
+        if let Some(logstore) = env {
+            cmd.env("LOGHOSE_LOGSTORE", logstore);
+        }
+        if let Some(logstore) = flag {
+            cmd.args(["--logstore", logstore]);
+        }
+        let out = cmd.arg(format!("v={value}")).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    send(None, None, "file");
+    send(Some("from-env"), None, "env");
+    send(Some("from-env"), Some("from-flag"), "flag");
+    for (logstore, value) in [
+        ("from-file", "file"),
+        ("from-env", "env"),
+        ("from-flag", "flag"),
+    ] {
+        let logs = emu.logs("proj", logstore);
+        assert_eq!(logs.len(), 1, "{logstore}");
+        assert_eq!(logs[0].get("v"), Some(value));
+    }
+    // The standard credential variables win over the file's keys: a wrong one is refused.
+    let out = loghose(&home)
+        .env("ALIBABA_CLOUD_ACCESS_KEY_ID", "someone-else")
+        .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "wrong")
+        .args(["send", "--option", "delivery_timeout_ms=3000", "v=refused"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // A file that is not TOML is named with what is wrong.
+    std::fs::write(config_dir.join("config.toml"), "endpoint = \n").unwrap();
+    let out = loghose(&home).args(["send", "v=x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("config.toml"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[cfg(unix)]
+#[test]
+fn emulator_serves_on_the_port_given_until_sigterm() {
+    let home = temp_dir("emulator");
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let child = loghose(&home)
+        .args(["emulator", "--port", &port.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed if an assertion fails first: the test leaves no server behind.
+    let mut child = KillOnDrop(Some(child));
+    let running = child.0.as_mut().unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(running.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert_eq!(first.trim(), format!("http://127.0.0.1:{port}"));
+    // It serves: a record sent to it by the command itself arrives.
+    let out = loghose(&home)
+        .args(["send", "--endpoint", first.trim(), "--project", "proj"])
+        .args([
+            "--logstore",
+            "served",
+            "--access-key-id",
+            "loghose-emulator",
+        ])
+        .args(["--access-key-secret", "loghose-emulator-secret", "k=v"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Still up after the send; ends on SIGTERM.
+    let running = child.0.take().unwrap();
+    let mut child = KillOnDrop(Some(running));
+    assert!(child.0.as_mut().unwrap().try_wait().unwrap().is_none());
+    sigterm(child.0.as_ref().unwrap());
+    let out = wait_bounded(child.0.take().unwrap(), Duration::from_secs(10));
+    assert!(out.status.success());
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// The code blocks of the README's "The command line" section: the `sh` ones run as pasted
+/// (with `loghose` on PATH and the destination in the environment, as the section says), the
+/// `toml` one holds only option names the engine knows.
+#[cfg(unix)]
+#[test]
+fn the_readme_command_line_blocks_run_as_pasted() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("the README");
+    let start = readme.find("## The command line").expect("the section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let blocks: Vec<(&str, &str)> = section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .map(|b| b.split_once('\n').unwrap_or((b, "")))
+        .collect();
+    assert!(blocks.iter().any(|(lang, _)| *lang == "sh"));
+    let emu = Emulator::start_default().unwrap();
+    let c = emu.credentials().unwrap();
+    let home = temp_dir("readme");
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (lang, code) in &blocks {
+        match *lang {
+            "sh" => {
+                let out = Command::new("bash")
+                    .env_clear()
+                    .env("HOME", &home)
+                    .current_dir(&home)
+                    .env("PATH", &path)
+                    .env("LOGHOSE_ENDPOINT", emu.endpoint())
+                    .env("LOGHOSE_PROJECT", "proj")
+                    .env("LOGHOSE_LOGSTORE", "readme")
+                    .env("ALIBABA_CLOUD_ACCESS_KEY_ID", &c.access_key_id)
+                    .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", &c.access_key_secret)
+                    .args(["-c", &format!("set -euo pipefail\n{code}")])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{code}\n{}", stderr(&out));
+            }
+            "toml" => {
+                let table: toml::Table = code.parse().expect("valid TOML");
+                let names = loghose::producer::ProducerConfig::option_names();
+                for key in table.keys() {
+                    assert!(key == "preset" || names.contains(key), "{key}");
+                }
+            }
+            other => panic!("a block of {other:?} in the section"),
+        }
+    }
+    // What the blocks sent arrived: the record, three lines, one JSON line, two followed lines.
+    let logs = wait_for_logs(&emu, "readme", 7);
+    assert_eq!(logs.len(), 7);
+    assert!(logs
+        .iter()
+        .any(|l| l.get("message") == Some("deploy finished")));
+    assert!(logs.iter().any(|l| l.get("user") == Some("ada")));
+    assert!(logs
+        .iter()
+        .any(|l| l.get("content") == Some("listening on :8080")));
+    let _ = std::fs::remove_dir_all(&home);
+}
