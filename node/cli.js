@@ -17,10 +17,13 @@ const { recordA, recordB } = require('./s1-records.js')
 const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
 
 const USAGE =
-  'usage: loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N]\n' +
+  'usage: loghose send [options] KEY=VALUE...   one record, waited for\n' +
+  '       loghose pipe [options]                  a record per line of stdin (or --follow FILE)\n' +
+  '       loghose emulator [--port N]             the local emulator, until interrupted\n' +
+  '       loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N]\n' +
   '       loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
   '       loghose logging [--rounds N] [--records N]\n' +
-  '       loghose emulator'
+  '(loghose COMMAND --help for the options of send, pipe and emulator)'
 
 const DEFAULTS = {
   bench: { rates: '1000,10000,100000,200000', seconds: 10, unthrottledSeconds: 10, preset: 'server', compare: 0 },
@@ -67,7 +70,7 @@ function usageError(message) {
 }
 
 function startEmulator() {
-  const child = spawn(process.execPath, [__filename, 'emulator'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [__filename, 'bench-emulator'], { stdio: ['pipe', 'pipe', 'inherit'] })
   return new Promise((resolve) => {
     readline.createInterface({ input: child.stdout }).once('line', (line) => resolve({ child, ...JSON.parse(line) }))
   })
@@ -496,12 +499,27 @@ function serveEmulator() {
   process.stdin.on('end', () => emu.close())
 }
 
+const ENGINE_COMMANDS = ['send', 'pipe', 'emulator', 'help', '--help', '-h', '--version', '-V']
 const [command, ...rest] = process.argv.slice(2)
-if (command === 'bench') bench(rest)
+if (ENGINE_COMMANDS.includes(command)) {
+  // The engine's command runs on a pool thread; SIGINT and SIGTERM stay Node's, and stop it
+  // as they would the command alone (what it holds is delivered first).
+  const native = require('./native.js')
+  const stop = () => native.cliStop()
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+  native.cliMain(['loghose', ...process.argv.slice(2)]).then((code) => {
+    process.removeListener('SIGINT', stop)
+    process.removeListener('SIGTERM', stop)
+    process.exitCode = code
+    // A reader still blocked on standard input would keep the process alive.
+    process.exit(code)
+  })
+} else if (command === 'bench') bench(rest)
 else if (command === 'middleware') middleware(rest)
 else if (command === 'logging') loggingCost(rest)
 else if (command === 'load') load(...rest)
-else if (command === 'emulator') serveEmulator()
+else if (command === 'bench-emulator') serveEmulator()
 else {
   console.error(USAGE)
   process.exitCode = 2

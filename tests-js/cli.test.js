@@ -3,6 +3,9 @@
 
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
+const os = require('node:os')
+const fs = require('node:fs')
+const { Emulator } = require('../node/index.js')
 
 const CLI = path.join(__dirname, '..', 'node', 'cli.js')
 const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30000 })
@@ -13,11 +16,66 @@ test.each([
   [['bench', '--preset', 'laptop'], /--preset must be server or pi, not "laptop"/],
   [['middleware', '--rates', '1000'], /Unknown option '--rates'/],
   [['bench', 'extra'], /Unexpected argument 'extra'/],
-  [['no-such-command'], /^usage: loghose bench/],
+  [['no-such-command'], /^usage: loghose send/],
 ])('%j is refused with the usage', (args, message) => {
   const done = run(...args)
   expect(done.status).toBe(2)
   expect(done.stderr).toMatch(message)
-  expect(done.stderr).toMatch(/usage: loghose bench/)
+  expect(done.stderr).toMatch(/loghose bench/)
   expect(done.stdout).toBe('')
 })
+
+// The engine's command (send, pipe) from the npm package's `loghose`, against the emulator.
+test('send and pipe reach the emulator; the exit status says whether they were delivered', () => {
+  const emu = new Emulator()
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-cli-'))
+  try {
+    const env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      LOGHOSE_ENDPOINT: emu.endpoint,
+      LOGHOSE_PROJECT: 'loghose',
+      LOGHOSE_LOGSTORE: 'cli',
+      ALIBABA_CLOUD_ACCESS_KEY_ID: emu.accessKeyId,
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: emu.accessKeySecret,
+    }
+    const opts = { encoding: 'utf8', timeout: 60000, env }
+    const sent = spawnSync(process.execPath, [CLI, 'send', 'k=v'], opts)
+    expect(sent.stderr).toBe('')
+    expect(sent.status).toBe(0)
+    const piped = spawnSync(process.execPath, [CLI, 'pipe', '--json'], { ...opts, input: '{"a":1}\n{"a":2}\nnot json\n' })
+    expect(piped.status).toBe(1)
+    expect(piped.stderr).toMatch(/line 3 not sent/)
+    const contents = emu.logs('loghose', 'cli').map((l) => Object.fromEntries(l.contents))
+    expect(contents).toContainEqual({ k: 'v' })
+    expect(contents.filter((c) => c.a).map((c) => c.a).sort()).toEqual(['1', '2'])
+    const usage = spawnSync(process.execPath, [CLI, 'send', 'no-equals'], opts)
+    expect(usage.status).toBe(2)
+  } finally {
+    emu.close()
+    fs.rmSync(home, { recursive: true, force: true })
+  }
+})
+
+test('the emulator command serves until SIGTERM, which Node keeps and passes on', async () => {
+  const { spawn } = require('node:child_process')
+  const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  try {
+    const first = await new Promise((resolve, reject) => {
+      let out = ''
+      child.stdout.on('data', (d) => {
+        out += d
+        if (out.includes('\n')) resolve(out.split('\n')[0])
+      })
+      child.on('exit', () => reject(new Error(`exited early: ${out}`)))
+    })
+    expect(first).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    const health = await fetch(`${first}/_emulator/health`)
+    expect(await health.json()).toEqual({ ok: true })
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+    child.kill('SIGTERM')
+    expect(await exited).toEqual({ code: 0, signal: null })
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  }
+}, 30000)

@@ -20,6 +20,38 @@ use napi::Result;
 use napi_derive::napi;
 
 /// The version of the Rust engine this addon was built from.
+/// The `loghose` command on a libuv pool thread, so the event loop stays free for the
+/// process's own SIGINT/SIGTERM listeners (which call [`cli_stop`]).
+pub struct CliTask(Vec<String>);
+
+impl napi::Task for CliTask {
+    type Output = u32;
+    type JsValue = u32;
+
+    fn compute(&mut self) -> Result<u32> {
+        Ok(u32::from(loghose::cli::main(std::mem::take(&mut self.0))))
+    }
+
+    fn resolve(&mut self, _env: napi::Env, output: u32) -> Result<u32> {
+        Ok(output)
+    }
+}
+
+/// Runs the `loghose` command (`send`, `pipe`, `emulator`) with `argv` (the program name
+/// first); resolves with its exit status. Node keeps the signals: the command installs no
+/// handler and stops when `cliStop` is called.
+#[napi(ts_return_type = "Promise<number>")]
+pub fn cli_main(argv: Vec<String>) -> napi::bindgen_prelude::AsyncTask<CliTask> {
+    loghose::cli::use_host_signals();
+    napi::bindgen_prelude::AsyncTask::new(CliTask(argv))
+}
+
+/// Stops a running `cliMain` as SIGTERM would: what it holds is delivered, then it ends.
+#[napi]
+pub fn cli_stop() {
+    loghose::cli::request_stop();
+}
+
 #[napi]
 pub fn engine_version() -> &'static str {
     env!("CARGO_PKG_VERSION")

@@ -1,9 +1,12 @@
-"""``python -m loghose``: the S1 benchmark from Python, and the emulator as a process.
+"""``python -m loghose`` (and the ``loghose`` command the package installs): ``send``, ``pipe``
+and ``emulator`` run the engine's command (``loghose send KEY=VALUE…``, ``loghose pipe``,
+``loghose emulator --port N``; see the README's "The command line"); ``bench`` runs S1 from
+Python.
 
 ``python -m loghose bench [--rates 1000,200000] [--seconds 10] [--preset server]`` runs scenario
 S1 (the C producer's server benchmark) from Python against the emulator, in a child process so
 the CPU and memory figures are the producer's, and prints the S1 table. ``--compare`` measures
-dict vs list-of-pairs vs ``send_many``. ``python -m loghose emulator`` serves until stdin closes.
+dict vs list-of-pairs vs ``send_many``.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class ChildEmulator:
     """The emulator in a child process (so its work is not counted as the producer's)."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "loghose", "emulator"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "loghose", "bench-emulator"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         info = json.loads(self.proc.stdout.readline())
@@ -263,14 +266,35 @@ def serve_emulator() -> int:
     return 0
 
 
+ENGINE_COMMANDS = ("send", "pipe", "emulator", "help", "--help", "-h", "--version", "-V")
+USAGE = """usage: loghose send [options] KEY=VALUE...   one record, waited for
+       loghose pipe [options]                  a record per line of stdin (or --follow FILE)
+       loghose emulator [--port N]             the local emulator, until interrupted
+       loghose bench [options]                 scenario S1 from Python
+(loghose COMMAND --help for the options)"""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return bench(argv[1:])
-    if argv[:1] == ["emulator"]:
+    if argv[:1] == ["bench-emulator"]:
         return serve_emulator()
-    print("usage: python -m loghose bench [options] | python -m loghose emulator", file=sys.stderr)
+    if argv[:1] and argv[0] in ENGINE_COMMANDS:
+        from loghose import _native
+
+        try:
+            return _native.cli_main(["loghose", *argv])
+        except KeyboardInterrupt:
+            # SIGINT already ended the command (what it held delivered); Python saw it too.
+            return 130
+    print(USAGE, file=sys.stderr)
     return 2
+
+
+def console() -> None:
+    """The ``loghose`` console script."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

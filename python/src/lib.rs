@@ -42,12 +42,20 @@ fn option_names() -> Vec<String> {
     loghose::producer::ProducerConfig::option_names()
 }
 
+/// Runs the `loghose` command (`send`, `pipe`, `emulator`) with `argv` (the program name
+/// first), the GIL released for all of it; answers its exit status.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| loghose::cli::main(argv))
+}
+
 /// The `loghose._native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(preset_options_json, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<producer::NativeProducer>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;

@@ -12,5 +12,8 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    loghose::cli::emulator::run(Args::parse().emulator, "loghose-emulator")
+    std::process::ExitCode::from(loghose::cli::emulator::run(
+        Args::parse().emulator,
+        "loghose-emulator",
+    ))
 }

@@ -1,5 +1,5 @@
 //! `loghose`: the command-line tool (see `loghose::cli`).
 
 fn main() -> std::process::ExitCode {
-    loghose::cli::main(std::env::args_os())
+    std::process::ExitCode::from(loghose::cli::main(std::env::args_os()))
 }

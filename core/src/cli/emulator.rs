@@ -8,7 +8,6 @@
 
 use std::io::Write as _;
 use std::net::IpAddr;
-use std::process::ExitCode;
 
 use crate::emulator::{
     AccessKey, Emulator, EmulatorConfig, EmulatorTls, StsKey, DEFAULT_ACCESS_KEY_ID,
@@ -119,7 +118,7 @@ fn trim_free_memory_periodically() {
 fn trim_free_memory_periodically() {}
 
 /// Runs the emulator until SIGINT or SIGTERM; `name` prefixes its messages.
-pub fn run(args: EmulatorArgs, name: &str) -> ExitCode {
+pub fn run(args: EmulatorArgs, name: &str) -> u8 {
     return_large_blocks_to_the_system();
     let mut sts_keys = Vec::new();
     for spec in &args.sts_keys {
@@ -134,7 +133,7 @@ pub fn run(args: EmulatorArgs, name: &str) -> ExitCode {
             }
             _ => {
                 eprintln!("{name}: --sts-key wants ID:SECRET:TOKEN, got {spec:?}");
-                return ExitCode::from(2);
+                return super::EXIT_USAGE;
             }
         }
     }
@@ -144,7 +143,7 @@ pub fn run(args: EmulatorArgs, name: &str) -> ExitCode {
                 (Ok(cert_pem), Ok(key_pem)) => Some(EmulatorTls { cert_pem, key_pem }),
                 (Err(e), _) | (_, Err(e)) => {
                     eprintln!("{name}: cannot read the TLS files: {e}");
-                    return ExitCode::from(2);
+                    return super::EXIT_USAGE;
                 }
             }
         }
@@ -184,7 +183,7 @@ pub fn run(args: EmulatorArgs, name: &str) -> ExitCode {
         Ok(e) => e,
         Err(e) => {
             eprintln!("{name}: {e}");
-            return ExitCode::FAILURE;
+            return super::EXIT_NOT_DELIVERED;
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -197,9 +196,9 @@ pub fn run(args: EmulatorArgs, name: &str) -> ExitCode {
         .build();
     let Ok(signals) = signals else {
         eprintln!("{name}: cannot wait for signals");
-        return ExitCode::FAILURE;
+        return super::EXIT_NOT_DELIVERED;
     };
     signals.block_on(super::wait_for_stop());
     emulator.shutdown();
-    ExitCode::SUCCESS
+    super::EXIT_DELIVERED
 }

@@ -16,7 +16,6 @@ pub mod pipe;
 pub mod send;
 
 use std::ffi::OsString;
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -38,8 +37,17 @@ enum Command {
     Emulator(emulator::EmulatorArgs),
 }
 
-/// Runs the `loghose` command with `args` (the program name first).
-pub fn main<I, T>(args: I) -> ExitCode
+/// Exit status: everything was delivered (or the command served until stopped).
+pub const EXIT_DELIVERED: u8 = 0;
+/// Exit status: something was not delivered (counted on standard error), or the command
+/// could not run.
+pub const EXIT_NOT_DELIVERED: u8 = 1;
+/// Exit status: bad arguments or configuration.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs the `loghose` command with `args` (the program name first) and answers its exit
+/// status. The binary calls it; so do the Python and Node packages' `loghose` commands.
+pub fn main<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -49,9 +57,9 @@ where
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(2)
+                EXIT_USAGE
             } else {
-                ExitCode::SUCCESS
+                EXIT_DELIVERED
             };
         }
     };
@@ -62,9 +70,44 @@ where
     }
 }
 
-/// Until SIGINT or SIGTERM (Ctrl-C where there are no Unix signals).
-#[cfg(unix)]
+/// Whether the host process owns the signals (Node: its own listeners call [`request_stop`]);
+/// then the command installs no handler of its own.
+static HOST_SIGNALS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asked to stop by the host (see [`request_stop`]).
+static STOP: std::sync::OnceLock<tokio::sync::Notify> = std::sync::OnceLock::new();
+
+fn stop_notify() -> &'static tokio::sync::Notify {
+    STOP.get_or_init(tokio::sync::Notify::new)
+}
+
+/// For a host that handles SIGINT and SIGTERM itself (the Node package's `loghose`): the
+/// command installs no signal handler and stops when [`request_stop`] is called instead.
+pub fn use_host_signals() {
+    HOST_SIGNALS.store(true, std::sync::atomic::Ordering::Release);
+}
+
+/// Stops a running command as SIGTERM would (from the host's own signal listener).
+pub fn request_stop() {
+    // A permit is kept if the command is not waiting yet.
+    stop_notify().notify_one();
+}
+
+/// Until SIGINT or SIGTERM (Ctrl-C where there are no Unix signals), or [`request_stop`].
 pub(crate) async fn wait_for_stop() {
+    if HOST_SIGNALS.load(std::sync::atomic::Ordering::Acquire) {
+        stop_notify().notified().await;
+        return;
+    }
+    tokio::select! {
+        _ = stop_notify().notified() => {},
+        _ = os_signal() => {},
+    }
+}
+
+/// Until SIGINT or SIGTERM.
+#[cfg(unix)]
+async fn os_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match (
         signal(SignalKind::interrupt()),
@@ -84,6 +127,6 @@ pub(crate) async fn wait_for_stop() {
 
 /// Until Ctrl-C.
 #[cfg(not(unix))]
-pub(crate) async fn wait_for_stop() {
+async fn os_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }

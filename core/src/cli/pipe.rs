@@ -13,7 +13,6 @@
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -244,19 +243,19 @@ impl Follower {
 }
 
 /// Runs `loghose pipe`.
-pub fn run(args: PipeArgs) -> ExitCode {
+pub fn run(args: PipeArgs) -> u8 {
     let config = match args.producer.resolve() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("loghose pipe: {e}");
-            return ExitCode::from(2);
+            return super::EXIT_USAGE;
         }
     };
     let producer = match Producer::new(config) {
         Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("loghose pipe: {e}");
-            return ExitCode::from(2);
+            return super::EXIT_USAGE;
         }
     };
     let sender = Arc::new(Sender {
@@ -273,7 +272,7 @@ pub fn run(args: PipeArgs) -> ExitCode {
         .build()
     else {
         eprintln!("loghose pipe: cannot wait for signals");
-        return ExitCode::FAILURE;
+        return super::EXIT_NOT_DELIVERED;
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let reader = {
@@ -318,7 +317,7 @@ pub fn run(args: PipeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("loghose pipe: cannot start the reader: {e}");
-            return ExitCode::FAILURE;
+            return super::EXIT_NOT_DELIVERED;
         }
     };
     let following = args.follow.is_some();
@@ -357,8 +356,8 @@ pub fn run(args: PipeArgs) -> ExitCode {
              {invalid} invalid, {refused} refused",
             closed.undelivered
         );
-        ExitCode::FAILURE
+        super::EXIT_NOT_DELIVERED
     } else {
-        ExitCode::SUCCESS
+        super::EXIT_DELIVERED
     }
 }

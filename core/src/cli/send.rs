@@ -2,7 +2,6 @@
 //! says whether it was (0 delivered, 1 not, 2 bad arguments or configuration). Runs on the
 //! calling thread, which waits for the record's report.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use super::options::ProducerArgs;
@@ -29,14 +28,14 @@ pub struct SendArgs {
 }
 
 /// Runs `loghose send`.
-pub fn run(args: SendArgs) -> ExitCode {
+pub fn run(args: SendArgs) -> u8 {
     let mut fields = Vec::with_capacity(args.fields.len());
     for field in &args.fields {
         match field.split_once('=') {
             Some((key, value)) => fields.push((key, value)),
             None => {
                 eprintln!("loghose send: a field is KEY=VALUE, got {field:?}");
-                return ExitCode::from(2);
+                return super::EXIT_USAGE;
             }
         }
     }
@@ -44,14 +43,14 @@ pub fn run(args: SendArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("loghose send: {e}");
-            return ExitCode::from(2);
+            return super::EXIT_USAGE;
         }
     };
     let producer = match Producer::new(config) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("loghose send: {e}");
-            return ExitCode::from(2);
+            return super::EXIT_USAGE;
         }
     };
     let opts = SendOptions {
@@ -69,18 +68,18 @@ pub fn run(args: SendArgs) -> ExitCode {
             completion.wait(timeout).map_err(|e| e.to_string())
         });
     let code = match outcome {
-        Ok(report) if report.is_delivered() => ExitCode::SUCCESS,
+        Ok(report) if report.is_delivered() => super::EXIT_DELIVERED,
         Ok(report) => {
             eprintln!(
                 "loghose send: not delivered: {} {}",
                 report.error_code().unwrap_or("error"),
                 report.error_message().unwrap_or("")
             );
-            ExitCode::FAILURE
+            super::EXIT_NOT_DELIVERED
         }
         Err(e) => {
             eprintln!("loghose send: not delivered: {e}");
-            ExitCode::FAILURE
+            super::EXIT_NOT_DELIVERED
         }
     };
     // Nothing is left to wait for after the record's own outcome.
