@@ -12,7 +12,27 @@
 
 const { EventEmitter } = require('node:events')
 const { isMainThread } = require('node:worker_threads')
-const native = require('./native.js')
+const native = loadNative()
+
+/** The addon, from this platform's package (or a source build beside this file); when neither
+ * is there, an error naming the package this platform needs. */
+function loadNative() {
+  try {
+    return require('./native.js')
+  } catch (err) {
+    const abi = process.platform === 'linux' ? (process.report?.getReport().header.glibcVersionRuntime ? '-gnu' : '-musl') : process.platform === 'win32' ? '-msvc' : ''
+    const arm = process.arch === 'arm' ? (process.platform === 'linux' ? '-gnueabihf' : '') : ''
+    const wanted = `loghose-${process.platform}-${process.arch}${arm || abi}`
+    const error = new Error(
+      `loghose: no native addon for ${process.platform}-${process.arch}: the package ${wanted} is not installed ` +
+        '(npm skips optional dependencies with --omit=optional or --no-optional, and a lockfile made on another ' +
+        `platform may lack it: install ${wanted}@${require('../package.json').version} beside loghose), or this ` +
+        'platform has no prebuilt addon (build one from a clone with `npm ci && npm run build`).',
+    )
+    error.cause = err
+    throw error
+  }
+}
 const signals = require('./signals.js')
 
 class LoghoseError extends Error {

@@ -39,13 +39,17 @@ fi
 step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
 cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
 
-step "Node: npm ci (builds the addon with @napi-rs/cli), tsc --noEmit, jest"
+step "Node: npm ci, the addon built from source (npm run build), tsc --noEmit, jest"
 if ! command -v npm >/dev/null; then
   apt-get update -qq && apt-get install -y -qq nodejs npm
 fi
 npm ci --no-audit --no-fund
+npm run build
 npm run typecheck
 npm test
+
+step "npm packages as published (main + linux-x64-gnu), installed with no Rust toolchain on PATH"
+bash scripts/test-npm-package.sh
 
 step "Python test environment (.venv)"
 if [ ! -x .venv/bin/python ]; then
