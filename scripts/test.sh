@@ -60,8 +60,9 @@ fi
 step "ruff"
 .venv/bin/ruff check tests-py python benches-py
 
-step "pip install . (the loghose wheel, built by maturin)"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check .
+step "the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
+bash scripts/test-wheel.sh
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wheels/loghose-*.whl
 
 step "pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
 cargo build --quiet -p loghose --bin loghose-emulator
