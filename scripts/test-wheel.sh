@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 rm -rf dist/wheels
-.venv/bin/maturin build --quiet --release --profile dist --strip --zig \
+PATH="$root/.venv/bin:$PATH" .venv/bin/maturin build --quiet --profile dist --strip --zig \
   --compatibility manylinux2014 --interpreter .venv/bin/python --out dist/wheels
 wheel=$(ls dist/wheels/loghose-*.whl)
 echo "built $(basename "$wheel"): $(du -k "$wheel" | cut -f1) KB"
