@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::producer::ProducerConfig;
+use crate::producer::{Producer, ProducerConfig};
 
 /// Where the producer sends, and how: flags over environment over the configuration file.
 #[derive(clap::Args, Debug, Default, Clone)]
@@ -47,6 +47,12 @@ pub struct ProducerArgs {
     /// STS security token, with a temporary key.
     #[arg(long, env = "ALIBABA_CLOUD_SECURITY_TOKEN", hide_env_values = true)]
     pub security_token: Option<String>,
+    /// The records' topic.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// The records' source (default: this machine's address toward the endpoint).
+    #[arg(long)]
+    pub source: Option<String>,
     /// Any other producer option, as NAME=VALUE (repeatable), e.g. --option linger_ms=500.
     #[arg(long = "option", value_name = "NAME=VALUE")]
     pub options: Vec<String>,
@@ -111,6 +117,19 @@ fn read_file(path: &Path) -> Result<Map<String, Value>, OptionsError> {
 }
 
 impl ProducerArgs {
+    /// The producer these options make; what is wrong is printed (prefixed with `command`)
+    /// and answered as the usage exit status.
+    pub fn producer(&self, command: &str) -> Result<Producer, u8> {
+        let built = self
+            .resolve()
+            .map_err(|e| e.to_string())
+            .and_then(|config| Producer::new(config).map_err(|e| e.to_string()));
+        built.map_err(|e| {
+            eprintln!("{command}: {e}");
+            super::EXIT_USAGE
+        })
+    }
+
     /// The producer configuration these flags, the environment and the file make.
     pub fn resolve(&self) -> Result<ProducerConfig, OptionsError> {
         let file = match &self.config {
@@ -144,6 +163,8 @@ impl ProducerArgs {
             ("access_key_id", &self.access_key_id),
             ("access_key_secret", &self.access_key_secret),
             ("security_token", &self.security_token),
+            ("topic", &self.topic),
+            ("source", &self.source),
         ];
         for (name, value) in given {
             if let Some(v) = value {

@@ -44,12 +44,6 @@ pub struct PipeArgs {
     /// With --follow: how often the file is checked, ms.
     #[arg(long, default_value_t = 200)]
     pub poll_ms: u64,
-    /// The records' topic.
-    #[arg(long)]
-    pub topic: Option<String>,
-    /// The records' source (default: this machine's address toward the endpoint).
-    #[arg(long)]
-    pub source: Option<String>,
     /// How long the end (of input, or a signal) may take to deliver what is held, ms.
     #[arg(long, default_value_t = 30_000)]
     pub close_timeout_ms: u64,
@@ -70,8 +64,6 @@ struct Sender {
     producer: Arc<Producer>,
     json: bool,
     field: String,
-    topic: Option<String>,
-    source: Option<String>,
     counts: Counts,
     stop: AtomicBool,
 }
@@ -84,11 +76,7 @@ impl Sender {
             return;
         }
         let n = self.counts.lines.fetch_add(1, Ordering::Relaxed) + 1;
-        let opts = SendOptions {
-            topic: self.topic.as_deref(),
-            source: self.source.as_deref(),
-            ..SendOptions::default()
-        };
+        let opts = SendOptions::default();
         let sent = if self.json {
             match serde_json::from_slice::<serde_json::Map<String, Value>>(raw) {
                 Ok(object) => {
@@ -244,26 +232,14 @@ impl Follower {
 
 /// Runs `loghose pipe`.
 pub fn run(args: PipeArgs) -> u8 {
-    let config = match args.producer.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("loghose pipe: {e}");
-            return super::EXIT_USAGE;
-        }
-    };
-    let producer = match Producer::new(config) {
+    let producer = match args.producer.producer("loghose pipe") {
         Ok(p) => Arc::new(p),
-        Err(e) => {
-            eprintln!("loghose pipe: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
     let sender = Arc::new(Sender {
         producer: producer.clone(),
         json: args.json,
         field: args.field.clone(),
-        topic: args.topic.clone(),
-        source: args.source.clone(),
         counts: Counts::default(),
         stop: AtomicBool::new(false),
     });

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::options::ProducerArgs;
-use crate::producer::{Producer, SendOptions};
+use crate::producer::SendOptions;
 
 /// Sends one record and waits until it is delivered or has failed.
 #[derive(clap::Args, Debug)]
@@ -13,12 +13,6 @@ pub struct SendArgs {
     /// Where and how to send.
     #[command(flatten)]
     pub producer: ProducerArgs,
-    /// The record's topic.
-    #[arg(long)]
-    pub topic: Option<String>,
-    /// The record's source (default: this machine's address toward the endpoint).
-    #[arg(long)]
-    pub source: Option<String>,
     /// How long to wait for delivery, ms.
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
@@ -39,25 +33,11 @@ pub fn run(args: SendArgs) -> u8 {
             }
         }
     }
-    let config = match args.producer.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("loghose send: {e}");
-            return super::EXIT_USAGE;
-        }
-    };
-    let producer = match Producer::new(config) {
+    let producer = match args.producer.producer("loghose send") {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("loghose send: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
-    let opts = SendOptions {
-        topic: args.topic.as_deref(),
-        source: args.source.as_deref(),
-        ..SendOptions::default()
-    };
+    let opts = SendOptions::default();
     let timeout = Duration::from_millis(args.timeout_ms);
     let outcome = producer
         .send_with_completion(&fields, &opts)
