@@ -304,13 +304,12 @@ pub fn run(args: PipeArgs) -> u8 {
         }
     });
     sender.stop.store(true, Ordering::Release);
-    if by_signal && following {
-        // One last poll (what was written before the signal), then the reader ends.
-        let _ = reader.join();
-    } else if !by_signal {
+    // At the end of input the reader is done; after a signal a follower makes one last poll
+    // (what was written before it) and ends. A reader blocked on standard input after a signal
+    // is left behind: the process ends.
+    if !by_signal || following {
         let _ = reader.join();
     }
-    // A reader blocked on standard input after a signal is left behind: the process ends.
     let closed = producer.close(Duration::from_millis(args.close_timeout_ms));
     let counts = &sender.counts;
     let (lines, sent, invalid, refused) = (
