@@ -524,14 +524,6 @@ impl Spool {
     ) -> Result<Opened, SpoolError> {
         std::fs::create_dir_all(dir).map_err(io(dir, "cannot create it"))?;
         let lock = lock_dir(dir)?;
-        // Spares an earlier producer made and never used hold nothing.
-        if let Ok(listing) = std::fs::read_dir(dir) {
-            for entry in listing.flatten() {
-                if entry.path().extension().is_some_and(|x| x == "tmp") {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-        }
         let mut found = Found::default();
         let entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(io(dir, "cannot list it"))?
