@@ -29,7 +29,7 @@ import tempfile
 import time
 from typing import Any
 
-from loghose.__main__ import ChildEmulator
+from loghose.bench import ChildEmulator
 from loghose.logging import LoghoseHandler
 
 PROJECT = "bench-logging"

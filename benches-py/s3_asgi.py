@@ -157,7 +157,7 @@ def main(argv: list[str]) -> int:
     if shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2
-    from loghose.__main__ import ChildEmulator
+    from loghose.bench import ChildEmulator
 
     emu = ChildEmulator()
     rows = []

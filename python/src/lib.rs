@@ -49,6 +49,16 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(|| loghose::cli::main(argv))
 }
 
+/// `data` compressed with `codec` (`none`, `lz4`, `zstd` or `deflate`) exactly as the producer
+/// compresses a batch body, the GIL released: what the S6 benchmark times per codec.
+#[pyfunction]
+fn compress(py: Python<'_>, codec: &str, data: Vec<u8>) -> PyResult<Vec<u8>> {
+    let codec = loghose::wire::compress::Compression::from_name(codec)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    py.detach(|| loghose::wire::compress::compress(codec, &data))
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
 /// The `loghose._native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -56,6 +66,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preset_options_json, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_class::<producer::NativeProducer>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;

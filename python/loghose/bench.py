@@ -1,0 +1,625 @@
+"""The seed benchmark scenarios, run from Python, with their figures as data.
+
+``loghose.bench.run("s1", rates=[1000, 200_000], seconds=5)`` runs a scenario and returns its
+rows: a list of dicts (one per rate, size or case), with a ``to_frame()`` that makes a pandas
+DataFrame when pandas is installed. ``python -m loghose bench --scenario s2 [--json]`` is the
+same from the command line. The scenarios (``docs/scenarios.md``):
+
+- ``s1`` server: the C producer's server benchmark (``server`` preset) at fixed rates, then
+  unthrottled;
+- ``s2`` pi: the same workload with the ``pi`` preset at 10 … 20 000 logs/s, pinned to one core,
+  memory reported as growth over the idle process, and (with valgrind) instructions per send;
+- ``s4`` timers: many open batches (one per distinct ``source``) waiting for their linger;
+- ``s5`` fleet: 100 000 devices at 10 000 and 20 000 logs/s, backlog and add-to-delivery
+  latency; and the memory of many idle producers in one process;
+- ``s6`` payload: one large value per record, sent one at a time, latency per size; and per
+  codec the compression ratio and the time to compress 1 MB.
+
+Every scenario checks what it measured: each log it added is counted at the emulator (0 lost,
+0 duplicated), and a row says so in ``lost`` and ``duplicates``.
+
+How it runs: ``run`` starts the scenario in a child Python process (so the CPU, memory and
+threads measured are the producer's, not a notebook's) which starts the emulator in a process
+of its own at nice 10 (it stands in for the remote service). The child reports progress and
+rows as JSON lines; ``run`` shows progress through ``tqdm`` when it is installed (a widget in
+Jupyter), otherwise as a text bar on stderr when that is a terminal, and not at all when
+``progress=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import loghose
+
+SCENARIOS = ("s1", "s2", "s4", "s5", "s6")
+
+# S1's records (docs/scenarios.md), built in the loop as the C benchmark builds its arguments.
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+TOPIC = "test_topic"
+TAGS = {f"tag_{i}": f"val_{i}" for i in range(1, 6)}
+LOG_B = {
+    "LogHub": "Real-time log collection and consumption",
+    "Search/Analytics": "Query and real-time analysis",
+    "Visualized": "dashboard and report functions",
+    "Interconnection": "Grafana and JDBC/SQL92",
+}
+RAW_A = sum(len(k) + len(v) for k, v in [("content_key_1", "1" + ALPHABET * 3)]
+            + [(f"content_key_{d}", f"{d}{ALPHABET}") for d in range(2, 10)]) + len("index") + 6
+RAW_B = sum(len(k) + len(v) for k, v in LOG_B.items())
+
+# What each scenario runs when not told otherwise (the vendor's rates; 10 s per rate).
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "s1": {"rates": [1000, 10_000, 100_000, 200_000], "seconds": 10, "unthrottled_seconds": 10,
+           "preset": "server"},
+    "s2": {"rates": [10, 100, 1000, 10_000, 20_000], "seconds": 10, "preset": "pi", "core": 0,
+           "instructions": None, "instruction_sends": 4000},
+    "s4": {"open_batches": [100_000], "lingers_ms": [1000, 60_000], "seconds": 20},
+    "s5": {"devices": 100_000, "rates": [10_000, 20_000], "seconds": 60, "key": "shard_key",
+           "sample_every": 50, "tenants": 10_000},
+    "s6": {"sizes": [1 << 10, 16 << 10, 256 << 10, 512 << 10, 1 << 20], "count": 50,
+           "codecs": ["none", "lz4", "zstd", "deflate"], "codec_rounds": 20},
+}
+
+
+class Rows(list):  # type: ignore[type-arg]
+    """A scenario's rows: a list of dicts, one per rate, size or case."""
+
+    def to_frame(self) -> Any:
+        """The rows as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas  # type: ignore[import-untyped,unused-ignore]
+        except ImportError as e:
+            raise ImportError("Rows.to_frame() needs pandas: pip install pandas") from e
+        return pandas.DataFrame(list(self))
+
+
+def run(scenario: str, *, progress: bool | None = None, **params: Any) -> Rows:
+    """Runs ``scenario`` (``"s1"``, ``"s2"``, ``"s4"``, ``"s5"`` or ``"s6"``) in a child process
+    and returns its rows. ``params`` override the scenario's defaults (``DEFAULTS[scenario]``),
+    e.g. ``rates=[1000, 20_000], seconds=5``. ``progress``: None shows it when tqdm is installed
+    or stderr is a terminal, True always, False never. Raises ``RuntimeError`` (with the
+    child's error output) when the scenario could not run; a scenario that ran but lost logs
+    returns its rows, whose ``lost``/``duplicates`` say so."""
+    params = _checked(scenario, params)
+    bar = _Progress(progress)
+    with tempfile.TemporaryFile("w+") as errors:
+        child = subprocess.Popen([sys.executable, "-m", "loghose", "bench", "--scenario", scenario, "--events",
+                                  "--params", json.dumps(params)],
+                                 stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert child.stdout is not None
+        rows = Rows()
+        try:
+            for line in child.stdout:
+                event = json.loads(line)
+                if "row" in event:
+                    rows.append(event["row"])
+                elif "progress" in event:
+                    bar.update(**event["progress"])
+        finally:
+            bar.close()
+            status = child.wait()
+        if status not in (0, 1):
+            errors.seek(0)
+            raise RuntimeError(f"scenario {scenario} failed (exit status {status}):\n{errors.read()[-4000:]}")
+    return rows
+
+
+def _checked(scenario: str, params: dict[str, Any]) -> dict[str, Any]:
+    if scenario not in DEFAULTS:
+        raise ValueError(f"unknown scenario {scenario!r}: one of {', '.join(SCENARIOS)}")
+    unknown = sorted(set(params) - set(DEFAULTS[scenario]))
+    if unknown:
+        raise TypeError(f"scenario {scenario} has no parameter {unknown[0]!r}: "
+                        f"it takes {', '.join(DEFAULTS[scenario])}")
+    return {**DEFAULTS[scenario], **params}
+
+
+class _Progress:
+    """tqdm when installed (``tqdm.auto``: a widget in Jupyter), else a text bar on a terminal."""
+
+    def __init__(self, wanted: bool | None) -> None:
+        self.bars: dict[str, Any] = {}
+        self.tqdm: Any = None
+        try:
+            from tqdm.auto import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+            self.tqdm = tqdm
+        except ImportError:
+            pass
+        self.enabled = wanted if wanted is not None else (self.tqdm is not None or sys.stderr.isatty())
+
+    def update(self, label: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.tqdm is not None:
+            bar = self.bars.get(label)
+            if bar is None:
+                bar = self.bars[label] = self.tqdm(total=total, desc=label, leave=True)
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r{label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The child side: the scenarios themselves.
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def add_s1_pair(send: Any, index: int) -> None:
+    """One S1 iteration, as the C benchmark's loop: both records built here from literals, the
+    iteration number formatted as text."""
+    send({"content_key_1": "1abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+                           "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+                           "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_2": "2abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_3": "3abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_4": "4abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_5": "5abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_6": "6abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_7": "7abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_8": "8abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "content_key_9": "9abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+          "index": str(index)})
+    send({"LogHub": "Real-time log collection and consumption",
+          "Search/Analytics": "Query and real-time analysis",
+          "Visualized": "dashboard and report functions",
+          "Interconnection": "Grafana and JDBC/SQL92"})
+
+
+def rss_mb() -> float:
+    return _status_kb("VmRSS:") / 1024
+
+
+def peak_rss_mb() -> float:
+    return _status_kb("VmHWM:") / 1024
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak_rss() -> None:
+    # Writing 5 to clear_refs resets VmHWM to the current RSS (Linux ≥ 4.0); best effort.
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+class ChildEmulator:
+    """The emulator in a child process at nice 10 (its work is not the producer's)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "loghose", "bench-emulator"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        info = json.loads(self.proc.stdout.readline())
+        self.endpoint = info["endpoint"]
+        self.options = {"endpoint": info["endpoint"], "access_key_id": info["access_key_id"],
+                        "access_key_secret": info["access_key_secret"]}
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def _get(self, path: str) -> Any:
+        with self._opener.open(f"{self.endpoint}/_emulator/{path}", timeout=60) as resp:
+            return json.loads(resp.read())
+
+    def totals(self, project: str, logstore: str) -> dict[str, int]:
+        return self._get(f"totals?project={project}&logstore={logstore}") or {"logs": 0, "groups": 0}
+
+    def duplicate_groups(self) -> int:
+        return int(self._get("counters")["duplicate_groups"])
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+class _Counted:
+    """The exactly-once check of one logstore: logs read back against logs sent, and the batches
+    the emulator saw twice (by pack id) while this check was open."""
+
+    def __init__(self, emu: ChildEmulator, project: str, logstore: str) -> None:
+        self.emu, self.project, self.logstore = emu, project, logstore
+        self.duplicates0 = emu.duplicate_groups()
+
+    def result(self, sent: int) -> dict[str, int]:
+        received = self.emu.totals(self.project, self.logstore)["logs"]
+        return {"received": received, "lost": max(sent - received, 0),
+                "duplicates": max(received - sent, 0) + self.emu.duplicate_groups() - self.duplicates0}
+
+
+def _seconds_loop(seconds: int, label: str, emit: Emit, body: Callable[[int], None]) -> list[float]:
+    """Calls ``body(second)`` at the start of each second and sleeps out the rest; returns how
+    long each call took."""
+    took = []
+    t0 = time.perf_counter()
+    for second in range(seconds):
+        start = time.perf_counter()
+        body(second)
+        took.append(time.perf_counter() - start)
+        emit({"progress": {"label": label, "done": second + 1, "total": seconds}})
+        rest = t0 + second + 1 - time.perf_counter()
+        if rest > 0:
+            time.sleep(rest)
+    return took
+
+
+def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: int, seconds: int,
+              idle_rss: float) -> dict[str, Any]:
+    logstore = f"{scenario}-rate-{rate}"
+    check = _Counted(emu, "bench", logstore)
+    _reset_peak_rss()
+    producer = loghose.Producer.from_preset(preset, **emu.options, project="bench", logstore=logstore,
+                                            topic=TOPIC, tags=TAGS)
+    send = producer.send
+    refused = 0
+    pairs = max(rate // 2, 1)
+    next_index = 0
+
+    def second_of_sends(_second: int) -> None:
+        nonlocal refused, next_index
+        for _ in range(pairs):
+            try:
+                add_s1_pair(send, next_index)
+            except loghose.BufferFullError:
+                refused += 1
+            next_index += 1
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    took = _seconds_loop(seconds, f"{scenario} {rate} logs/s", emit, second_of_sends)
+    pending = producer.flush(120)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    rss, peak = rss_mb(), peak_rss_mb()
+    producer.close(10)
+    counted = check.result(pairs * 2 * seconds)
+    # The median second: one second disturbed by a collection or the neighbours does not move it.
+    return {"scenario": scenario, "preset": preset, "rate": pairs * 2,
+            "us_per_send": statistics.median(took) * 1e6 / (pairs * 2),
+            "raw_kb_s": (RAW_A + RAW_B) * pairs / 1024, "cpu_pct": cpu / wall * 100,
+            "rss_mb": rss, "rss_growth_mb": rss - idle_rss, "peak_rss_growth_mb": peak - idle_rss,
+            **counted, "refused": refused, "pending": pending}
+
+
+def s1(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    idle = rss_mb()
+    for rate in p["rates"]:
+        emit({"row": _rate_row(emu, emit, "s1", p["preset"], rate, p["seconds"], idle)})
+    if p["unthrottled_seconds"]:
+        emit({"row": _unthrottled(emu, emit, p["preset"], p["unthrottled_seconds"])})
+
+
+def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int) -> dict[str, Any]:
+    check = _Counted(emu, "bench", "s1-unthrottled")
+    producer = loghose.Producer.from_preset(preset, **emu.options, project="bench", logstore="s1-unthrottled",
+                                            topic=TOPIC, tags=TAGS, max_block_ms=60_000)
+    send = producer.send
+    n = 0
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for second in range(seconds):
+        stop = t0 + second + 1
+        while time.perf_counter() < stop:
+            for _ in range(500):
+                add_s1_pair(send, n // 2)
+                n += 2
+        emit({"progress": {"label": "s1 unthrottled", "done": second + 1, "total": seconds}})
+    add_secs = time.perf_counter() - t0
+    pending = producer.flush(300)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    producer.close(10)
+    counted = check.result(n)
+    return {"scenario": "s1", "preset": preset, "rate": None, "unthrottled": True,
+            "us_per_send": add_secs * 1e6 / max(n, 1), "delivered_per_s": counted["received"] / wall,
+            "per_cpu_second": counted["received"] / max(cpu, 1e-3), "cpu_pct": cpu / wall * 100,
+            **counted, "refused": 0, "pending": pending}
+
+
+def s2(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    # The Pi has four slow cores; one is what a logging library may fairly take. Pinning the
+    # producer's process (and its threads) to one core makes CPU % comparable with the vendor's.
+    pinned = hasattr(os, "sched_setaffinity")
+    if pinned:
+        os.sched_setaffinity(0, {p["core"]})
+    instructions = None
+    if p["instructions"] or (p["instructions"] is None and shutil.which("valgrind")):
+        emit({"progress": {"label": "s2 instructions (callgrind)", "done": 0, "total": 1}})
+        instructions = instructions_per_send(p["preset"], p["instruction_sends"])
+        emit({"progress": {"label": "s2 instructions (callgrind)", "done": 1, "total": 1}})
+    idle = rss_mb()
+    for rate in p["rates"]:
+        row = _rate_row(emu, emit, "s2", p["preset"], rate, p["seconds"], idle)
+        row.update(pinned_core=p["core"] if pinned else None, instructions_per_send=instructions)
+        emit({"row": row})
+
+
+def instructions_per_send(preset: str, sends: int) -> float | None:
+    """Instructions per S1 ``send`` of the whole Python process (CPython building the record,
+    the native call, the producer's threads compressing and sending to the emulator), counted
+    by callgrind: a run with ``sends`` sends less a run with none, over ``sends``. The emulator
+    runs in its own process, outside the count. None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    emu = ChildEmulator()
+
+    def count(n: int) -> int:
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "callgrind.out")
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
+                            "loghose", "bench-count", preset, str(n), json.dumps(emu.options)],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+            with open(out) as f:
+                for line in f:
+                    if line.startswith("summary:"):
+                        return int(line.split()[1])
+        raise RuntimeError("callgrind wrote no summary")
+
+    try:
+        return (count(sends) - count(0)) / sends
+    finally:
+        emu.close()
+
+
+def count_sends(preset: str, sends: int, emulator_options: dict[str, str]) -> int:
+    """The program ``instructions_per_send`` counts: ``sends`` S1 sends, then close (waiting
+    for delivery). Exit status 1 when any was not delivered."""
+    producer = loghose.Producer.from_preset(preset, **emulator_options, project="bench", logstore="count",
+                                            topic=TOPIC, tags=TAGS, max_block_ms=60_000)
+    for i in range(sends // 2):
+        add_s1_pair(producer.send, i)
+    return 1 if producer.close(120) else 0
+
+
+def s4(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    for n in p["open_batches"]:
+        for linger in p["lingers_ms"]:
+            emit({"row": _timers(emu, emit, n, linger, p["seconds"])})
+
+
+def _timers(emu: ChildEmulator, emit: Emit, n: int, linger_ms: int, seconds: int) -> dict[str, Any]:
+    logstore = f"s4-{n}-{linger_ms}"
+    check = _Counted(emu, "bench", logstore)
+    sources = [f"device-{i:07d}" for i in range(n)]
+    record = {"event": "tick", "status": "ok"}
+    rss0 = rss_mb()
+    # Room for every open batch at once: each holds one small log, but the budget charges a
+    # batch's reserved size, not its content.
+    producer = loghose.Producer(**emu.options, project="bench", logstore=logstore, linger_ms=linger_ms,
+                                max_block_ms=60_000, buffer_max_bytes=max(64 << 20, n * 8192))
+    send = producer.send
+    adds = 0
+    add_secs: list[float] = []
+
+    def fill() -> None:
+        nonlocal adds
+        t = time.perf_counter()
+        for source in sources:
+            send(record, source=source)
+        add_secs.append(time.perf_counter() - t)
+        adds += n
+
+    fill()
+    rss_open = rss_mb()
+    emit({"progress": {"label": f"s4 {n} batches, linger {linger_ms} ms", "done": 0, "total": seconds}})
+    # While waiting: refill every destination once its linger has passed (each batch flushed
+    # and a new one opens), so there are always about n open batches.
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    next_fill = t0 + linger_ms / 1000
+    for second in range(seconds):
+        while True:
+            now = time.perf_counter()
+            end = t0 + second + 1
+            if next_fill <= now and next_fill < t0 + seconds:
+                fill()
+                next_fill += linger_ms / 1000
+                continue
+            if now >= end:
+                break
+            time.sleep(min(end, next_fill) - now)
+        emit({"progress": {"label": f"s4 {n} batches, linger {linger_ms} ms", "done": second + 1,
+                           "total": seconds}})
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    refills = len(add_secs) - 1
+    pending = producer.flush(300)
+    producer.close(10)
+    counted = check.result(adds)
+    return {"scenario": "s4", "open_batches": n, "linger_ms": linger_ms, "seconds": seconds,
+            "us_per_add": add_secs[0] * 1e6 / n, "bytes_per_open_batch": (rss_open - rss0) * (1 << 20) / n,
+            "cpu_pct_waiting": cpu / wall * 100, "refills": refills, "adds": adds, **counted, "pending": pending}
+
+
+def s5(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    for rate in p["rates"]:
+        emit({"row": _fleet(emu, emit, p["devices"], rate, p["seconds"], p["key"], p["sample_every"])})
+    if p["tenants"]:
+        emit({"row": _tenants(emu, emit, p["tenants"])})
+
+
+def _fleet(emu: ChildEmulator, emit: Emit, devices: int, rate: int, seconds: int, key: str,
+           sample_every: int) -> dict[str, Any]:
+    if key not in ("shard_key", "source"):
+        raise ValueError(f"s5 key must be shard_key or source, not {key!r}")
+    logstore = f"s5-{rate}-{key}"
+    check = _Counted(emu, "bench", logstore)
+    producer = loghose.Producer.from_preset("server", **emu.options, project="bench", logstore=logstore,
+                                            adjust_shard_hash=True)
+    # A device's messages come in their order; devices take turns in a shuffled order, as a
+    # gateway sees them.
+    order = list(range(devices))
+    random.Random(5).shuffle(order)
+    names = [f"{i:032x}" if key == "shard_key" else f"device-{i:06d}" for i in order]
+    latencies: list[float] = []
+    latency_lock = threading.Lock()
+
+    def delivered_at(added: float) -> Callable[[Any], None]:
+        def done(future: Any) -> None:
+            if future.exception() is None:
+                with latency_lock:
+                    latencies.append((time.perf_counter() - added) * 1000)
+        return done
+
+    sent = 0
+    backlog: list[int] = []
+    send, send_future = producer.send, producer.send_future
+
+    def second_of_messages(_second: int) -> None:
+        nonlocal sent
+        for _ in range(rate):
+            device = names[sent % devices]
+            message = {"device": device, "temperature": str(20 + sent % 15), "seq": str(sent)}
+            route: dict[str, Any] = {key: device}
+            if sent % sample_every == 0:
+                send_future(message, **route).add_done_callback(delivered_at(time.perf_counter()))
+            else:
+                send(message, **route)
+            sent += 1
+        stats = producer.stats()
+        backlog.append(stats["accepted"] - stats["delivered"])
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    took = _seconds_loop(seconds, f"s5 {rate} logs/s", emit, second_of_messages)
+    adding_wall = time.perf_counter() - t0
+    delivered_in_time = producer.stats()["delivered"]
+    pending = producer.flush(300)
+    cpu = time.process_time() - cpu0
+    rss = rss_mb()
+    producer.close(10)
+    counted = check.result(sent)
+    half = backlog[len(backlog) // 2:]
+    return {"scenario": "s5", "devices": devices, "key": key, "rate": rate, "seconds": seconds,
+            "delivered_per_s": delivered_in_time / adding_wall, "cpu_pct": cpu / adding_wall * 100,
+            "us_per_send": statistics.median(took) * 1e6 / rate,
+            "backlog_max": max(backlog, default=0), "backlog_end": backlog[-1] if backlog else 0,
+            # Growth: the second half's last backlog over its first (0 or less is none).
+            "backlog_growth": (half[-1] - half[0]) if len(half) > 1 else 0, "backlog": backlog,
+            "latency_p50_ms": _percentile(latencies, 0.5), "latency_p99_ms": _percentile(latencies, 0.99),
+            "latency_samples": len(latencies), "rss_mb": rss, **counted, "pending": pending}
+
+
+def _tenants(emu: ChildEmulator, emit: Emit, tenants: int) -> dict[str, Any]:
+    """Many producers in one process, one per tenant, idle after one record each: memory and
+    threads per producer (they share the engine's I/O threads)."""
+    check = _Counted(emu, "bench", "s5-tenants")
+    rss0, threads0 = rss_mb(), _status_kb("Threads:")
+    producers = []
+    for i in range(tenants):
+        producers.append(loghose.Producer(**emu.options, project="bench", logstore="s5-tenants",
+                                          topic=f"tenant-{i}", linger_ms=200))
+        if (i + 1) % max(tenants // 20, 1) == 0:
+            emit({"progress": {"label": f"s5 {tenants} producers", "done": i + 1, "total": tenants}})
+    rss_made = rss_mb()
+    for i, producer in enumerate(producers):
+        producer.send({"tenant": str(i)})
+    time.sleep(1.0)
+    pending = sum(producer.flush(60) for producer in producers)
+    rss_idle = rss_mb()
+    threads = _status_kb("Threads:")
+    for producer in producers:
+        producer.close(10)
+    counted = check.result(tenants)
+    return {"scenario": "s5", "tenants": tenants, "kb_per_idle_producer": (rss_idle - rss0) * 1024 / tenants,
+            "kb_per_new_producer": (rss_made - rss0) * 1024 / tenants,
+            "threads_per_producer": (threads - threads0) / tenants, **counted, "pending": pending}
+
+
+def text_like_logs(size: int, seed: int = 6) -> str:
+    """``size`` characters of access-log lines with varied values (seeded): text that compresses
+    as real logs do (about 4-8:1 with lz4), not S1's 100:1."""
+    rng = random.Random(seed)
+    paths = ["/api/v1/items", "/api/v1/orders", "/login", "/static/app.js", "/api/v2/search", "/health"]
+    agents = ["Mozilla/5.0 (X11; Linux x86_64)", "curl/8.5.0", "okhttp/4.12.0", "python-requests/2.32.3"]
+    out: list[str] = []
+    length = 0
+    while length < size:
+        line = (f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)} - - "
+                f"[01/Dec/2026:{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d} +0000] "
+                f"\"{rng.choice(['GET', 'POST', 'PUT'])} {rng.choice(paths)}?id={rng.randrange(10**6)} HTTP/1.1\" "
+                f"{rng.choice([200, 200, 200, 201, 304, 404, 500])} {rng.randrange(100, 50_000)} "
+                f"{rng.randrange(1, 2000)}ms \"{rng.choice(agents)}\" trace={rng.getrandbits(64):016x}\n")
+        out.append(line)
+        length += len(line)
+    return "".join(out)[:size]
+
+
+def s6(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    logstore = "s6-payload"
+    check = _Counted(emu, "bench", logstore)
+    producer = loghose.Producer(**emu.options, project="bench", logstore=logstore, linger_ms=0,
+                                buffer_max_bytes=64 << 20, max_block_ms=60_000)
+    sent = 0
+    for size in p["sizes"]:
+        value = text_like_logs(size)
+        latencies = []
+        for i in range(p["count"]):
+            t = time.perf_counter()
+            producer.send_future({"size": str(size), "i": str(i), "payload": value}).result(timeout=60)
+            latencies.append((time.perf_counter() - t) * 1000)
+            sent += 1
+        emit({"progress": {"label": "s6 sizes", "done": p["sizes"].index(size) + 1, "total": len(p["sizes"])}})
+        emit({"row": {"scenario": "s6", "size": size, "count": p["count"],
+                      "latency_p50_ms": _percentile(latencies, 0.5),
+                      "latency_p99_ms": _percentile(latencies, 0.99)}})
+    producer.close(10)
+    counted = check.result(sent)
+    emit({"row": {"scenario": "s6", "check": "payload", **counted}})
+    data = text_like_logs(1 << 20).encode()
+    for codec in p["codecs"]:
+        times = []
+        size = 0
+        for _ in range(p["codec_rounds"]):
+            t = time.perf_counter()
+            size = len(loghose._native.compress(codec, data))
+            times.append(time.perf_counter() - t)
+        emit({"row": {"scenario": "s6", "codec": codec, "ratio": len(data) / size,
+                      "us_per_mb": statistics.median(times) * 1e6}})
+
+
+def run_here(scenario: str, params: dict[str, Any], emit: Emit) -> None:
+    """Runs a scenario in this process, passing each event to ``emit`` as it happens."""
+    params = _checked(scenario, params)
+    emu = ChildEmulator()
+    try:
+        {"s1": s1, "s2": s2, "s4": s4, "s5": s5, "s6": s6}[scenario](emu, emit, params)
+    finally:
+        emu.close()
+
+
+def failed(row: dict[str, Any]) -> bool:
+    """Whether a row's correctness check failed: a log lost, duplicated, refused or left pending."""
+    return any(row.get(k) for k in ("lost", "duplicates", "refused", "pending"))

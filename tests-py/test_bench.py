@@ -1,0 +1,132 @@
+"""The scenarios of ``loghose.bench`` (short versions): each one's correctness check holds (every
+log added is counted at the emulator, none lost, none duplicated), and its rows carry the
+figures the scenario reports. Timings are not asserted here; BENCHMARKS.md records them."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from loghose import bench
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def checked(row: dict) -> None:
+    assert (row["lost"], row["duplicates"], row.get("pending", 0)) == (0, 0, 0), row
+
+
+def test_s2_pi_preset_pinned_to_one_core_with_memory_growth():
+    rows = bench.run("s2", rates=[100, 4000], seconds=2, instructions=False, progress=False)
+    assert [r["rate"] for r in rows] == [100, 4000]
+    for row in rows:
+        checked(row)
+        assert row["preset"] == "pi" and row["pinned_core"] == 0
+        assert row["received"] == row["rate"] * 2
+        assert row["rss_growth_mb"] < row["rss_mb"] and row["us_per_send"] > 0
+        assert row["instructions_per_send"] is None
+
+
+def test_s2_instructions_per_send_counted_by_callgrind():
+    pytest.importorskip("shutil").which("valgrind") or pytest.skip("valgrind is not installed")
+    per_send = bench.instructions_per_send("pi", 400)
+    # CPython building two dicts and the native call: more than a few hundred instructions,
+    # far less than a millisecond's worth.
+    assert per_send is not None and 500 < per_send < 100_000, per_send
+
+
+def test_s4_open_batches_flush_at_their_linger_and_are_refilled():
+    rows = bench.run("s4", open_batches=[3000], lingers_ms=[500, 60_000], seconds=2, progress=False)
+    short, long = rows
+    for row in rows:
+        checked(row)
+        assert row["open_batches"] == 3000 and row["received"] == row["adds"]
+        assert row["bytes_per_open_batch"] >= 0 and row["us_per_add"] > 0
+    # Linger 0.5 s over 2 s: refilled at 0.5, 1.0 and 1.5 s; linger 60 s: never.
+    assert short["refills"] == 3 and short["adds"] == 4 * 3000, short
+    assert long["refills"] == 0 and long["adds"] == 3000, long
+
+
+def test_s5_fleet_backlog_latency_and_idle_tenants():
+    rows = bench.run("s5", devices=5000, rates=[3000], seconds=3, tenants=40, sample_every=10, progress=False)
+    fleet, tenants = rows
+    checked(fleet)
+    assert fleet["received"] == 9000 and len(fleet["backlog"]) == 3
+    assert fleet["latency_samples"] == 900 and 0 < fleet["latency_p50_ms"] <= fleet["latency_p99_ms"]
+    checked(tenants)
+    assert tenants["tenants"] == 40 and tenants["received"] == 40
+    assert tenants["kb_per_idle_producer"] > 0
+
+
+def test_s5_devices_as_source():
+    [fleet] = bench.run("s5", devices=300, rates=[600], seconds=2, key="source", tenants=0, progress=False)
+    checked(fleet)
+    assert fleet["key"] == "source" and fleet["received"] == 1200
+
+
+def test_s6_payload_latency_per_size_and_codecs():
+    rows = bench.run("s6", sizes=[1024, 256 << 10], count=4, codec_rounds=2, progress=False)
+    sizes = [r for r in rows if "size" in r]
+    assert [r["size"] for r in sizes] == [1024, 256 << 10]
+    assert all(0 < r["latency_p50_ms"] <= r["latency_p99_ms"] for r in sizes)
+    [check] = [r for r in rows if r.get("check") == "payload"]
+    checked(check)
+    assert check["received"] == 8
+    codecs = {r["codec"]: r for r in rows if "codec" in r}
+    assert set(codecs) == {"none", "lz4", "zstd", "deflate"}
+    assert codecs["none"]["ratio"] == pytest.approx(1.0, abs=0.01)
+    # Text like real logs: compresses, but nothing like S1's 100:1.
+    assert 2 < codecs["lz4"]["ratio"] < 20 and codecs["zstd"]["ratio"] > codecs["lz4"]["ratio"]
+
+
+def test_text_like_logs_is_seeded_and_sized():
+    assert bench.text_like_logs(5000) == bench.text_like_logs(5000)
+    assert len(bench.text_like_logs(12345)) == 12345
+
+
+def test_bad_scenario_and_parameter_are_named():
+    with pytest.raises(ValueError, match="unknown scenario 's3'"):
+        bench.run("s3")
+    with pytest.raises(TypeError, match="scenario s2 has no parameter 'rate'"):
+        bench.run("s2", rate=5)
+
+
+def test_cli_json_and_bad_parameter():
+    result = subprocess.run([sys.executable, "-m", "loghose", "bench", "--scenario", "s4", "--json",
+                             "--param", "open_batches=[500]", "--param", "lingers_ms=[60000]", "--seconds", "1"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    import json
+
+    [row] = json.loads(result.stdout)
+    assert row["open_batches"] == 500 and row["lost"] == 0
+    bad = subprocess.run([sys.executable, "-m", "loghose", "bench", "--scenario", "s6", "--param", "speed=3"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "scenario s6 has no parameter 'speed'" in bad.stderr
+
+
+def test_rows_to_frame():
+    rows = bench.Rows([{"rate": 1, "lost": 0}, {"rate": 2, "lost": 0}])
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install pandas"):
+            rows.to_frame()
+        return
+    frame = rows.to_frame()
+    assert list(frame["rate"]) == [1, 2]
+
+
+def test_text_progress_bar_when_asked(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    bar = bench._Progress(True)
+    bar.update("s2 100 logs/s", 1, 2)
+    bar.update("s2 100 logs/s", 2, 2)
+    assert "[###############...............] 1/2" in err.getvalue() and err.getvalue().endswith("2/2\n")
+    quiet = bench._Progress(False)
+    quiet.update("x", 1, 1)
+    assert err.getvalue().count("\n") == 1
