@@ -1,38 +1,35 @@
 #!/usr/bin/env node
 'use strict'
-// `npx loghose bench [--rates 1000,200000] [--seconds 10] [--unthrottled-seconds 10] [--preset server]`
-// runs scenario S1 (the C producer's server benchmark) from Node against the emulator, in a
-// child process so CPU and memory are the producer's, and prints the S1 table; it also
-// reports the event loop's delay (perf_hooks.monitorEventLoopDelay) and compares object vs
+// `npx loghose bench [--scenario s1] [--rates 1000,200000] [--seconds 10] [--json]` runs a
+// benchmark scenario (node/bench.js: s1, s2, s4, s5, s6) from Node against the emulator, in a
+// child process so CPU and memory are the producer's, and prints its tables (S1's include the
+// event loop's delay) or its rows as JSON; `--compare N` also compares object vs
 // array-of-pairs vs sendMany. `npx loghose middleware` runs scenario S3 (an HTTP service that
-// logs every request). `npx loghose emulator` serves until stdin closes.
+// logs every request). `send`, `pipe` and `emulator` are the engine's command.
 
 const { spawn } = require('node:child_process')
 const { createHistogram, monitorEventLoopDelay } = require('node:perf_hooks')
 const path = require('node:path')
-const readline = require('node:readline')
 const lh = require('./index.js')
-const { recordA, recordB } = require('./s1-records.js')
-
-const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
+const benchScenarios = require('./bench.js')
+const { median } = benchScenarios
 
 const USAGE =
   'usage: loghose send [options] KEY=VALUE...   one record, waited for\n' +
   '       loghose pipe [options]                  a record per line of stdin (or --follow FILE)\n' +
   '       loghose emulator [--port N]             the local emulator, until interrupted\n' +
-  '       loghose bench [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N] [--preset server|pi] [--compare N]\n' +
+  '       loghose bench [--scenario s1|s2|s4|s5|s6] [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N]\n' +
+  '                     [--preset server|pi] [--param NAME=JSON]... [--json] [--compare N]\n' +
   '       loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
   '       loghose logging [--rounds N] [--records N]\n' +
   '(loghose COMMAND --help for the options of send, pipe and emulator)'
 
 const DEFAULTS = {
-  bench: { rates: '1000,10000,100000,200000', seconds: 10, unthrottledSeconds: 10, preset: 'server', compare: 0 },
   middleware: { seconds: 10, connections: 50, phases: 'none,loghose,console' },
   logging: { rounds: 5, records: 20000 },
 }
 
 const FLAGS = {
-  bench: { rates: 'list', seconds: 'number', 'unthrottled-seconds': 'number', preset: 'preset', compare: 'number' },
   middleware: { seconds: 'number', connections: 'number', phases: 'list' },
   logging: { rounds: 'number', records: 'number' },
 }
@@ -55,8 +52,6 @@ function args(command, argv) {
       const n = Number(text)
       if (!Number.isFinite(n) || n < 0) usageError(`--${flag} must be a number, not ${JSON.stringify(text)}`)
       out[key] = n
-    } else if (kind === 'preset' && text !== 'server' && text !== 'pi') {
-      usageError(`--preset must be server or pi, not ${JSON.stringify(text)}`)
     } else {
       out[key] = text
     }
@@ -69,136 +64,13 @@ function usageError(message) {
   process.exit(2)
 }
 
-function startEmulator() {
-  const child = spawn(process.execPath, [__filename, 'bench-emulator'], { stdio: ['pipe', 'pipe', 'inherit'] })
-  return new Promise((resolve) => {
-    readline.createInterface({ input: child.stdout }).once('line', (line) => resolve({ child, ...JSON.parse(line) }))
-  })
-}
-
-async function totals(endpoint, logstore, project = 'bench-s1') {
-  const resp = await fetch(`${endpoint}/_emulator/totals?project=${project}&logstore=${logstore}`)
-  return resp.json()
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-/** Times the producer's work on the event loop besides `send`: its one call per batch of
- * delivery reports (the facade's report handler, wrapped). */
-function timeReportCallbacks(producer) {
-  const timing = { maxNs: 0 }
-  const onReports = producer._onReports
-  producer._onReports = function (json) {
-    const t = process.hrtime.bigint()
-    try {
-      return onReports.call(this, json)
-    } finally {
-      timing.maxNs = Math.max(timing.maxNs, Number(process.hrtime.bigint() - t))
-    }
-  }
-  return timing
-}
-
-async function runRate(emu, preset, rate, seconds) {
-  const logstore = `rate-${rate}`
-  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench-s1', logstore, topic: 'test_topic', tags: TAGS })
-  const callbacks = timeReportCallbacks(producer)
-  const delay = monitorEventLoopDelay({ resolution: 5 })
-  delay.enable()
-  const burstNs = []
-  let refused = 0
-  let index = 0
-  const cpu0 = process.cpuUsage()
-  const t0 = process.hrtime.bigint()
-  for (let s = 0; s < seconds; s++) {
-    let addNs = 0n
-    let start = process.hrtime.bigint()
-    // Adds go in slices of 1000 with a yield between, as a server handling requests would,
-    // so the loop-delay figure shows what the producer itself costs the event loop.
-    for (let i = 0; i < rate / 2; i++) {
-      try {
-        producer.send(recordA(index))
-        producer.send(recordB())
-      } catch (err) {
-        if (err instanceof lh.BufferFullError) refused += 1
-        else throw err
-      }
-      index += 1
-      if (i % 500 === 499) {
-        addNs += process.hrtime.bigint() - start
-        await new Promise((r) => setImmediate(r))
-        start = process.hrtime.bigint()
-      }
-    }
-    addNs += process.hrtime.bigint() - start
-    burstNs.push(Number(addNs))
-    const rest = Number(t0 / 1000000n) + (s + 1) * 1000 - Number(process.hrtime.bigint() / 1000000n)
-    if (rest > 0) await sleep(rest)
-  }
-  const left = await producer.flush(120000)
-  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6
-  const cpu = process.cpuUsage(cpu0)
-  const rss = process.memoryUsage().rss / 1048576
-  delay.disable()
-  await producer.close()
-  const sent = Math.floor(rate / 2) * 2 * seconds
-  const received = (await totals(emu.endpoint, logstore)).logs
-  return {
-    // The median second: one second disturbed by a collection or the machine's neighbours
-    // does not move it.
-    rate, usPerSend: median(burstNs) / 1000 / (Math.floor(rate / 2) * 2), cpuPct: ((cpu.user + cpu.system) / 1000 / wallMs) * 100, rss,
-    // Every planned log not read back is lost, whether refused, left pending or dropped.
-    loopDelayMaxMs: delay.max / 1e6, received, lost: sent - received, refused, pending: left, callbackMaxMs: callbacks.maxNs / 1e6,
-  }
-}
-
-async function runUnthrottled(emu, preset, seconds) {
-  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench-s1', logstore: 'unthrottled', topic: 'test_topic', tags: TAGS })
-  let n = 0 // records accepted
-  let index = 0
-  let refused = 0
-  const cpu0 = process.cpuUsage()
-  const t0 = Date.now()
-  while (Date.now() - t0 < seconds * 1000) {
-    let full = false
-    for (let i = 0; i < 500 && !full; i++) {
-      try {
-        producer.send(recordA(index))
-        n += 1
-        producer.send(recordB())
-        n += 1
-        index += 1
-      } catch (err) {
-        if (!(err instanceof lh.BufferFullError)) throw err
-        refused += 1
-        full = true
-      }
-    }
-    // The buffer is full: back off and let delivery catch up, as an application would.
-    if (full) await sleep(1)
-  }
-  const addMs = Date.now() - t0
-  const left = await producer.flush(300000)
-  const wallMs = Date.now() - t0
-  const cpu = process.cpuUsage(cpu0)
-  await producer.close()
-  const received = (await totals(emu.endpoint, 'unthrottled')).logs
-  return { added: n, refused, usPerSend: (addMs * 1000) / n, deliveredPerS: received / (wallMs / 1000), perCpuSecond: received / ((cpu.user + cpu.system) / 1e6), lost: n - received, pending: left }
-}
-
 const COMPARE_ROUNDS = 5
 
 /** µs per record for an object, an array of pairs, and sendMany (records built in the loop): one
  * producer, a warm-up round, then COMPARE_ROUNDS rounds with the styles alternating; the median
  * round of each style, and how many records of all rounds were received and lost. */
 async function compare(emu, count) {
-  const producer = lh.Producer.fromPreset('server', { ...emu.options, project: 'bench-s1', logstore: 'compare', maxBlockMs: 60000 })
+  const producer = lh.Producer.fromPreset('server', { ...emu.options, project: 'bench', logstore: 'compare', maxBlockMs: 60000 })
   const styles = {
     object: () => {
       for (let i = 0; i < count; i++) producer.send({ level: 'INFO', logger: 'app.http', msg: 'request served', status: '200', path: '/api/items', index: String(i) })
@@ -227,44 +99,115 @@ async function compare(emu, count) {
   await producer.flush(120000)
   await producer.close()
   const sent = (COMPARE_ROUNDS + 1) * Object.keys(styles).length * count
-  const received = (await totals(emu.endpoint, 'compare')).logs
+  const received = await emu.logs('bench', 'compare')
   return { us: Object.fromEntries(Object.entries(rounds).map(([style, us]) => [style, median(us)])), received, lost: sent - received }
 }
 
+/** Rows as markdown tables: one per shape of row (a scenario's rates, its unthrottled run, its
+ * codecs...), lists (a backlog series) left out. */
+function markdown(rows) {
+  const shapes = new Map()
+  for (const row of rows) {
+    const keys = Object.keys(row).filter((k) => k !== 'scenario' && row[k] !== null && !Array.isArray(row[k]))
+    const shape = keys.join(',')
+    if (!shapes.has(shape)) shapes.set(shape, { keys, rows: [] })
+    shapes.get(shape).rows.push(row)
+  }
+  const cell = (v) => (typeof v === 'number' && !Number.isInteger(v) ? (Math.abs(v) < 10 ? v.toFixed(3) : Math.abs(v) < 1000 ? v.toFixed(1) : v.toFixed(0)) : String(v))
+  const out = []
+  for (const { keys, rows: group } of shapes.values()) {
+    out.push(`| ${keys.join(' | ')} |`, `|${'---:|'.repeat(keys.length)}`)
+    for (const row of group) out.push(`| ${keys.map((k) => cell(row[k])).join(' | ')} |`)
+    out.push('')
+  }
+  return out.join('\n')
+}
+
 async function bench(argv) {
-  const opts = args('bench', argv)
-  const emu = await startEmulator()
-  emu.options = { endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret }
-  let failed = false
+  const { parseArgs } = require('node:util')
+  let values
   try {
-    const rows = []
-    for (const rate of opts.rates.split(',').map(Number)) rows.push(await runRate(emu, opts.preset, rate, opts.seconds))
-    console.log(`S1 from Node, \`${opts.preset}\` preset, ${opts.seconds} s per rate, emulator in a child process\n`)
-    console.log('| logs/s | median µs per send | CPU % | RSS MB | max loop delay ms | received | lost | longest report callback ms | of which refused |')
-    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
-    for (const r of rows) {
-      console.log(`| ${r.rate} | ${r.usPerSend.toFixed(3)} | ${r.cpuPct.toFixed(1)} | ${r.rss.toFixed(1)} | ${r.loopDelayMaxMs.toFixed(1)} | ${r.received} | ${r.lost} | ${r.callbackMaxMs.toFixed(3)} | ${r.refused} |`)
-      failed = failed || r.lost !== 0 || r.refused !== 0 || r.pending !== 0
+    values = parseArgs({
+      args: argv, strict: true, allowPositionals: false,
+      options: {
+        scenario: { type: 'string', default: 's1' }, rates: { type: 'string' }, seconds: { type: 'string' }, 'unthrottled-seconds': { type: 'string' },
+        preset: { type: 'string' }, compare: { type: 'string' }, param: { type: 'string', multiple: true }, params: { type: 'string' },
+        events: { type: 'boolean' }, json: { type: 'boolean' }, progress: { type: 'boolean' }, 'no-progress': { type: 'boolean' },
+      },
+    }).values
+  } catch (err) {
+    usageError(err.message)
+  }
+  const number = (flag) => {
+    const n = Number(values[flag])
+    if (!Number.isFinite(n) || n < 0) usageError(`--${flag} must be a number, not ${JSON.stringify(values[flag])}`)
+    return n
+  }
+  const params = values.params ? JSON.parse(values.params) : {}
+  if (values.rates !== undefined) params.rates = values.rates.split(',').filter(Boolean).map(Number)
+  if (values.seconds !== undefined) params.seconds = number('seconds')
+  if (values['unthrottled-seconds'] !== undefined) params.unthrottledSeconds = number('unthrottled-seconds')
+  if (values.preset !== undefined) {
+    if (values.preset !== 'server' && values.preset !== 'pi') usageError(`--preset must be server or pi, not ${JSON.stringify(values.preset)}`)
+    params.preset = values.preset
+  }
+  for (const item of values.param || []) {
+    const at = item.indexOf('=')
+    const [name, text] = at < 0 ? [item, ''] : [item.slice(0, at), item.slice(at + 1)]
+    try {
+      params[name] = JSON.parse(text)
+    } catch {
+      params[name] = text
     }
-    if (opts.unthrottledSeconds > 0) {
-      const u = await runUnthrottled(emu, opts.preset, opts.unthrottledSeconds)
-      console.log('\n| unthrottled: logs added | µs per send | delivered logs/s | logs per CPU-second | lost | refused (buffer full, then 1 ms back-off) |')
-      console.log('|---:|---:|---:|---:|---:|---:|')
-      console.log(`| ${u.added} | ${u.usPerSend.toFixed(3)} | ${u.deliveredPerS.toFixed(0)} | ${u.perCpuSecond.toFixed(0)} | ${u.lost} | ${u.refused} |`)
-      failed = failed || u.lost !== 0 || u.pending !== 0
+  }
+  const compareCount = values.compare === undefined ? 0 : number('compare')
+  let full
+  try {
+    full = benchScenarios.checked(values.scenario, params)
+  } catch (err) {
+    usageError(err.message)
+  }
+  if (values.events) {
+    // The child side of bench.run: every event a JSON line, as it happens.
+    // Exit status 0: every check held; 1: a check failed; 3: the scenario itself broke.
+    let lost = false
+    try {
+      await benchScenarios.runHere(values.scenario, full, (event) => {
+        if (event.row && benchScenarios.failed(event.row)) lost = true
+        process.stdout.write(JSON.stringify(event) + '\n')
+      })
+    } catch (err) {
+      console.error(err)
+      process.exit(3)
     }
-    if (opts.compare > 0) {
-      const c = await compare(emu, opts.compare)
-      console.log(`\n| send style (6 fields, built in the loop; median of ${COMPARE_ROUNDS} rounds) | µs per record |\n|---|---:|`)
-      for (const [style, us] of Object.entries(c.us)) console.log(`| ${style} | ${us.toFixed(3)} |`)
-      console.log(`\n${c.received} records received, ${c.lost} lost`)
-      failed = failed || c.lost !== 0
+    process.exitCode = lost ? 1 : 0
+    return
+  }
+  const rows = await benchScenarios.run(values.scenario, full, { progress: values['no-progress'] ? false : values.progress })
+  let failed = rows.some(benchScenarios.failed)
+  let compared = null
+  if (compareCount > 0) {
+    const emu = await benchScenarios.startEmulator()
+    try {
+      compared = await compare(emu, compareCount)
+    } finally {
+      emu.close()
     }
-  } finally {
-    emu.child.stdin.end()
+    failed = failed || compared.lost !== 0
+  }
+  if (values.json) {
+    console.log(JSON.stringify(rows, null, 1))
+  } else {
+    console.log(`Scenario ${values.scenario} from Node, emulator in a child process: ${JSON.stringify(Object.fromEntries(Object.entries(full).filter(([, v]) => !Array.isArray(v) || v.length < 8)))}\n`)
+    console.log(markdown(rows))
+    if (compared) {
+      console.log(`| send style (6 fields, built in the loop; median of ${COMPARE_ROUNDS} rounds) | µs per record |\n|---|---:|`)
+      for (const [style, us] of Object.entries(compared.us)) console.log(`| ${style} | ${us.toFixed(3)} |`)
+      console.log(`\n${compared.received} records received, ${compared.lost} lost`)
+    }
   }
   if (failed) {
-    console.error('S1 FAILED: logs were lost')
+    console.error(`${values.scenario} FAILED: logs were lost, duplicated or left pending`)
     process.exitCode = 1
   }
 }
@@ -275,7 +218,7 @@ async function bench(argv) {
  * file, one phase after the other. */
 async function middleware(argv) {
   const opts = args('middleware', argv)
-  const emu = await startEmulator()
+  const emu = await benchScenarios.startEmulator()
   const http = require('node:http')
   const fs = require('node:fs')
   const os = require('node:os')
@@ -379,7 +322,7 @@ async function middleware(argv) {
   } finally {
     server.close()
     server.closeAllConnections?.()
-    emu.child.stdin.end()
+    emu.close()
     fs.rmSync(logFile, { force: true })
     fs.rmSync(`${logFile}.pino`, { force: true })
   }
@@ -398,7 +341,7 @@ async function loggingCost(argv) {
   const LoghoseTransport = require('./winston.js')
   const fs = require('node:fs')
   const os = require('node:os')
-  const emu = await startEmulator()
+  const emu = await benchScenarios.startEmulator()
   const place = (logstore) => ({ ...lh.Producer.presetOptions('server'), endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret, project: 'bench-logging', logstore })
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-logging-'))
   const fields = { user: 'u-12345', path: '/api/v1/items', status: 200, elapsedMs: 12.5, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
@@ -449,13 +392,13 @@ async function loggingCost(argv) {
         const ns = Number(process.hrtime.bigint() - t0)
         const ended = await Promise.race([target.end().then(() => true), new Promise((r) => setTimeout(() => r(false), 60000).unref())])
         if (!ended) console.error(`loghose: ${kind} did not finish within 60 s`)
-        const arrived = target.remote ? ((await totals(emu.endpoint, name, 'bench-logging')) || { logs: 0 }).logs : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
+        const arrived = target.remote ? await emu.logs('bench-logging', name) : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
         rows[kind].us.push(ns / opts.records / 1000)
         rows[kind].lost += opts.records - arrived
       }
     }
   } finally {
-    emu.child.stdin.end()
+    emu.close()
     fs.rmSync(directory, { recursive: true, force: true })
   }
   console.log(`logger.info with 5 fields on the main thread: ${opts.records} calls per phase, ${opts.rounds} rounds alternated (median, range)\n`)

@@ -16,12 +16,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
 use loghose::bench::{S1Workload, S1_TAGS, S1_TOPIC};
-use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{Producer, ProducerConfig};
 use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
 use loghose::wire::request::{self, Auth};
 use prost::Message;
+use support::{proc_cpu_seconds, proc_status_kb};
+
+#[path = "support/mod.rs"]
+mod support;
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -50,12 +53,30 @@ struct Args {
     /// How much of each log's time is written: s, ms or ns (the producer's `time_precision`).
     #[arg(long, default_value = "ns")]
     time_precision: String,
+    /// Pin the process (all its threads) to this core: scenario S2, the Pi's one core's worth.
+    #[arg(long)]
+    pin_core: Option<usize>,
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
     /// Internal: read back ENDPOINT LOGSTORE SENT and print "received duplicates wrong".
     #[arg(long, hide = true, num_args = 3)]
     verify_child: Vec<String>,
+}
+
+/// Runs this process (and every thread it starts from now on) on `core` only.
+fn pin_to_core(core: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!(
+                "could not pin to core {core}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
 }
 
 fn median(values: &mut [Duration]) -> Duration {
@@ -65,20 +86,6 @@ fn median(values: &mut [Duration]) -> Duration {
         n if n % 2 == 1 => values[n / 2],
         n => (values[n / 2 - 1] + values[n / 2]) / 2,
     }
-}
-
-fn proc_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Bytes this process has caused to be written to disk: `/proc/self/io` write_bytes (counted
@@ -93,16 +100,6 @@ fn disk_written() -> i64 {
             .unwrap_or(0)
     };
     field("write_bytes:") - field("cancelled_write_bytes:")
-}
-
-fn proc_status_kb(key: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
 }
 
 fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Producer {
@@ -276,31 +273,14 @@ fn verify_in_child(endpoint: &str, logstore: &str, sent: u64) -> ReadBack {
     }
 }
 
-fn run_child() {
-    // The emulator stands in for the remote service, which takes none of the producer's CPU.
-    // At equal priority the scheduler would split the two cores between it and the producer's
-    // I/O threads, and the figures would measure the emulator's share as much as the producer;
-    // at nice 10 it runs on what the producer leaves. Best effort: the figures only.
-    // SAFETY: nice() only changes this process's scheduling priority.
-    unsafe {
-        libc::nice(10);
-    }
-    let emulator = Emulator::start(EmulatorConfig {
-        retention_bytes: 8 << 30,
-        ..EmulatorConfig::default()
-    })
-    .expect("emulator");
-    println!("{}", emulator.endpoint());
-    // Serve until the parent closes our stdin (or exits).
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
-}
-
 fn main() {
     let args = Args::parse();
     if args.emulator_child {
-        run_child();
+        support::run_emulator_child();
         return;
+    }
+    if let Some(core) = args.pin_core {
+        pin_to_core(core);
     }
     if let [endpoint, logstore, sent] = args.verify_child.as_slice() {
         // Verification runs in its own process so its memory never counts as the producer's.
@@ -343,8 +323,8 @@ fn main() {
         );
         println!();
     }
-    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | peak RSS MB | disk B/log | received | lost | duplicated |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | RSS growth MB | peak RSS MB | disk B/log | received | lost | duplicated |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = false;
     let mut next = 0u64;
     for &rate in &args.rates {
@@ -386,11 +366,12 @@ fn main() {
             failed = true;
         }
         println!(
-            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {peak:.1} | {disk_per_log:.1} | {} | {lost} | {} |",
+            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {:.1} | {peak:.1} | {disk_per_log:.1} | {} | {lost} | {} |",
             // The median second: one disturbed second does not move it.
             median(&mut bursts).as_secs_f64() * 1e6 / rate.max(1) as f64,
             raw as f64 / 1024.0 / args.seconds.max(1) as f64,
             cpu / wall * 100.0,
+            rss - idle_rss / 1024.0,
             check.received,
             check.duplicates,
         );

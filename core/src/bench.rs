@@ -3,7 +3,8 @@
 //!
 //! S1 (the C producer's published server benchmark): each iteration adds two logs, one of ten
 //! fields (~700 bytes) and one of four (~200 bytes); topic `test_topic`, tags `tag_1=val_1` …
-//! `tag_5=val_5`. Pure data, any thread.
+//! `tag_5=val_5`. S6: one large value of seeded access-log text ([`s6_payload`]), the same in
+//! every harness. Pure data, any thread.
 
 /// The 48-byte alphabet run the S1 values are built from.
 pub const S1_ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+";
@@ -136,6 +137,59 @@ impl S1Workload {
     }
 }
 
+/// S6's payload: `size` bytes of access-log lines whose values vary (a seeded generator, so
+/// every harness and every run sends the same text), which compresses as real logs do (about
+/// 4:1 with lz4, 6:1 with zstd), not as S1's 100:1. ASCII, so any `size` is a valid string.
+pub fn s6_payload(size: usize) -> String {
+    const PATHS: [&str; 6] = [
+        "/api/v1/items",
+        "/api/v1/orders",
+        "/login",
+        "/static/app.js",
+        "/api/v2/search",
+        "/healthz",
+    ];
+    const AGENTS: [&str; 4] = [
+        "Mozilla/5.0 (X11; Linux x86_64)",
+        "curl/8.11.0",
+        "okhttp/4.12.0",
+        "python-requests/2.32.3",
+    ];
+    const METHODS: [&str; 3] = ["GET", "POST", "PUT"];
+    const STATUSES: [u16; 7] = [200, 200, 200, 201, 304, 404, 500];
+    use std::fmt::Write as _;
+    let mut rng = fastrand::Rng::with_seed(6);
+    // A service's clients are a few dozen addresses, its clock only moves forward, and most
+    // requests hit a few routes: what makes real access logs compress 4–8:1.
+    let clients: Vec<String> = (0..48)
+        .map(|_| format!("10.{}.{}.{}", rng.u8(..), rng.u8(..), rng.u8(1..255)))
+        .collect();
+    let mut millis: u64 = 0;
+    let mut out = String::with_capacity(size + 256);
+    while out.len() < size {
+        millis += rng.u64(0..40);
+        let secs = millis / 1000;
+        let _ = writeln!(
+            out,
+            "{} - - [01/Dec/2026:{:02}:{:02}:{:02}.{:03} +0000] \"{} {}?id={} HTTP/1.1\" {} {} {}ms \"{}\"",
+            clients[rng.usize(..clients.len())],
+            (secs / 3600) % 24,
+            (secs / 60) % 60,
+            secs % 60,
+            millis % 1000,
+            METHODS[rng.usize(..METHODS.len())],
+            PATHS[rng.usize(..PATHS.len())],
+            rng.u32(..5000),
+            STATUSES[rng.usize(..STATUSES.len())],
+            rng.u32(100..50_000),
+            rng.u32(1..2000),
+            AGENTS[rng.usize(..AGENTS.len())],
+        );
+    }
+    out.truncate(size);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +209,21 @@ mod tests {
         assert_eq!(b.len(), 4);
         assert!((150..=220).contains(&size(&b)), "{}", size(&b));
         assert_eq!(s1_log(6)[9].1, "3");
+    }
+
+    #[test]
+    fn s6_payload_is_sized_repeatable_and_compresses_like_logs() {
+        for size in [0, 1, 1000, 1 << 20] {
+            assert_eq!(s6_payload(size).len(), size);
+        }
+        assert_eq!(s6_payload(5000), s6_payload(5000));
+        let text = s6_payload(1 << 20);
+        let lz4 = crate::wire::compress::compress(
+            crate::wire::compress::Compression::Lz4,
+            text.as_bytes(),
+        )
+        .expect("compresses");
+        let ratio = text.len() as f64 / lz4.len() as f64;
+        assert!((3.0..8.0).contains(&ratio), "lz4 ratio {ratio}");
     }
 }

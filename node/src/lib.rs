@@ -64,3 +64,23 @@ pub fn preset_options_json(name: String) -> Result<String> {
     loghose::producer::ProducerConfig::preset_options_json(&name)
         .map_err(|e| errors::producer_error(e.into()))
 }
+
+/// S6's payload: `size` bytes of seeded access-log text, the same in every harness.
+#[napi]
+pub fn bench_payload(size: u32) -> String {
+    loghose::bench::s6_payload(size as usize)
+}
+
+/// `data` compressed with `codec` (`none`, `lz4`, `zstd` or `deflate`) exactly as the producer
+/// compresses a batch body: what the S6 benchmark times per codec.
+#[napi]
+pub fn compress(
+    codec: String,
+    data: napi::bindgen_prelude::Buffer,
+) -> Result<napi::bindgen_prelude::Buffer> {
+    let codec = loghose::wire::compress::Compression::from_name(&codec)
+        .map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?;
+    loghose::wire::compress::compress(codec, &data)
+        .map(Into::into)
+        .map_err(|e| napi::Error::new(napi::Status::GenericFailure, e.to_string()))
+}

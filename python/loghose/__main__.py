@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+import traceback
 from typing import Any
 
 import loghose
@@ -130,7 +131,12 @@ def bench(argv: list[str]) -> int:
                 rows.append(event["row"])
             print(json.dumps(event), flush=True)
 
-        bench_module.run_here(args.scenario, params, emit)
+        # Exit status 0: every check held; 1: a check failed; 3: the scenario itself broke.
+        try:
+            bench_module.run_here(args.scenario, params, emit)
+        except Exception:
+            traceback.print_exc()
+            return 3
         return 1 if any(bench_module.failed(r) for r in rows) else 0
     rows = list(bench_module.run(args.scenario, progress=args.progress, **params))
     failed = any(bench_module.failed(r) for r in rows)

@@ -59,6 +59,12 @@ fn compress(py: Python<'_>, codec: &str, data: Vec<u8>) -> PyResult<Vec<u8>> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
+/// S6's payload: `size` bytes of seeded access-log text, the same in every harness.
+#[pyfunction]
+fn bench_payload(size: usize) -> String {
+    loghose::bench::s6_payload(size)
+}
+
 /// The `loghose._native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -67,6 +73,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_payload, m)?)?;
     m.add_class::<producer::NativeProducer>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;

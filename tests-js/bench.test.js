@@ -1,0 +1,84 @@
+'use strict'
+// The scenarios of `loghose/bench` (short versions): each one's correctness check holds (every
+// log added is counted at the emulator, none lost, none duplicated) and its rows carry the
+// figures the scenario reports. Timings are not asserted; BENCHMARKS.md records them.
+
+const { spawnSync } = require('node:child_process')
+const path = require('node:path')
+const bench = require('../node/bench.js')
+
+jest.setTimeout(180000)
+
+const CLI = path.join(__dirname, '..', 'node', 'cli.js')
+
+function checked(row) {
+  expect([row.lost, row.duplicates, row.pending ?? 0]).toEqual([0, 0, 0])
+}
+
+test('s2: the pi preset on one core, memory as growth over the idle process', async () => {
+  const rows = await bench.run('s2', { rates: [100, 4000], seconds: 2 }, { progress: false })
+  expect(rows.map((r) => r.rate)).toEqual([100, 4000])
+  for (const row of rows) {
+    checked(row)
+    expect(row.preset).toBe('pi')
+    expect(row.received).toBe(row.rate * 2)
+    expect(row.rssGrowthMb).toBeLessThan(row.rssMb)
+    // taskset is part of util-linux, on every Linux this runs on.
+    if (process.platform === 'linux') expect(row.pinnedCore).toBe(0)
+  }
+})
+
+test('s4: open batches flush at their linger and are refilled', async () => {
+  const [short, long] = await bench.run('s4', { openBatches: [3000], lingersMs: [500, 60000], seconds: 2 }, { progress: false })
+  for (const row of [short, long]) {
+    checked(row)
+    expect(row.received).toBe(row.adds)
+    expect(row.usPerAdd).toBeGreaterThan(0)
+  }
+  expect([short.refills, short.adds]).toEqual([3, 12000])
+  expect([long.refills, long.adds]).toEqual([0, 3000])
+})
+
+test('s5: backlog each second, sampled latency, idle tenants', async () => {
+  const [fleet, tenants] = await bench.run('s5', { devices: 5000, rates: [3000], seconds: 3, tenants: 40, sampleEvery: 10 }, { progress: false })
+  checked(fleet)
+  expect(fleet.received).toBe(9000)
+  expect(fleet.backlog).toHaveLength(3)
+  expect(fleet.latencySamples).toBe(900)
+  expect(fleet.latencyP50Ms).toBeGreaterThan(0)
+  expect(fleet.latencyP99Ms).toBeGreaterThanOrEqual(fleet.latencyP50Ms)
+  checked(tenants)
+  expect([tenants.tenants, tenants.received]).toEqual([40, 40])
+})
+
+test('s6: latency per size and the codecs on log-like text', async () => {
+  const rows = await bench.run('s6', { sizes: [1024, 256 << 10], count: 4, codecRounds: 2 }, { progress: false })
+  const sizes = rows.filter((r) => 'size' in r)
+  expect(sizes.map((r) => r.size)).toEqual([1024, 256 << 10])
+  checked(rows.find((r) => r.check === 'payload'))
+  const codecs = Object.fromEntries(rows.filter((r) => r.codec).map((r) => [r.codec, r]))
+  expect(Object.keys(codecs).sort()).toEqual(['deflate', 'lz4', 'none', 'zstd'])
+  expect(codecs.none.ratio).toBeCloseTo(1, 2)
+  expect(codecs.lz4.ratio).toBeGreaterThan(3)
+  expect(codecs.lz4.ratio).toBeLessThan(8)
+  expect(codecs.zstd.ratio).toBeGreaterThan(codecs.lz4.ratio)
+})
+
+test('unknown scenario and parameter are named', () => {
+  expect(() => bench.run('s3')).toThrow(/unknown scenario "s3"/)
+  expect(() => bench.run('s2', { rate: 5 })).toThrow(/scenario s2 has no parameter "rate"/)
+  const bad = spawnSync(process.execPath, [CLI, 'bench', '--scenario', 's6', '--param', 'speed=3'], { encoding: 'utf8', timeout: 30000 })
+  expect(bad.status).toBe(2)
+  expect(bad.stderr).toMatch(/scenario s6 has no parameter "speed"/)
+})
+
+test('the CLI prints rows as JSON', () => {
+  const result = spawnSync(process.execPath, [CLI, 'bench', '--scenario', 's4', '--json', '--param', 'openBatches=[500]', '--param', 'lingersMs=[60000]', '--seconds', '1'], { encoding: 'utf8', timeout: 120000 })
+  expect(result.status).toBe(0)
+  const [row] = JSON.parse(result.stdout)
+  expect([row.openBatches, row.lost, row.received]).toEqual([500, 0, 500])
+})
+
+test('a scenario that breaks rejects with the child\'s error', async () => {
+  await expect(bench.run('s5', { devices: 10, rates: [10], seconds: 1, key: 'tenant', tenants: 0 }, { progress: false })).rejects.toThrow(/scenario s5 failed \(exit status 3\)[\s\S]*s5 key must be shardKey or source/)
+})
