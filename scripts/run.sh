@@ -2,7 +2,8 @@
 # The main job: scenario S1 (the C producer's server benchmark) from Python against the
 # embedded emulator, every log counted; prints the S1 table.
 # Usage: bash scripts/run.sh [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N]
-#                            [--preset server|pi] [--compare N]
+#                            [--preset server|pi] [--compare N] [--json]
+#        bash scripts/run.sh --scenario s2|s4|s5|s6 [...]   (the other scenarios)
 # (The same scenario from Rust, with every log read back: cargo run --release -p loghose --example s1)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -136,3 +136,16 @@ def test_a_scenario_that_breaks_raises_with_the_childs_error():
     broke = r"(?s)scenario s5 failed \(exit status 3\).*s5 key must be shard_key or source"
     with pytest.raises(RuntimeError, match=broke):
         bench.run("s5", devices=10, rates=[10], seconds=1, key="tenant", tenants=0, progress=False)
+
+
+def test_tqdm_progress_when_installed(monkeypatch):
+    pytest.importorskip("tqdm")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    bar = bench._Progress(True)
+    assert bar.tqdm is not None
+    bar.update("s4 batches", 1, 3)
+    bar.update("s4 batches", 3, 3)
+    assert bar.bars["s4 batches"].n == 3 and bar.bars["s4 batches"].total == 3
+    bar.close()
+    # Not on a terminal, not in a notebook, not asked: nothing is drawn.
+    assert bench._Progress(None).enabled is ("ipykernel" in sys.modules)

@@ -21,9 +21,9 @@ Every scenario checks what it measured: each log it added is counted at the emul
 How it runs: ``run`` starts the scenario in a child Python process (so the CPU, memory and
 threads measured are the producer's, not a notebook's) which starts the emulator in a process
 of its own at nice 10 (it stands in for the remote service). The child reports progress and
-rows as JSON lines; ``run`` shows progress through ``tqdm`` when it is installed (a widget in
-Jupyter), otherwise as a text bar on stderr when that is a terminal, and not at all when
-``progress=False``.
+rows as JSON lines; ``run`` shows progress in a notebook or on a terminal (not in a pipe or a
+log unless ``progress=True``): through ``tqdm`` when it is installed (a widget in Jupyter),
+otherwise as a text bar on stderr.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ class Rows(list):  # type: ignore[type-arg]
 def run(scenario: str, *, progress: bool | None = None, **params: Any) -> Rows:
     """Runs ``scenario`` (``"s1"``, ``"s2"``, ``"s4"``, ``"s5"`` or ``"s6"``) in a child process
     and returns its rows. ``params`` override the scenario's defaults (``DEFAULTS[scenario]``),
-    e.g. ``rates=[1000, 20_000], seconds=5``. ``progress``: None shows it when tqdm is installed
-    or stderr is a terminal, True always, False never. Raises ``RuntimeError`` (with the
+    e.g. ``rates=[1000, 20_000], seconds=5``. ``progress``: None shows it in a notebook or when
+    stderr is a terminal, True always, False never. Raises ``RuntimeError`` (with the
     child's error output) when the scenario could not run; a scenario that ran but lost logs
     returns its rows, whose ``lost``/``duplicates`` say so."""
     params = _checked(scenario, params)
@@ -140,7 +140,8 @@ class _Progress:
             self.tqdm = tqdm
         except ImportError:
             pass
-        self.enabled = wanted if wanted is not None else (self.tqdm is not None or sys.stderr.isatty())
+        # By default only where someone watches: a terminal, or a notebook (tqdm's widget).
+        self.enabled = wanted if wanted is not None else (sys.stderr.isatty() or "ipykernel" in sys.modules)
 
     def update(self, label: str, done: int, total: int) -> None:
         if not self.enabled:
