@@ -115,13 +115,32 @@ function percentile(values, q) {
   return sorted[Math.min(sorted.length - 1, Math.round(q * (sorted.length - 1)))]
 }
 
-function threadCount() {
+/** The least-squares slope of `values` against their index: a backlog's growth per second (one
+ * that keeps up saws with the linger around a flat line, near 0 against the rate). */
+function slope(values) {
+  const n = values.length
+  if (n < 2) return 0
+  const mx = (n - 1) / 2
+  const my = values.reduce((a, b) => a + b, 0) / n
+  let num = 0
+  let den = 0
+  values.forEach((y, x) => {
+    num += (x - mx) * (y - my)
+    den += (x - mx) ** 2
+  })
+  return num / den
+}
+
+/** A count or kB figure of /proc/self/status (0 where there is none). */
+function procStatus(key) {
   try {
-    return Number(/^Threads:\s+(\d+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1])
+    return Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(fs.readFileSync('/proc/self/status', 'utf8'))[1])
   } catch {
     return 0
   }
 }
+const threadCount = () => procStatus('Threads')
+const anonMb = () => procStatus('RssAnon') / 1024
 
 /** The emulator in a child process at nice 10 (its work is not the producer's). */
 async function startEmulator() {
@@ -182,7 +201,7 @@ function timeReportCallbacks(producer) {
   return timing
 }
 
-async function rateRow(emu, emit, scenario, preset, rate, seconds, idleRss) {
+async function rateRow(emu, emit, scenario, preset, rate, seconds, idleRss, idleAnon) {
   const logstore = `${scenario}-rate-${rate}`
   const result = await counted(emu, logstore)
   const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore, topic: 'test_topic', tags: TAGS })
@@ -219,12 +238,14 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idleRss) {
   const wall = nowMs() - t0
   const cpu = cpuMs(cpu0)
   const rss = rssMb()
+  const anon = anonMb()
   delay.disable()
   await producer.close()
   return {
     // The median second: one second disturbed by a collection or the neighbours does not move it.
     scenario, preset, rate: pairs * 2, usPerSend: (median(took) * 1000) / (pairs * 2), cpuPct: (cpu / wall) * 100,
-    rssMb: rss, rssGrowthMb: rss - idleRss, loopDelayMaxMs: delay.max / 1e6, callbackMaxMs: callbacks.maxNs / 1e6,
+    // Growth over the idle process: all of it, and the anonymous part (the rest is code paged in).
+    rssMb: rss, rssGrowthMb: rss - idleRss, anonGrowthMb: anon - idleAnon, loopDelayMaxMs: delay.max / 1e6, callbackMaxMs: callbacks.maxNs / 1e6,
     ...(await result(pairs * 2 * seconds)), refused, pending,
   }
 }
@@ -270,8 +291,8 @@ async function unthrottled(emu, emit, preset, seconds) {
 
 const SCENARIO_BODIES = {
   async s1(emu, emit, p) {
-    const idle = rssMb()
-    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle) })
+    const [idle, idleAnon] = [rssMb(), anonMb()]
+    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle, idleAnon) })
     if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds) })
   },
 
@@ -281,9 +302,9 @@ const SCENARIO_BODIES = {
       const allowed = /^Cpus_allowed_list:\s+(\S+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]
       if (allowed === String(p.core)) pinned = p.core
     } catch {}
-    const idle = rssMb()
+    const [idle, idleAnon] = [rssMb(), anonMb()]
     for (const rate of p.rates) {
-      const row = await rateRow(emu, emit, 's2', p.preset, rate, p.seconds, idle)
+      const row = await rateRow(emu, emit, 's2', p.preset, rate, p.seconds, idle, idleAnon)
       emit({ row: { ...row, pinnedCore: pinned } })
     }
   },
@@ -380,11 +401,10 @@ const SCENARIO_BODIES = {
       const rss = rssMb()
       const pending = await producer.flush(300000)
       await producer.close()
-      const half = backlog.slice(backlog.length >> 1)
       emit({
         row: {
           scenario: 's5', devices: p.devices, key: p.key, rate, seconds: p.seconds, deliveredPerS: deliveredInTime / (wall / 1000), cpuPct: (cpu / wall) * 100,
-          usPerSend: (median(took) * 1000) / rate, backlogMax: Math.max(0, ...backlog), backlogEnd: backlog.at(-1) ?? 0, backlogGrowth: half.length > 1 ? half.at(-1) - half[0] : 0, backlog,
+          usPerSend: (median(took) * 1000) / rate, backlogMax: Math.max(0, ...backlog), backlogEnd: backlog.at(-1) ?? 0, backlogTrendPerS: slope(backlog), backlog,
           latencyP50Ms: percentile(latencies, 0.5), latencyP99Ms: percentile(latencies, 0.99), latencySamples: latencies.length, rssMb: rss, ...(await result(sent)), pending,
         },
       })
@@ -400,9 +420,10 @@ const SCENARIO_BODIES = {
       }
       const rssMade = rssMb()
       producers.forEach((producer, i) => producer.send({ tenant: String(i) }))
-      await sleep(1000)
       let pending = 0
       for (const producer of producers) pending += await producer.flush(60000)
+      // Idle: past the time after which a producer's report thread ends (5 s without reports).
+      await sleep(6000)
       const rssIdle = rssMb()
       const threads = threadCount()
       for (const producer of producers) await producer.close()

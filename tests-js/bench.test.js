@@ -44,11 +44,14 @@ test('s5: backlog each second, sampled latency, idle tenants', async () => {
   checked(fleet)
   expect(fleet.received).toBe(9000)
   expect(fleet.backlog).toHaveLength(3)
+  expect(typeof fleet.backlogTrendPerS).toBe('number')
   expect(fleet.latencySamples).toBe(900)
   expect(fleet.latencyP50Ms).toBeGreaterThan(0)
   expect(fleet.latencyP99Ms).toBeGreaterThanOrEqual(fleet.latencyP50Ms)
   checked(tenants)
   expect([tenants.tenants, tenants.received]).toEqual([40, 40])
+  // Idle producers hold no thread of their own (the I/O threads are the engine's, shared).
+  expect(tenants.threadsPerProducer).toBeLessThanOrEqual(0)
 })
 
 test('s6: latency per size and the codecs on log-like text', async () => {

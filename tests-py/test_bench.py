@@ -54,10 +54,13 @@ def test_s5_fleet_backlog_latency_and_idle_tenants():
     fleet, tenants = rows
     checked(fleet)
     assert fleet["received"] == 9000 and len(fleet["backlog"]) == 3
+    assert fleet["backlog_trend_per_s"] == pytest.approx(bench._slope(fleet["backlog"]))
     assert fleet["latency_samples"] == 900 and 0 < fleet["latency_p50_ms"] <= fleet["latency_p99_ms"]
     checked(tenants)
     assert tenants["tenants"] == 40 and tenants["received"] == 40
     assert tenants["kb_per_idle_producer"] > 0
+    # Idle producers hold no thread of their own (the I/O threads are the engine's, shared).
+    assert tenants["threads_per_producer"] <= 0, tenants
 
 
 def test_s5_devices_as_source():
@@ -79,6 +82,27 @@ def test_s6_payload_latency_per_size_and_codecs():
     assert codecs["none"]["ratio"] == pytest.approx(1.0, abs=0.01)
     # Text like real logs: compresses, but nothing like S1's 100:1.
     assert 3 < codecs["lz4"]["ratio"] < 8 and codecs["zstd"]["ratio"] > codecs["lz4"]["ratio"]
+
+
+def test_backlog_trend_is_the_least_squares_slope():
+    assert bench._slope([5, 5, 5, 5]) == 0
+    assert bench._slope([0, 10, 20, 30]) == pytest.approx(10)
+    # A sawtooth around a flat line (a backlog that keeps up) has almost no trend.
+    assert abs(bench._slope([0, 100, 200, 0, 100, 200, 0, 100, 200])) < 20
+    assert bench._slope([7]) == 0
+
+
+def test_compress_gives_the_bytes_the_producer_sends():
+    import lz4.block
+    from loghose import _native
+
+    data = bench.payload(100_000).encode()
+    packed = _native.compress("lz4", data)
+    assert isinstance(packed, bytes) and len(packed) < len(data) / 3
+    assert lz4.block.decompress(packed, uncompressed_size=len(data)) == data
+    assert _native.compress("none", data) == data
+    with pytest.raises(ValueError, match="gzip"):
+        _native.compress("gzip", data)
 
 
 def test_payload_is_seeded_and_sized():

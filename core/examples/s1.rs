@@ -10,8 +10,7 @@
 //!
 //! `cargo run --release -p loghose --example s1 -- [--rates 1000,200000] [--seconds 10]`
 
-use std::io::BufRead as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
@@ -292,24 +291,15 @@ fn main() {
         println!("{} {} {}", r.received, r.duplicates, r.wrong);
         return;
     }
-    let exe = std::env::current_exe().expect("own path");
-    let mut child = Command::new(exe)
-        .arg("--emulator-child")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("emulator child");
-    let mut endpoint = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut endpoint)
-        .expect("endpoint line");
-    let endpoint = endpoint.trim().to_owned();
+    let emulator = support::ChildEmulator::start();
+    let endpoint = emulator.endpoint.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let workload = S1Workload::default();
     let idle_rss = proc_status_kb("VmRSS:");
+    let idle_anon = proc_status_kb("RssAnon:");
     println!(
         "S1 `{}` preset, {} s per rate, emulator in a child process at {endpoint}",
         args.preset, args.seconds
@@ -323,8 +313,8 @@ fn main() {
         );
         println!();
     }
-    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | RSS growth MB | peak RSS MB | disk B/log | received | lost | duplicated |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | RSS growth MB | anon growth MB | peak RSS MB | disk B/log | received | lost | duplicated |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = false;
     let mut next = 0u64;
     for &rate in &args.rates {
@@ -357,6 +347,9 @@ fn main() {
         let cpu = proc_cpu_seconds() - cpu0;
         let rss = proc_status_kb("VmRSS:") / 1024.0;
         let peak = proc_status_kb("VmHWM:") / 1024.0;
+        // The anonymous part of the growth is the producer's own memory; the rest is the
+        // library's code paged in (shared, reclaimable).
+        let anon = proc_status_kb("RssAnon:") / 1024.0;
         drop(p);
         let disk_per_log = (disk_written() - disk0).max(0) as f64 / adds.max(1) as f64;
         let check = verify_in_child(&endpoint, &logstore, adds);
@@ -366,12 +359,13 @@ fn main() {
             failed = true;
         }
         println!(
-            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {:.1} | {peak:.1} | {disk_per_log:.1} | {} | {lost} | {} |",
+            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {:.1} | {:.1} | {peak:.1} | {disk_per_log:.1} | {} | {lost} | {} |",
             // The median second: one disturbed second does not move it.
             median(&mut bursts).as_secs_f64() * 1e6 / rate.max(1) as f64,
             raw as f64 / 1024.0 / args.seconds.max(1) as f64,
             cpu / wall * 100.0,
             rss - idle_rss / 1024.0,
+            anon - idle_anon / 1024.0,
             check.received,
             check.duplicates,
         );
@@ -448,8 +442,7 @@ fn main() {
         "Idle RSS before the first producer: {:.1} MB",
         idle_rss / 1024.0
     );
-    drop(child.stdin.take());
-    let _ = child.wait();
+    drop(emulator);
     if failed {
         eprintln!("S1 FAILED: logs were lost, duplicated or altered");
         std::process::exit(1);

@@ -7,7 +7,8 @@
 //!   every destination refilled each time its linger passes. Reports the add cost, the memory
 //!   per open batch, and the process's CPU % while the batches wait.
 //! - `s5` fleet: `--devices` devices (as shard key with `adjust_shard_hash`, or as `source`) at
-//!   each rate for `--seconds`: delivered logs/s, backlog each second, add-to-delivery latency
+//!   each rate for `--seconds`: delivered logs/s, backlog each second (and its least-squares
+//!   trend, records per second: near 0 when the producer keeps up), add-to-delivery latency
 //!   p50/p99 (one log in `--sample-every` tracked to its report), RSS; then `--tenants` idle
 //!   producers in one process (memory and threads per producer).
 //! - `s6` payload: records whose one value is `--sizes` bytes of access-log text, sent one at a
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use loghose::bench::s6_payload;
-use loghose::producer::{Producer, SendOptions};
+use loghose::producer::{Producer, ProducerConfig, SendOptions};
 use loghose::wire::compress::{compress, Compression};
 use support::{percentile, proc_cpu_seconds, proc_status_kb, rss_mb, ChildEmulator, Counted};
 
@@ -182,7 +183,7 @@ fn fleet(emu: &ChildEmulator, args: &Args) -> bool {
         "S5 fleet from Rust: {} devices as {}, {seconds} s per rate\n",
         args.devices, args.key
     );
-    println!("| logs/s | delivered logs/s | CPU % | backlog max | backlog end | latency p50 ms | latency p99 ms | RSS MB | received | lost | duplicated |");
+    println!("| logs/s | delivered logs/s | CPU % | backlog max | backlog trend /s | latency p50 ms | latency p99 ms | RSS MB | received | lost | duplicated |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     // Completions of the sampled logs are awaited here, each stamped when its report arrives.
     let waiter = tokio::runtime::Builder::new_multi_thread()
@@ -207,7 +208,12 @@ fn fleet(emu: &ChildEmulator, args: &Args) -> bool {
     for &rate in &args.rates {
         let logstore = format!("s5-{rate}-{}", args.key);
         let check = Counted::open(emu, "bench", &logstore);
-        let mut config = emu.config("bench", &logstore);
+        // The `server` preset, as the other harnesses run S5.
+        let mut config = emu.aim(
+            ProducerConfig::preset("server").expect("preset"),
+            "bench",
+            &logstore,
+        );
         config.adjust_shard_hash = true;
         let p = Producer::new(config).expect("producer");
         let latencies = Arc::new(Mutex::new(Vec::new()));
@@ -267,11 +273,11 @@ fn fleet(emu: &ChildEmulator, args: &Args) -> bool {
         let mut lat = std::mem::take(&mut *latencies.lock().expect("latencies"));
         let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
         println!(
-            "| {rate} | {:.0} | {:.1} | {} | {} | {} | {} | {rss:.1} | {} | {} | {} |",
+            "| {rate} | {:.0} | {:.1} | {} | {:.0} | {} | {} | {rss:.1} | {} | {} | {} |",
             delivered_in_time as f64 / wall,
             cpu / wall * 100.0,
             backlog.iter().max().unwrap_or(&0),
-            backlog.last().unwrap_or(&0),
+            support::slope(&backlog),
             fmt(percentile(&mut lat, 0.5)),
             fmt(percentile(&mut lat, 0.99)),
             outcome.received,
@@ -308,11 +314,12 @@ fn tenants(emu: &ChildEmulator, n: usize) -> bool {
         p.send(&[("tenant", tenant.as_str())], &SendOptions::default())
             .expect("add");
     }
-    std::thread::sleep(Duration::from_secs(1));
     let pending: u64 = producers
         .iter()
         .map(|p| p.flush(Duration::from_secs(60)))
         .sum();
+    // Idle: past the time after which a producer's report thread ends (5 s without reports).
+    std::thread::sleep(Duration::from_secs(6));
     let (rss_idle, threads) = (rss_mb(), proc_status_kb("Threads:"));
     drop(producers);
     let outcome = check.result(emu, n as u64);

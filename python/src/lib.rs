@@ -22,6 +22,7 @@ mod record;
 mod report;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// The version of the Rust engine this module was built from.
 #[pyfunction]
@@ -52,11 +53,13 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
 /// `data` compressed with `codec` (`none`, `lz4`, `zstd` or `deflate`) exactly as the producer
 /// compresses a batch body, the GIL released: what the S6 benchmark times per codec.
 #[pyfunction]
-fn compress(py: Python<'_>, codec: &str, data: Vec<u8>) -> PyResult<Vec<u8>> {
+fn compress<'py>(py: Python<'py>, codec: &str, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     let codec = loghose::wire::compress::Compression::from_name(codec)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-    py.detach(|| loghose::wire::compress::compress(codec, &data))
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    let out = py
+        .detach(|| loghose::wire::compress::compress(codec, data))
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    Ok(PyBytes::new(py, &out))
 }
 
 /// S6's payload: `size` bytes of seeded access-log text, the same in every harness.

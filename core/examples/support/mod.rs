@@ -50,6 +50,23 @@ pub fn percentile(values: &mut [f64], p: f64) -> Option<f64> {
     Some(values[at.min(values.len() - 1)])
 }
 
+/// The least-squares slope of `values` against their index: a backlog's growth per second.
+pub fn slope(values: &[u64]) -> f64 {
+    let n = values.len() as f64;
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let (mx, my) = ((n - 1.0) / 2.0, values.iter().sum::<u64>() as f64 / n);
+    let (num, den) = values
+        .iter()
+        .enumerate()
+        .fold((0.0, 0.0), |(num, den), (x, &y)| {
+            let dx = x as f64 - mx;
+            (num + dx * (y as f64 - my), den + dx * dx)
+        });
+    num / den
+}
+
 /// The child side of [`ChildEmulator`]: serves until stdin closes.
 pub fn run_emulator_child() {
     // The emulator stands in for the remote service, which takes none of the producer's CPU:
@@ -120,15 +137,25 @@ impl ChildEmulator {
             .unwrap_or(0)
     }
 
-    /// A producer configuration aimed at this emulator.
+    /// A producer configuration (the defaults) aimed at this emulator.
     pub fn config(&self, project: &str, logstore: &str) -> loghose::producer::ProducerConfig {
+        self.aim(Default::default(), project, logstore)
+    }
+
+    /// `base` (a preset, say) aimed at this emulator.
+    pub fn aim(
+        &self,
+        base: loghose::producer::ProducerConfig,
+        project: &str,
+        logstore: &str,
+    ) -> loghose::producer::ProducerConfig {
         loghose::producer::ProducerConfig {
             endpoint: self.endpoint.clone(),
             project: project.into(),
             logstore: logstore.into(),
             access_key_id: loghose::emulator::DEFAULT_ACCESS_KEY_ID.into(),
             access_key_secret: loghose::emulator::DEFAULT_ACCESS_KEY_SECRET.into(),
-            ..Default::default()
+            ..base
         }
     }
 }

@@ -300,7 +300,7 @@ impl Producer {
             Arc::new(Budget::new(&config, shard_count)),
             Arc::new(Ledger::default()),
             Arc::new(Lifecycle::new()),
-            Reporter::start(on_reports)?,
+            Reporter::new(on_reports),
             spool,
         ));
         let inner = Arc::new(Inner {
