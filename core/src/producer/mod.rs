@@ -15,7 +15,7 @@
 //! 5. **retry** by the answer's class ([`retry`]), with backoff, until delivered or given up.
 //! 6. **report**: every batch settles once — counted ([`ledger`]), its memory released, its
 //!    completions resolved, its [`DeliveryReport`] handed to the callback on the producer's
-//!    own thread ([`reporter`]).
+//!    own thread ([`reporter`]; it runs only while there are reports to pass on).
 //!
 //! # Guarantees
 //!
