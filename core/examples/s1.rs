@@ -278,9 +278,6 @@ fn main() {
         support::run_emulator_child();
         return;
     }
-    if let Some(core) = args.pin_core {
-        pin_to_core(core);
-    }
     if let [endpoint, logstore, sent] = args.verify_child.as_slice() {
         // Verification runs in its own process so its memory never counts as the producer's.
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -292,6 +289,10 @@ fn main() {
         return;
     }
     let emulator = support::ChildEmulator::start();
+    // Pinned after the emulator started: it stands in for a remote service, not for the Pi.
+    if let Some(core) = args.pin_core {
+        pin_to_core(core);
+    }
     let endpoint = emulator.endpoint.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
