@@ -173,3 +173,27 @@ def test_tqdm_progress_when_installed(monkeypatch):
     bar.close()
     # Not on a terminal, not in a notebook, not asked: nothing is drawn.
     assert bench._Progress(None).enabled is ("ipykernel" in sys.modules)
+
+
+def test_an_interrupted_run_stops_its_scenario(monkeypatch):
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+
+    class Interrupt(Exception):
+        pass
+
+    def interrupt(self, **progress):
+        raise Interrupt
+
+    monkeypatch.setattr(bench._Progress, "update", interrupt)
+    with pytest.raises(Interrupt):
+        bench.run("s4", open_batches=[100], lingers_ms=[60_000], seconds=60, progress=True)
+    # The child was stopped at the first progress event, not left to run its 60 s.
+    assert started[0].poll() is not None

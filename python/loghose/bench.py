@@ -112,6 +112,11 @@ def run(scenario: str, *, progress: bool | None = None, **params: Any) -> Rows:
                     rows.append(event["row"])
                 elif "progress" in event:
                     bar.update(**event["progress"])
+        except BaseException:
+            # Interrupted (Ctrl-C, a notebook's stop button): the scenario stops too; its
+            # emulator ends when its input closes.
+            child.kill()
+            raise
         finally:
             bar.close()
             status = child.wait()
