@@ -5,7 +5,8 @@
 //!
 //! - `s4` timers: one open batch per distinct `source`, one log each; then, for `--seconds`,
 //!   every destination refilled each time its linger passes. Reports the add cost, the memory
-//!   per open batch, and the process's CPU % while the batches wait.
+//!   per open batch, and the process's CPU % while the batches wait (from 5 s after the adds,
+//!   once their aftermath has passed) and over the whole window.
 //! - `s5` fleet: `--devices` devices (as shard key with `adjust_shard_hash`, or as `source`) at
 //!   each rate for `--seconds`: delivered logs/s, backlog each second (and its least-squares
 //!   trend, records per second: near 0 when the producer keeps up), add-to-delivery latency
@@ -106,8 +107,8 @@ fn checked(outcome: &support::Outcome, pending: u64) -> bool {
 fn timers(emu: &ChildEmulator, args: &Args) -> bool {
     let seconds = args.seconds.unwrap_or(20);
     println!("S4 timers from Rust: one log per open batch, refilled each linger, {seconds} s of waiting\n");
-    println!("| open batches | linger ms | µs per add | bytes per open batch | CPU % waiting | refills | received | lost | duplicated |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| open batches | linger ms | µs per add | bytes per open batch | CPU % waiting | CPU % whole window | refills | received | lost | duplicated |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut ok = true;
     for &n in &args.open_batches {
         let sources: Vec<String> = (0..n).map(|i| format!("device-{i:07}")).collect();
@@ -140,25 +141,39 @@ fn timers(emu: &ChildEmulator, args: &Args) -> bool {
             let cpu0 = proc_cpu_seconds();
             let t0 = Instant::now();
             let end = t0 + Duration::from_secs(seconds);
+            // "While waiting" starts once the adds' aftermath has passed: 5 s in, or a
+            // quarter of a shorter window (as in the other harnesses).
+            let settle = t0 + Duration::from_secs(5.min(seconds / 4));
+            let mut settled: Option<(f64, Instant)> = None;
             let step = Duration::from_millis(linger);
             let mut next = t0 + step;
             let mut refills = 0;
-            while next < end {
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                fill(&mut adds);
-                refills += 1;
-                next += step;
+            while next < end || settled.is_none() {
+                let wake = if settled.is_none() { settle.min(next) } else { next };
+                std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+                if settled.is_none() && Instant::now() >= settle {
+                    settled = Some((proc_cpu_seconds(), Instant::now()));
+                }
+                if next < end && Instant::now() >= next {
+                    fill(&mut adds);
+                    refills += 1;
+                    next += step;
+                }
             }
             std::thread::sleep(end.saturating_duration_since(Instant::now()));
             let cpu = proc_cpu_seconds() - cpu0;
             let wall = t0.elapsed().as_secs_f64();
+            let (cpu_settled, t_settled) = settled.unwrap_or((cpu0, t0));
+            let waiting = (proc_cpu_seconds() - cpu_settled)
+                / t_settled.elapsed().as_secs_f64().max(1e-3);
             let pending = p.flush(Duration::from_secs(300));
             drop(p);
             let outcome = check.result(emu, adds);
             ok &= checked(&outcome, pending);
             println!(
-                "| {n} | {linger} | {:.3} | {per_batch:.0} | {:.2} | {refills} | {} | {} | {} |",
+                "| {n} | {linger} | {:.3} | {per_batch:.0} | {:.2} | {:.2} | {refills} | {} | {} | {} |",
                 first.as_secs_f64() * 1e6 / n as f64,
+                waiting * 100.0,
                 cpu / wall * 100.0,
                 outcome.received,
                 outcome.lost,
