@@ -3,8 +3,8 @@
 # - rust: the engine's encode and add (core/examples/encode_cost.rs), whole process, run with N
 #   adds and with 0; the difference over N is the marginal cost of one add.
 # - python, node: the native call of each `send` (the binding and the engine's add, inclusive;
-#   not the interpreter building or passing the record), N sends of the scripts in
-#   scripts/cost/, counted only inside the native entry (`--toggle-collect`).
+#   not the interpreter building or passing the record), 8 000 sends of the scripts in
+#   scripts/cost/ (one batch), counted only inside the native entry (`--toggle-collect`).
 # Needs valgrind, a release build of the example, the Python package installed in .venv and the
 # Node addon built (bash scripts/test.sh leaves all three).
 # Usage: bash scripts/instructions.sh [rust|python|node]...
@@ -38,8 +38,9 @@ for t in "${targets[@]}"; do
       N=8000 per_add "rust add" target/release/examples/encode_cost add
       N=8000 per_add "rust add, spool none" target/release/examples/encode_cost add-spool
       N=8000 per_add "rust add, time_precision s" target/release/examples/encode_cost add-seconds ;;
-    python) TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
-    node) TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
+    # 8 000 sends stay within one batch (at most 4 MiB), so nothing seals while they are counted.
+    python) N=8000 TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
+    node) N=8000 TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
     *) echo "unknown target $t (rust, python, node)" >&2; exit 2 ;;
   esac
 done

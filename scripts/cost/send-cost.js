@@ -10,7 +10,7 @@ const { recordA, recordB } = require(path.join(__dirname, '..', '..', 'node', 's
 const n = Number(process.argv[2] || 0)
 const producer = new Producer({
   endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'logs', accessKeyId: 'id', accessKeySecret: 'secret',
-  batchMaxBytes: 8 << 20, batchMaxCount: 40960, bufferMaxBytes: 128 << 20, lingerMs: 600000,
+  batchMaxBytes: 4 << 20, batchMaxCount: 40960, bufferMaxBytes: 128 << 20, lingerMs: 600000,
 })
 const records = [recordA(12345), recordB()]
 for (let i = 0; i < n; i++) producer.send(records[i & 1])

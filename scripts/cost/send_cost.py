@@ -18,7 +18,7 @@ B = {"LogHub": "Real-time log collection and consumption",
 n = int(sys.argv[1])
 producer = loghose.Producer(endpoint="http://127.0.0.1:9", project="proj", logstore="logs",
                             access_key_id="id", access_key_secret="secret",
-                            batch_max_bytes=8 << 20, batch_max_count=40960,
+                            batch_max_bytes=4 << 20, batch_max_count=40960,
                             buffer_max_bytes=128 << 20, linger_ms=600_000)
 send = producer.send
 records = (A, B)
