@@ -149,7 +149,11 @@ fn timers(emu: &ChildEmulator, args: &Args) -> bool {
             let mut next = t0 + step;
             let mut refills = 0;
             while next < end || settled.is_none() {
-                let wake = if settled.is_none() { settle.min(next) } else { next };
+                let wake = if settled.is_none() {
+                    settle.min(next)
+                } else {
+                    next
+                };
                 std::thread::sleep(wake.saturating_duration_since(Instant::now()));
                 if settled.is_none() && Instant::now() >= settle {
                     settled = Some((proc_cpu_seconds(), Instant::now()));
@@ -164,8 +168,8 @@ fn timers(emu: &ChildEmulator, args: &Args) -> bool {
             let cpu = proc_cpu_seconds() - cpu0;
             let wall = t0.elapsed().as_secs_f64();
             let (cpu_settled, t_settled) = settled.unwrap_or((cpu0, t0));
-            let waiting = (proc_cpu_seconds() - cpu_settled)
-                / t_settled.elapsed().as_secs_f64().max(1e-3);
+            let waiting =
+                (proc_cpu_seconds() - cpu_settled) / t_settled.elapsed().as_secs_f64().max(1e-3);
             let pending = p.flush(Duration::from_secs(300));
             drop(p);
             let outcome = check.result(emu, adds);
