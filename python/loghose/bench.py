@@ -494,7 +494,8 @@ def _timers(emu: ChildEmulator, emit: Emit, n: int, linger_ms: int, seconds: int
     counted = check.result(adds)
     return {"scenario": "s4", "open_batches": n, "linger_ms": linger_ms, "seconds": seconds,
             "us_per_add": add_secs[0] * 1e6 / n, "bytes_per_open_batch": (rss_open - rss0) * (1 << 20) / n,
-            "cpu_pct_waiting": waiting * 100, "cpu_pct_window": cpu / wall * 100, "refills": refills, "adds": adds, **counted, "pending": pending}
+            "cpu_pct_waiting": waiting * 100, "cpu_pct_window": cpu / wall * 100, "refills": refills,
+            "adds": adds, **counted, "pending": pending}
 
 
 def s5(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
