@@ -552,6 +552,12 @@ fn completions_and_report_callbacks_carry_the_report() {
     assert_eq!((report.attempts, report.records), (1, 1));
     assert_eq!(report.request_id.as_ref().map(String::len), Some(24));
     assert!(report.compressed_bytes > 0 && report.raw_bytes > 0);
+    // The reporter hands over every report queued when it runs: wait for the first call (the
+    // one that panics), so the next batch's report comes in a call of its own.
+    let waited = Instant::now();
+    while calls.load(Ordering::SeqCst) == 0 && waited.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     for i in 0..5 {
         p.send(&[("id", i.to_string())], &SendOptions::default())
             .unwrap();
@@ -1220,6 +1226,25 @@ fn https_works_with_the_extra_ca_and_is_refused_without_it() {
         }),
         Err(ProducerError::CaFile { .. })
     ));
+    // A file with no certificate, or a certificate that is not one, is the constructor's
+    // error even though the client is otherwise built at the first send.
+    let empty = dir.join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let garbage = dir.join("garbage.pem");
+    std::fs::write(
+        &garbage,
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    for bad in [&empty, &garbage] {
+        let err = Producer::new(ProducerConfig {
+            ca_file: Some(bad.to_string_lossy().into()),
+            ..config(&emu)
+        })
+        .err()
+        .unwrap_or_else(|| panic!("{} was accepted", bad.display()));
+        assert!(matches!(err, ProducerError::Tls(_)), "{err:?}");
+    }
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -130,6 +130,11 @@ pub(crate) fn client(key: &ClientKey) -> Result<reqwest::Client, ProducerError> 
     if let Some(pem) = &key.ca_pem {
         let certs = reqwest::Certificate::from_pem_bundle(pem)
             .map_err(|e| ProducerError::Tls(e.to_string()))?;
+        if certs.is_empty() {
+            return Err(ProducerError::Tls(
+                "ca_file holds no PEM certificate".into(),
+            ));
+        }
         for cert in certs {
             builder = builder.add_root_certificate(cert);
         }

@@ -3,7 +3,9 @@
 //! Built once per producer from its configuration: the endpoint is split into scheme and host
 //! (a host name is addressed as `{project}.{host}`; an IP address is connected to directly
 //! with `Host: {project}.{ip}`), the HTTP client is shared with every producer of the process
-//! that has the same transport settings ([`engine`](super::engine)), and the credentials are
+//! that has the same transport settings ([`engine`](super::engine)) and is built when the first
+//! request goes out (a producer that never sends, such as `loghose pipe` waiting for its first
+//! line, never loads the TLS stack: about 0.4 MB of resident code), and the credentials are
 //! either static or come from a [`CredentialsProvider`] asked before every attempt, so rotated
 //! STS tokens work mid-retry.
 //!
@@ -13,7 +15,7 @@
 //! elsewhere ([`retry`](super::retry)). Runs on the I/O runtime; never blocks a thread.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use chrono::DateTime;
@@ -43,7 +45,9 @@ enum CredentialSource {
 
 /// How a producer reaches the service.
 pub(crate) struct Transport {
-    client: reqwest::Client,
+    /// The shared client, from `client_key` at the first request.
+    client: OnceLock<reqwest::Client>,
+    client_key: engine::ClientKey,
     scheme: &'static str,
     /// `host[:port]` of the endpoint.
     pub(crate) endpoint_host: String,
@@ -76,13 +80,19 @@ impl Transport {
             })?),
             None => None,
         };
-        let client = engine::client(&engine::ClientKey {
+        let client_key = engine::ClientKey {
             connect_timeout_ms: config.connect_timeout_ms,
             request_timeout_ms: config.request_timeout_ms,
             ca_pem,
             remote_address: config.remote_address,
             pool_size: config.send_concurrency,
-        })?;
+        };
+        let client = OnceLock::new();
+        if client_key.ca_pem.is_some() {
+            // A CA file means TLS is wanted: built now, so a bad file is the constructor's
+            // error, not the first send's.
+            let _ = client.set(engine::client(&client_key)?);
+        }
         let region = (config.signature_version == SignatureVersion::V4)
             .then(|| config.region.clone().unwrap_or_default());
         let credentials = match (provider, &config.api_key) {
@@ -105,6 +115,7 @@ impl Transport {
         };
         Ok(Transport {
             client,
+            client_key,
             scheme: if https { "https" } else { "http" },
             endpoint_host,
             endpoint_is_ip,
@@ -181,9 +192,16 @@ impl Transport {
             &credentials,
             self.signing_time(),
         );
-        let mut builder = self
-            .client
-            .post(format!("{url_base}{}", req.path_and_query()));
+        let client = match self.client.get() {
+            Some(c) => c,
+            None => match engine::client(&self.client_key) {
+                Ok(c) => self.client.get_or_init(|| c),
+                Err(e) => {
+                    return Answer::no_answer(false, format!("building the HTTP client: {e}"))
+                }
+            },
+        };
+        let mut builder = client.post(format!("{url_base}{}", req.path_and_query()));
         for (k, v) in &req.headers {
             if k != "Content-Length" {
                 builder = builder.header(k.as_str(), v.as_str());
