@@ -4,12 +4,12 @@
 # - after a line: one line delivered to the emulator, then idle again (the HTTP stack loaded).
 # Prints VmRSS and its anonymous part (the process's own memory; the rest is code paged in) for
 # each, RUNS times. Usage: bash scripts/pipe-rss.sh [BINARY] [RUNS]
-# (default: target/dist/loghose, the profile of published binaries; 3 runs).
+# (default: target/small/loghose, the build for small machines; 3 runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-target/dist/loghose}
+BIN=${1:-target/small/loghose}
 RUNS=${2:-3}
-[ -x "$BIN" ] || cargo build --profile dist -p loghose --bin loghose
+[ -x "$BIN" ] || cargo build --profile small -p loghose --bin loghose
 work=$(mktemp -d)
 "$BIN" emulator --port 0 > "$work/endpoint" &
 emulator=$!
