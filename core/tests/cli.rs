@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loghose::emulator::Emulator;
+use loghose::emulator::{Emulator, Fault, FaultAction};
 
 const BIN: &str = env!("CARGO_BIN_EXE_loghose");
 
@@ -503,5 +503,50 @@ fn an_idle_pipe_maps_no_math_library() {
     drop(input);
     let out = wait_bounded(child, Duration::from_secs(30));
     assert!(out.status.success(), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// Input faster than the sends waits for room instead of being refused (a pipe's writer is
+/// held back), unless `max_block_ms` says otherwise.
+#[test]
+fn pipe_input_faster_than_the_sends_waits_for_room_unless_configured_not_to() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("backpressure");
+    let lines: String = (0..5_000)
+        .map(|i| format!("{i:06} {}\n", "x".repeat(90)))
+        .collect();
+    let small = [
+        "--option",
+        "buffer_max_bytes=65536",
+        "--option",
+        "batch_max_bytes=16384",
+        "--option",
+        "linger_ms=10",
+        "--option",
+        "send_concurrency=1",
+    ];
+    for (logstore, extra, refused) in [
+        ("held", None, false),
+        ("refused", Some("max_block_ms=0"), true),
+    ] {
+        emu.inject(Fault::during(
+            FaultAction::Latency { ms: 150 },
+            Duration::from_secs(2),
+        ));
+        let mut cmd = loghose(&home);
+        cmd.arg("pipe").args(to(&emu, logstore)).args(small);
+        if let Some(option) = extra {
+            cmd.args(["--option", option]);
+        }
+        let out = run_with_input(cmd, lines.as_bytes());
+        if refused {
+            assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+            assert!(stderr(&out).contains("buffer full"), "{}", stderr(&out));
+        } else {
+            assert!(out.status.success(), "{}", stderr(&out));
+            let got = wait_for_logs(&emu, logstore, 5_000);
+            assert_eq!(got.len(), 5_000);
+        }
+    }
     let _ = std::fs::remove_dir_all(&home);
 }

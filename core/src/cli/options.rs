@@ -117,11 +117,12 @@ fn read_file(path: &Path) -> Result<Map<String, Value>, OptionsError> {
 }
 
 impl ProducerArgs {
-    /// The producer these options make; what is wrong is printed (prefixed with `command`)
-    /// and answered as the usage exit status.
-    pub fn producer(&self, command: &str) -> Result<Producer, u8> {
+    /// The producer these options make over the command's own `defaults` (which a preset,
+    /// the file, the environment and the flags all override); what is wrong is printed
+    /// (prefixed with `command`) and answered as the usage exit status.
+    pub fn producer(&self, command: &str, defaults: &[(&str, Value)]) -> Result<Producer, u8> {
         let built = self
-            .resolve()
+            .resolve(defaults)
             .map_err(|e| e.to_string())
             .and_then(|config| Producer::new(config).map_err(|e| e.to_string()));
         built.map_err(|e| {
@@ -130,8 +131,9 @@ impl ProducerArgs {
         })
     }
 
-    /// The producer configuration these flags, the environment and the file make.
-    pub fn resolve(&self) -> Result<ProducerConfig, OptionsError> {
+    /// The producer configuration these flags, the environment and the file make, over
+    /// `defaults`.
+    pub fn resolve(&self, defaults: &[(&str, Value)]) -> Result<ProducerConfig, OptionsError> {
         let file = match &self.config {
             Some(path) => Some(read_file(path)?),
             None => default_config_file().map(|p| read_file(&p)).transpose()?,
@@ -148,13 +150,17 @@ impl ProducerArgs {
             }
             (None, None) => None,
         };
-        let mut merged = match &preset {
-            Some(name) => match serde_json::from_str(&ProducerConfig::preset_options_json(name)?) {
-                Ok(Value::Object(map)) => map,
-                _ => Map::new(),
-            },
-            None => Map::new(),
-        };
+        let mut merged: Map<String, Value> = defaults
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.clone()))
+            .collect();
+        if let Some(name) = &preset {
+            if let Ok(Value::Object(map)) =
+                serde_json::from_str(&ProducerConfig::preset_options_json(name)?)
+            {
+                merged.extend(map);
+            }
+        }
         merged.extend(file);
         let given = [
             ("endpoint", &self.endpoint),

@@ -8,7 +8,9 @@
 //! `--close-timeout-ms`. The exit status says whether every line read was delivered (0), or
 //! not (1: refused as invalid, failed, or left undelivered at the timeout, each counted on
 //! standard error); 2 for bad arguments or configuration. Nothing is dropped silently: a line
-//! that cannot be a record is named (the first few) and counted.
+//! that cannot be a record is named (the first few) and counted. Input faster than the sends
+//! waits for room in the buffer (`max_block_ms` an hour unless configured) rather than being
+//! refused.
 
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom};
@@ -48,6 +50,12 @@ pub struct PipeArgs {
     #[arg(long, default_value_t = 30_000)]
     pub close_timeout_ms: u64,
 }
+
+/// How long a line waits for room in the buffer (`max_block_ms`) unless configured: the
+/// longest the engine allows. Input that comes faster than it can be sent is held back (the
+/// writer of a pipe blocks, a followed file waits on disk) instead of refused; refused lines
+/// are counted and reported, but they are gone.
+const WAIT_FOR_ROOM_MS: u64 = 3_600_000;
 
 /// Lines named on standard error before the rest are only counted.
 const NAMED_PROBLEMS: u64 = 5;
@@ -232,7 +240,10 @@ impl Follower {
 
 /// Runs `loghose pipe`.
 pub fn run(args: PipeArgs) -> u8 {
-    let producer = match args.producer.producer("loghose pipe") {
+    let producer = match args.producer.producer(
+        "loghose pipe",
+        &[("max_block_ms", Value::from(WAIT_FOR_ROOM_MS))],
+    ) {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };

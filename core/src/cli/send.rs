@@ -33,7 +33,7 @@ pub fn run(args: SendArgs) -> u8 {
             }
         }
     }
-    let producer = match args.producer.producer("loghose send") {
+    let producer = match args.producer.producer("loghose send", &[]) {
         Ok(p) => p,
         Err(code) => return code,
     };
