@@ -47,7 +47,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -1188,6 +1188,7 @@ fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
         .map_err(io(dir, "cannot open its lock file"))?;
     #[cfg(unix)]
     {
+        use std::io::Read as _;
         use std::os::fd::AsRawFd as _;
         // SAFETY: a zeroed flock struct is valid; fcntl reads the one it is given.
         let mut lock: libc::flock = unsafe { std::mem::zeroed() };
