@@ -203,3 +203,38 @@ def test_a_plain_str_record_never_calls_the_conversion(emu):
         assert p.flush(30) == 0
     assert calls == []
     assert len(stored(emu)) == 100
+
+
+class _Plain:
+    pass
+
+
+def _dict_shapes():
+    deleted = {f"k{i}": str(i) for i in range(20)}
+    del deleted["k3"], deleted["k10"]
+    deleted["k3"] = "again"
+    general = {1: "int key", "a": "1", "b": "2"}  # a non-str key makes the table general...
+    del general[1]  # ...and it stays general with only str keys left
+    instance = _Plain()
+    instance.a, instance.b = "1", "2"  # an instance's __dict__ shares its keys (a split table)
+    large = {f"key{i:04}": f"v{i}" for i in range(600)}  # two-byte indices
+    for i in range(0, 600, 7):
+        del large[f"key{i:04}"]
+    mixed = {"s": "text", "i": 42, "f": 1.5, "b": True, "n": None}
+    return {"deleted": deleted, "general": general, "split": instance.__dict__, "large": large,
+            "mixed": mixed, "empty-after-delete": {"only": "x", "gone": "y"}}
+
+
+@pytest.mark.parametrize("shape", list(_dict_shapes()))
+def test_every_kind_of_dict_table_is_stored_field_for_field_in_order(emu, shape):
+    record = _dict_shapes()[shape]
+    if shape == "empty-after-delete":
+        del record["gone"]
+    with producer(emu) as p:
+        p.send(record)
+        assert p.flush(30) == 0
+    def as_text(v):
+        return "true" if v is True else "null" if v is None else str(v)
+
+    expected = [(k, as_text(v)) for k, v in record.items()]
+    assert [tuple(pair) for pair in emu.logs("loghose", "logs")[0]["contents"]] == expected
