@@ -245,83 +245,147 @@ fn put_dict_direct(
     // SAFETY: `ptr` is a live dict (we hold `dict`) and no Python code runs during the walk,
     // so the borrowed pointers it hands out stay valid while they are used.
     unsafe {
-        for_each_item(ptr, |key, value| {
-            let Some(Ok(k)) = str_utf8(key) else {
-                pyo3::ffi::PyErr_Clear();
+        for (key, value) in dict_items(ptr) {
+            if !put_item_direct(enc, key, value)? {
                 return Ok(false);
-            };
-            match str_utf8(value) {
-                Some(Ok(v)) => enc.field_bytes_utf8(k.as_bytes(), v)?,
-                Some(Err(())) => {
-                    pyo3::ffi::PyErr_Clear();
-                    return Ok(false);
-                }
-                None => {
-                    if !put_number_direct(enc, k, value)? {
-                        return Ok(false);
-                    }
-                }
             }
-            Ok(true)
-        })
+        }
     }
+    Ok(true)
 }
 
-/// Calls `f` with each (key, value) of a dict, in the dict's order, as borrowed pointers,
-/// until `f` answers `Ok(false)` (then `Ok(false)`) or an error.
+/// One field of [`put_dict_direct`]; inlined into the dict walk's loop (a call per field was
+/// about a tenth of a `send`).
+///
+/// # Safety
+/// `key` and `value` must be valid object pointers and the GIL held.
+#[inline(always)]
+unsafe fn put_item_direct(
+    enc: &mut LogEncoder<'_>,
+    key: *mut pyo3::ffi::PyObject,
+    value: *mut pyo3::ffi::PyObject,
+) -> Result<bool, loghose::producer::RecordError> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let Some(Ok(k)) = str_utf8(key) else {
+            pyo3::ffi::PyErr_Clear();
+            return Ok(false);
+        };
+        match str_utf8(value) {
+            Some(Ok(v)) => enc.field_bytes_utf8(k.as_bytes(), v)?,
+            Some(Err(())) => {
+                pyo3::ffi::PyErr_Clear();
+                return Ok(false);
+            }
+            None => {
+                if !put_number_direct(enc, k, value)? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The (key, value) pairs of a dict, in the dict's order, as borrowed pointers.
 ///
 /// An exact dict with a combined table (every dict built by a literal, `dict(...)` or `**`) is
 /// walked in place: its entries array, skipping deleted slots, is what `PyDict_Next` walks,
 /// for about a tenth of the instructions (`PyDict_Next` was a fifth of a whole `send`). The
 /// layout is CPython 3.11 to 3.13's (`Include/internal/pycore_dict.h`, unchanged across them
-/// for the default build); anything else — a subclass, a split table (an instance's
-/// `__dict__`), another version, the free-threaded build — goes through `PyDict_Next`.
+/// for the default build); anything else (a subclass, a split table such as an instance's
+/// `__dict__`, another version, the free-threaded build) goes through `PyDict_Next`.
 ///
 /// # Safety
-/// `dict` must be a live dict, the GIL held, and `f` must run no Python code.
+/// `dict` must be a live dict and the GIL held while the pairs are used, and no Python code
+/// may run until the walk ends (it could change the dict).
 #[inline(always)]
-unsafe fn for_each_item<E>(
-    dict: *mut pyo3::ffi::PyObject,
-    mut f: impl FnMut(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> Result<bool, E>,
-) -> Result<bool, E> {
-    // SAFETY: as the caller promises; see each step.
+unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
+    // SAFETY: as the caller promises; an exact dict is a PyDictObject, and a combined table
+    // (no separate values) holds its entries right after its index table.
+    #[cfg(all(
+        Py_3_11,
+        not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))
+    ))]
     unsafe {
-        #[cfg(all(
-            Py_3_11,
-            not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))
-        ))]
         if pyo3::ffi::PyDict_CheckExact(dict) != 0 {
-            // An exact dict is a PyDictObject; a combined table has no separate values.
             let object = &*dict.cast::<pyo3::ffi::PyDictObject>();
-            if object.ma_values.is_null() {
-                let keys = object.ma_keys.cast::<DictKeysHeader>();
-                let header = &*keys;
-                // Entries follow the index table, which is 2^dk_log2_index_bytes bytes.
+            let keys = object.ma_keys.cast::<DictKeysHeader>();
+            // DICT_KEYS_GENERAL (0) entries are {hash, key, value}; DICT_KEYS_UNICODE (1)
+            // entries are {key, value}. A combined table is never DICT_KEYS_SPLIT (2).
+            let layout = match (*keys).dk_kind {
+                0 => Some((3, 1)),
+                1 => Some((2, 0)),
+                _ => None,
+            };
+            if let (true, Some((stride, key_at))) = (object.ma_values.is_null(), layout) {
                 let entries = keys
                     .cast::<u8>()
                     .add(std::mem::size_of::<DictKeysHeader>())
-                    .add(1usize << header.dk_log2_index_bytes);
-                let count = header.dk_nentries as usize;
-                // DICT_KEYS_GENERAL (0) entries are {hash, key, value}; DICT_KEYS_UNICODE (1)
-                // entries are {key, value}. A combined table is never DICT_KEYS_SPLIT (2).
-                let (stride, key_at) = match header.dk_kind {
-                    0 => (3, 1),
-                    1 => (2, 0),
-                    _ => return for_each_item_by_api(dict, f),
+                    .add(1usize << (*keys).dk_log2_index_bytes)
+                    .cast::<*mut pyo3::ffi::PyObject>();
+                // `end` is the key slot one entry past the last (never read).
+                return DictItems::Table {
+                    next: entries.add(key_at),
+                    end: entries.wrapping_add((*keys).dk_nentries as usize * stride + key_at),
+                    stride,
                 };
-                let words = entries.cast::<*mut pyo3::ffi::PyObject>();
-                for i in 0..count {
-                    let entry = words.add(i * stride + key_at);
-                    let value = *entry.add(1);
-                    // A deleted entry keeps its slot with no value.
-                    if !value.is_null() && !f(*entry, value)? {
-                        return Ok(false);
-                    }
-                }
-                return Ok(true);
             }
         }
-        for_each_item_by_api(dict, f)
+    }
+    DictItems::Api { dict, pos: 0 }
+}
+
+/// See [`dict_items`].
+enum DictItems {
+    /// Entries read in place: `next` points at the next entry's key, whose value follows it.
+    #[cfg_attr(
+        not(all(
+            Py_3_11,
+            not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))
+        )),
+        allow(dead_code)
+    )]
+    Table {
+        next: *mut *mut pyo3::ffi::PyObject,
+        end: *mut *mut pyo3::ffi::PyObject,
+        stride: usize,
+    },
+    /// Through `PyDict_Next`.
+    Api {
+        dict: *mut pyo3::ffi::PyObject,
+        pos: pyo3::ffi::Py_ssize_t,
+    },
+}
+
+impl Iterator for DictItems {
+    type Item = (*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: [`dict_items`]'s caller keeps the dict alive and unchanged during the walk.
+        unsafe {
+            match self {
+                DictItems::Table { next, end, stride } => {
+                    while *next < *end {
+                        let entry = *next;
+                        *next = entry.wrapping_add(*stride);
+                        // A deleted entry keeps its slot with no value.
+                        let value = *entry.add(1);
+                        if !value.is_null() {
+                            return Some((*entry, value));
+                        }
+                    }
+                    None
+                }
+                DictItems::Api { dict, pos } => {
+                    let mut key = std::ptr::null_mut();
+                    let mut value = std::ptr::null_mut();
+                    (pyo3::ffi::PyDict_Next(*dict, pos, &mut key, &mut value) != 0)
+                        .then_some((key, value))
+                }
+            }
+        }
     }
 }
 
@@ -340,29 +404,6 @@ struct DictKeysHeader {
     dk_version: u32,
     dk_usable: pyo3::ffi::Py_ssize_t,
     dk_nentries: pyo3::ffi::Py_ssize_t,
-}
-
-/// [`for_each_item`] through `PyDict_Next`.
-///
-/// # Safety
-/// As [`for_each_item`].
-#[inline(never)]
-unsafe fn for_each_item_by_api<E>(
-    dict: *mut pyo3::ffi::PyObject,
-    mut f: impl FnMut(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> Result<bool, E>,
-) -> Result<bool, E> {
-    // SAFETY: as the caller promises.
-    unsafe {
-        let mut pos: pyo3::ffi::Py_ssize_t = 0;
-        let mut key: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
-        let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
-        while pyo3::ffi::PyDict_Next(dict, &mut pos, &mut key, &mut value) != 0 {
-            if !f(key, value)? {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
 }
 
 /// Writes a `bool`, `None`, an exact `int` within 64 bits or an exact `float` as the text the
