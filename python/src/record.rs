@@ -245,10 +245,27 @@ fn put_dict_direct(
     // SAFETY: `ptr` is a live dict (we hold `dict`) and no Python code runs during the walk,
     // so the borrowed pointers it hands out stay valid while they are used.
     unsafe {
-        for (key, value) in dict_items(ptr) {
-            if !put_item_direct(enc, key, value)? {
-                return Ok(false);
-            }
+        // One loop per way of walking, so the choice is made once, not per field.
+        match dict_items(ptr) {
+            DictItems::Table(items) => put_items_direct(enc, items),
+            DictItems::Api(items) => put_items_direct(enc, items),
+        }
+    }
+}
+
+/// The fields of [`put_dict_direct`], from one walk.
+///
+/// # Safety
+/// As [`put_item_direct`], for every pair `items` yields.
+#[inline(always)]
+unsafe fn put_items_direct(
+    enc: &mut LogEncoder<'_>,
+    items: impl Iterator<Item = (*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject)>,
+) -> Result<bool, loghose::producer::RecordError> {
+    for (key, value) in items {
+        // SAFETY: as the caller promises.
+        if !unsafe { put_item_direct(enc, key, value) }? {
+            return Ok(false);
         }
     }
     Ok(true)
@@ -325,20 +342,20 @@ unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
                     .add(1usize << (*keys).dk_log2_index_bytes)
                     .cast::<*mut pyo3::ffi::PyObject>();
                 // `end` is the key slot one entry past the last (never read).
-                return DictItems::Table {
+                return DictItems::Table(TableItems {
                     next: entries.add(key_at),
                     end: entries.wrapping_add((*keys).dk_nentries as usize * stride + key_at),
                     stride,
-                };
+                });
             }
         }
     }
-    DictItems::Api { dict, pos: 0 }
+    DictItems::Api(ApiItems { dict, pos: 0 })
 }
 
 /// See [`dict_items`].
 enum DictItems {
-    /// Entries read in place: `next` points at the next entry's key, whose value follows it.
+    /// Entries read in place.
     #[cfg_attr(
         not(all(
             Py_3_11,
@@ -346,46 +363,54 @@ enum DictItems {
         )),
         allow(dead_code)
     )]
-    Table {
-        next: *mut *mut pyo3::ffi::PyObject,
-        end: *mut *mut pyo3::ffi::PyObject,
-        stride: usize,
-    },
+    Table(TableItems),
     /// Through `PyDict_Next`.
-    Api {
-        dict: *mut pyo3::ffi::PyObject,
-        pos: pyo3::ffi::Py_ssize_t,
-    },
+    Api(ApiItems),
 }
 
-impl Iterator for DictItems {
+/// A combined table's entries: `next` points at the next entry's key, its value follows it.
+struct TableItems {
+    next: *mut *mut pyo3::ffi::PyObject,
+    end: *mut *mut pyo3::ffi::PyObject,
+    stride: usize,
+}
+
+impl Iterator for TableItems {
     type Item = (*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject);
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: [`dict_items`]'s caller keeps the dict alive and unchanged during the walk.
-        unsafe {
-            match self {
-                DictItems::Table { next, end, stride } => {
-                    while *next < *end {
-                        let entry = *next;
-                        *next = entry.wrapping_add(*stride);
-                        // A deleted entry keeps its slot with no value.
-                        let value = *entry.add(1);
-                        if !value.is_null() {
-                            return Some((*entry, value));
-                        }
-                    }
-                    None
-                }
-                DictItems::Api { dict, pos } => {
-                    let mut key = std::ptr::null_mut();
-                    let mut value = std::ptr::null_mut();
-                    (pyo3::ffi::PyDict_Next(*dict, pos, &mut key, &mut value) != 0)
-                        .then_some((key, value))
-                }
+        while self.next < self.end {
+            let entry = self.next;
+            self.next = entry.wrapping_add(self.stride);
+            // SAFETY: `entry` is an entry of the table ([`dict_items`]'s caller keeps the dict
+            // alive and unchanged); a deleted entry keeps its slot with no value.
+            let (key, value) = unsafe { (*entry, *entry.add(1)) };
+            if !value.is_null() {
+                return Some((key, value));
             }
         }
+        None
+    }
+}
+
+/// A dict's pairs through `PyDict_Next`.
+struct ApiItems {
+    dict: *mut pyo3::ffi::PyObject,
+    pos: pyo3::ffi::Py_ssize_t,
+}
+
+impl Iterator for ApiItems {
+    type Item = (*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut key = std::ptr::null_mut();
+        let mut value = std::ptr::null_mut();
+        // SAFETY: [`dict_items`]'s caller keeps the dict alive and holds the GIL.
+        let more =
+            unsafe { pyo3::ffi::PyDict_Next(self.dict, &mut self.pos, &mut key, &mut value) };
+        (more != 0).then_some((key, value))
     }
 }
 
