@@ -515,7 +515,10 @@ fn pipe_input_faster_than_the_sends_waits_for_room_unless_configured_not_to() {
     let lines: String = (0..5_000)
         .map(|i| format!("{i:06} {}\n", "x".repeat(90)))
         .collect();
+    // The preset too: the command's own default sits under it, and must survive it.
     let small = [
+        "--preset",
+        "pi",
         "--option",
         "buffer_max_bytes=65536",
         "--option",
