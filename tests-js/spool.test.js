@@ -71,7 +71,7 @@ test('SIGKILL five times loses nothing acknowledged', async () => {
   expect(marks.reduce((a, b) => a + b, 0)).toBeGreaterThan(0)
   expect(lost).toBe(0)
   expect(emu.counters().duplicateGroups).toBeLessThanOrEqual(5 * 8)
-  expect(fs.readdirSync(spool).filter((f) => f.endsWith('.spl'))).toEqual([])
+  expect(fs.readdirSync(spool).filter((f) => f.endsWith('.spl') || f.endsWith('.spb'))).toEqual([])
   emu.close()
   fs.rmSync(dir, { recursive: true, force: true })
 })

@@ -72,7 +72,7 @@ def test_sigkill_twenty_times_loses_nothing_acknowledged(tmp_path):
     assert lost == 0
     # Duplicates only from batches in flight at a kill: at most 8 (send_concurrency) per kill.
     assert counters["duplicate_groups"] <= 20 * 8
-    assert not any(p.suffix == ".spl" for p in spool.iterdir()), "a clean close leaves no segment"
+    assert not any(p.suffix in (".spl", ".spb") for p in spool.iterdir()), "a clean close leaves no spool file"
 
 
 def test_spool_options_are_checked_and_a_held_directory_is_refused(tmp_path):
@@ -94,16 +94,16 @@ def test_a_forked_child_never_writes_into_its_parents_spool(tmp_path):
         parent = loghose.Producer(**emu.producer_options("proj", "forked"), spool_dir=str(spool), linger_ms=60_000)
         for i in range(1000):
             parent.send({"who": "parent", "i": str(i)})
-        # The segments only: opening and closing the lock file here would drop this process's
+        # The spool files only: opening and closing the lock file here would drop this process's
         # POSIX record lock on it (the kernel releases it when any descriptor of it closes).
-        # Segments in use only (they begin with the segment magic): the parent's own preparer
-        # thread may make spare files meanwhile.
+        # Files in use only (segments and batch files begin with their magic): the parent's own
+        # preparer thread may make spare files meanwhile.
         def in_use() -> dict[str, bytes]:
-            files = {p.name: p.read_bytes() for p in spool.glob("*.spl")}
-            return {name: data for name, data in files.items() if data.startswith(b"LGHSPL01")}
+            files = {p.name: p.read_bytes() for p in [*spool.glob("*.spl"), *spool.glob("*.spb")]}
+            return {name: data for name, data in files.items() if data[:8] in (b"LGHSPL01", b"LGHBAT01")}
 
         before = in_use()
-        assert before, "the parent's records are in segments"
+        assert before, "the parent's records are in the spool"
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child reports through its exit status
             status = 0
@@ -131,4 +131,4 @@ def test_a_forked_child_never_writes_into_its_parents_spool(tmp_path):
         assert parent.close(30) == 0
         logs = [dict(log["contents"]) for log in emu.logs("proj", "forked")]
     assert sorted(int(f["i"]) for f in logs) == list(range(1000))
-    assert not any(p.suffix == ".spl" for p in spool.iterdir())
+    assert not any(p.suffix in (".spl", ".spb") for p in spool.iterdir())

@@ -19,7 +19,7 @@ use loghose::wire::keys::KeyPolicy;
 /// for the two cores) while the adds are timed.
 const CHUNK: u64 = 10_000;
 
-fn producer(emu: &Emulator) -> Producer {
+fn producer(emu: &Emulator, spool_dir: Option<String>) -> Producer {
     let c = emu.credentials().unwrap();
     let config = ProducerConfig {
         access_key_id: c.access_key_id,
@@ -29,9 +29,10 @@ fn producer(emu: &Emulator) -> Producer {
         tags: (1..=5)
             .map(|i| (format!("tag_{i}"), format!("val_{i}")))
             .collect(),
-        batch_max_bytes: 8 << 20,
+        batch_max_bytes: 4 << 20,
         batch_max_count: 40_960,
         linger_ms: 600_000,
+        spool_dir,
         ..ProducerConfig::preset("server").unwrap()
     };
     Producer::new(ProducerConfig {
@@ -92,12 +93,22 @@ fn add(c: &mut Criterion) {
         ..EmulatorConfig::default()
     })
     .unwrap();
-    let p = producer(&emu);
+    let p = producer(&emu, None);
     for threads in [1usize, 2, 8] {
         g.bench_function(format!("send_{threads}_threads"), |b| {
             b.iter_custom(|iters| timed_adds(&p, &work, iters, threads))
         });
     }
+    drop(p);
+    // The same adds with a spool (spool_sync none): each record also made crash-safe.
+    let dir = std::env::temp_dir().join(format!("loghose-bench-spool-{}", std::process::id()));
+    let p = producer(&emu, Some(dir.display().to_string()));
+    g.bench_function("send_1_thread_spool", |b| {
+        b.iter_custom(|iters| timed_adds(&p, &work, iters, 1))
+    });
+    p.close(Duration::from_secs(30));
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
     g.finish();
 }
 

@@ -39,7 +39,7 @@ fn spool_config(endpoint: &str, dir: &Path) -> ProducerConfig {
     }
 }
 
-/// The child side: sends `run`'s records 0, 1, 2, … (alternating two logstores), at about
+/// The child side: sends `run`'s records 0, 1, 2, … (alternating two destinations), at about
 /// `rate` a second (0: as fast as it can), and after each accepted one writes its index to the
 /// acknowledgement file (a mapping, so the write costs no system call). Runs until killed, or
 /// until `count` records when it is set.
@@ -70,13 +70,10 @@ fn spool_child() {
             mark.flush().unwrap();
             std::thread::sleep(Duration::from_secs(600));
         }
-        let logstore = if i.is_multiple_of(2) {
-            "spooled"
-        } else {
-            "spooled-b"
-        };
+        // Even records to the producer's own logstore (its batches are written in batch files),
+        // odd ones to another (their batches go to the shards' segments).
         let opts = SendOptions {
-            logstore: Some(logstore),
+            logstore: (!i.is_multiple_of(2)).then_some("spooled-b"),
             ..SendOptions::default()
         };
         let index = i.to_string();
@@ -206,10 +203,10 @@ fn kill_loop(kills: u32, rate: u64) {
                 .unwrap()
                 .path()
                 .extension()
-                .is_some_and(|x| x == "spl")
+                .is_some_and(|x| x == "spl" || x == "spb")
         })
         .count();
-    assert_eq!(left, 0, "segments left after a clean close");
+    assert_eq!(left, 0, "spool files left after a clean close");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&ack);
 }
@@ -225,7 +222,7 @@ fn sigkill_at_full_speed_loses_nothing_acknowledged() {
 }
 
 #[test]
-fn a_corrupted_segment_entry_is_skipped_counted_and_the_rest_delivered() {
+fn a_corrupted_record_is_skipped_counted_and_the_rest_delivered() {
     let emu = Emulator::start_default().unwrap();
     let dir = temp_dir("corrupt");
     let ack = dir.with_extension("ack");
@@ -246,11 +243,12 @@ fn a_corrupted_segment_entry_is_skipped_counted_and_the_rest_delivered() {
     }
     kill(child);
     emu.clear_faults();
-    // Flip one byte inside the record of index 150.
-    let mut flipped = false;
+    // Flip one byte inside the record of index 150 (in a batch file: the producer's own
+    // destination's batches are written in files of their own).
+    let mut flipped = None;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_none_or(|x| x != "spl") {
+        if path.extension().is_none_or(|x| x != "spl" && x != "spb") {
             continue;
         }
         let mut bytes = std::fs::read(&path).unwrap();
@@ -259,11 +257,15 @@ fn a_corrupted_segment_entry_is_skipped_counted_and_the_rest_delivered() {
         if let Some(at) = bytes.windows(needle.len()).position(|w| w == needle) {
             bytes[at + 5] ^= 0x01;
             std::fs::write(&path, &bytes).unwrap();
-            flipped = true;
+            flipped = path.extension().map(|x| x.to_string_lossy().into_owned());
             break;
         }
     }
-    assert!(flipped, "record 150 not found in the spool");
+    assert_eq!(
+        flipped.as_deref(),
+        Some("spb"),
+        "record 150 not found in a batch file"
+    );
     let stats = drain(&emu, &dir);
     assert_eq!(stats.spool_corrupt_entries, 1);
     let seen = held(&emu);

@@ -191,6 +191,14 @@ impl Accumulator {
             put_len_field(&mut tag, 0x12, v.as_bytes());
             put_len_field(&mut tags, 0x32, &tag);
         }
+        if let Some(spool) = &spool {
+            spool.enable_batch_files(
+                config.batch_max_bytes,
+                config.batch_max_count,
+                &default_dest,
+                &tags,
+            );
+        }
         Accumulator {
             shards: (0..shard_count)
                 .map(|_| Mutex::new(Shard::default()))
@@ -236,6 +244,11 @@ impl Accumulator {
         batch: &mut OpenBatch,
         from: usize,
     ) -> Result<(), ProducerError> {
+        if batch.spooled.in_file() {
+            return spool
+                .index_record(&mut batch.spooled, &batch.buf, from)
+                .map_err(ProducerError::from);
+        }
         spool
             .record(
                 shard,
@@ -280,7 +293,8 @@ impl Accumulator {
             deadline: None,
             sealed: Vec::new(),
         };
-        let batch = slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
+        let batch =
+            slot.get_or_insert_with(|| self.open_batch(budget, dest, 0, &mut after.deadline));
         let before = batch.buf.len();
         let encoded = {
             let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, self.key_policy);
@@ -322,7 +336,7 @@ impl Accumulator {
             if batch.records == 0 {
                 // Opened for this record only: forget it (its timer finds nothing).
                 if let Some(empty) = slot.take() {
-                    budget.recycle(empty.buf);
+                    self.discard(budget, empty);
                 }
                 after.deadline = None;
             }
@@ -402,8 +416,9 @@ impl Accumulator {
                     after.sealed.push(self.seal(shard_index, full));
                 }
             }
-            let batch =
-                slot.get_or_insert_with(|| self.open_batch(budget, dest, &mut after.deadline));
+            let batch = slot.get_or_insert_with(|| {
+                self.open_batch(budget, dest, log.len(), &mut after.deadline)
+            });
             let before = batch.buf.len();
             batch.buf.extend_from_slice(log);
             if let Err(e) = self.spool_record(shard_index, batch, before) {
@@ -411,7 +426,7 @@ impl Accumulator {
                 batch.buf.truncate(before);
                 if batch.records == 0 {
                     if let Some(empty) = slot.take() {
-                        budget.recycle(empty.buf);
+                        self.discard(budget, empty);
                     }
                     after.deadline = None;
                 }
@@ -445,11 +460,14 @@ impl Accumulator {
         }
     }
 
-    /// A new open batch for `dest`; notes its linger deadline.
+    /// A new open batch for `dest`, for a first record of `need` bytes (0: not known yet);
+    /// notes its linger deadline. With a spool, a batch of the default destination is written
+    /// in a batch file of its own when one can be had and the record fits it.
     fn open_batch(
         &self,
         budget: &Budget,
         dest: &Option<Arc<Destination>>,
+        need: usize,
         deadline: &mut Option<(Instant, u64)>,
     ) -> OpenBatch {
         let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
@@ -457,15 +475,39 @@ impl Accumulator {
         if let Some(linger) = self.linger {
             *deadline = Some((opened + linger, id));
         }
+        let mut spooled = SpoolMark::default();
+        let in_file = match &self.spool {
+            Some(spool) if dest.is_none() && need <= self.batch_max_bytes => {
+                spool.take_batch_file(id, &mut spooled)
+            }
+            _ => None,
+        };
         OpenBatch {
             id,
             dest: dest.clone().unwrap_or_else(|| self.default_dest.clone()),
-            buf: budget.take_buffer(dest.is_none()),
+            buf: in_file.unwrap_or_else(|| budget.take_buffer(dest.is_none())),
             records: 0,
             opened,
             completions: Vec::new(),
             tickets: Vec::new(),
-            spooled: SpoolMark::default(),
+            spooled,
+        }
+    }
+
+    /// Forgets a batch that was opened and holds no record: its buffer back to the pool, its
+    /// batch file back to the spool.
+    fn discard(&self, budget: &Budget, batch: OpenBatch) {
+        let OpenBatch {
+            buf, mut spooled, ..
+        } = batch;
+        match &self.spool {
+            Some(spool) => {
+                if let Some(buf) = spool.keep_buffer(&mut spooled, buf) {
+                    budget.recycle(buf);
+                }
+                spool.forget(&mut spooled);
+            }
+            None => budget.recycle(buf),
         }
     }
 

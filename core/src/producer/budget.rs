@@ -198,6 +198,11 @@ impl Budget {
     /// budget holds batches: that memory is the user's budget in use anyway, and a fresh buffer
     /// per batch would fault every page of it in again (a tenth of the cost of a log).
     pub(crate) fn recycle(&self, mut buf: BatchBuf) {
+        if buf.is_file() {
+            // A batch file's mapping: it goes with its file (dropped here only when the
+            // batch had none), never to another batch.
+            return;
+        }
         // Only full-size buffers are worth keeping (a small keyed batch's is not).
         let full = self.batch_max_bytes.min(buffer::MAP_THRESHOLD);
         if (full..=2 * self.batch_max_bytes + 4096).contains(&buf.capacity()) {

@@ -13,6 +13,10 @@
 //! into the kernel's limit on mappings per process (65 530 by default). A buffer moves to a
 //! mapping of its own when it grows past [`MAP_THRESHOLD`].
 //!
+//! With a spool, the default destination's batch buffer is instead a shared mapping of a batch
+//! file ([`BatchBuf::in_file`]): written the same way, it never enters the budget's pool and
+//! goes back to its file.
+//!
 //! Guarantees: the bytes `..len()` are what was written; growth beyond the capacity allocates
 //! a larger region and copies (rare for the default destination's batches, which are mapped at
 //! their full limit up front). A region that cannot be had is an allocation failure and aborts
@@ -33,6 +37,9 @@ enum Storage {
     Empty,
     Heap(Vec<u8>),
     Map(MmapMut),
+    /// A shared mapping of a spool batch file's data region (see `batch_file`): written like
+    /// the others, never kept in the budget's pool (it goes back to its file).
+    File(MmapMut),
 }
 
 /// A growable byte buffer, on the heap while small and in its own anonymous mapping once
@@ -82,7 +89,25 @@ impl BatchBuf {
 
     /// Whether the bytes live in a mapping of their own.
     pub fn is_mapped(&self) -> bool {
-        matches!(self.storage, Storage::Map(_))
+        matches!(self.storage, Storage::Map(_) | Storage::File(_))
+    }
+
+    /// Whether its bytes are a batch file's (see [`BatchBuf::in_file`]).
+    #[inline]
+    pub fn is_file(&self) -> bool {
+        matches!(self.storage, Storage::File(_))
+    }
+
+    /// An empty buffer whose bytes are `map`, a shared mapping of a file: what is written lands
+    /// in the file's pages. Growth past the mapping moves the buffer to memory of its own (the
+    /// file keeps what it held).
+    pub fn in_file(mut map: MmapMut) -> Self {
+        BatchBuf {
+            ptr: NonNull::new(map.as_mut_ptr()).unwrap_or(NonNull::dangling()),
+            cap: map.len(),
+            len: 0,
+            storage: Storage::File(map),
+        }
     }
 
     /// Bytes written.
@@ -143,7 +168,7 @@ impl BatchBuf {
             Storage::Heap(vec![0; capacity])
         };
         let (ptr, cap) = match &mut storage {
-            Storage::Map(map) => (map.as_mut_ptr(), map.len()),
+            Storage::Map(map) | Storage::File(map) => (map.as_mut_ptr(), map.len()),
             Storage::Heap(vec) => (vec.as_mut_ptr(), vec.len()),
             Storage::Empty => (NonNull::dangling().as_ptr(), 0),
         };

@@ -108,7 +108,7 @@ impl Delivery {
         self.ledger.in_flight.fetch_add(1, Ordering::Relaxed);
         if self.lifecycle.state() >= State::Aborted {
             // Sealed by a close whose timeout has passed: nothing to compress or send.
-            self.budget.recycle(std::mem::take(&mut batch.raw));
+            self.release_raw(&mut batch);
             let failure = Failure::closed("closed before the batch could be sent".into(), None);
             self.settle(batch, Err(failure), 0, None, 0);
             return;
@@ -131,7 +131,7 @@ impl Delivery {
         let codec = self.policy.compression;
         let compressed = COMPRESS_AREA
             .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));
-        self.budget.recycle(std::mem::take(&mut batch.raw));
+        self.release_raw(&mut batch);
         let body = match compressed {
             Ok(b) => b,
             Err(e) => {
@@ -252,10 +252,23 @@ impl Delivery {
         }
     }
 
+    /// The batch's raw bytes are no longer needed (compressed, or never to be sent): its
+    /// buffer goes back to the pool, or stays with its batch file until the batch is done.
+    fn release_raw(&self, batch: &mut SealedBatch) {
+        let raw = std::mem::take(&mut batch.raw);
+        let raw = match &self.spool {
+            Some(spool) => spool.keep_buffer(&mut batch.spooled, raw),
+            None => Some(raw),
+        };
+        if let Some(raw) = raw {
+            self.budget.recycle(raw);
+        }
+    }
+
     /// Ends a batch: its report, its counters, its memory, its waiters.
     fn settle(
         &self,
-        batch: SealedBatch,
+        mut batch: SealedBatch,
         result: Result<(), Failure>,
         attempts: u32,
         request_id: Option<String>,
@@ -266,7 +279,7 @@ impl Delivery {
         // done.
         let closed = matches!(&result, Err(f) if f.code == "ProducerClosed");
         if let (Some(spool), false) = (&self.spool, closed) {
-            spool.done(batch.shard, batch.id, &batch.spooled);
+            spool.done(batch.shard, batch.id, &mut batch.spooled);
         }
         let outcome = match result {
             Ok(()) => Outcome::Delivered,

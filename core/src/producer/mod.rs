@@ -28,6 +28,7 @@
 //!   dropping a producer closes it within `drop_timeout_ms`. The [`lifecycle`] is one state.
 
 mod accumulator;
+mod batch_file;
 mod budget;
 pub mod buffer;
 pub mod config;

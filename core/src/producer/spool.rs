@@ -1,6 +1,13 @@
-//! The spool: every accepted record also written to memory-mapped segment files in
-//! `spool_dir`, so that a process killed at any instant loses nothing `send` accepted — the
-//! next producer opened on the same directory delivers it.
+//! The spool: every accepted record kept in memory-mapped files in `spool_dir`, so that a
+//! process killed at any instant loses nothing `send` accepted — the next producer opened on
+//! the same directory delivers it.
+//!
+//! Two kinds of file. A batch of the producer's own destination (the common case) is written
+//! straight into a batch file of its own (`bat-*.spb`, see `batch_file`): the batch's buffer
+//! is the file's mapping, so a record costs only an index entry and its CRC. Batches of other
+//! destinations (possibly 100 000 small ones, one per device) and replayed batches are copied,
+//! record by record, into the shards' segments (`seg-*.spl`), described below. Both are
+//! recovered together, in the order their batches were opened.
 //!
 //! Layout. Each accumulator shard appends to a segment file of its own (`seg-*.spl`, a fixed
 //! size, allocated whole), through a shared mapping: an entry is a copy into the
@@ -56,6 +63,8 @@ use std::time::Duration;
 use memmap2::MmapMut;
 use parking_lot::{Condvar, Mutex};
 
+use super::batch_file::{self, BatchFile, Idle, Shape};
+use super::buffer::BatchBuf;
 use super::routing::Destination;
 
 /// First bytes of every segment file.
@@ -243,12 +252,50 @@ struct State {
     closed: bool,
 }
 
-/// A batch's entries in the spool: the segments they are in, and whether `Open` is written.
+/// A batch's place in the spool: its batch file, or the segments its entries are in and
+/// whether its `Open` entry is written.
 #[derive(Debug, Default)]
 pub(crate) struct SpoolMark {
     opened: bool,
     segments: Vec<u64>,
+    file: Option<BatchFile>,
 }
+
+impl SpoolMark {
+    /// Whether the batch is written in a batch file of its own.
+    #[inline]
+    pub(crate) fn in_file(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
+/// The batch files of the default destination's batches (see `batch_file`).
+struct FilePool {
+    shape: Shape,
+    /// The default destination and the tags, as every file's header holds them.
+    open: Vec<u8>,
+    /// Files no batch uses; the mapped ones are taken first.
+    idle: Mutex<Vec<Idle>>,
+    /// Files of batches not yet done, by sequence: what `interval` syncs.
+    live: Mutex<BTreeMap<u64, Arc<File>>>,
+    /// Names new files.
+    made: AtomicU64,
+    /// The most files in use at once so far: how many are kept idle.
+    peak: AtomicUsize,
+    /// Bytes of idle files: on disk (in `used`) but room for the next batches.
+    idle_bytes: AtomicUsize,
+    /// Data mappings kept after their batch was compressed (in flight or idle).
+    retained: AtomicUsize,
+    /// At most this many are.
+    retain_max: usize,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// Idle batch files kept mapped at rest: a steady producer needs one for the open batch while
+/// the last one is sent, and a kept mapping costs no page faults (a file mapped again takes a
+/// fault per page). Under load (batches waiting to be sent), up to `keep_bytes` of mappings
+/// are kept, as the memory budget keeps its buffers.
+const MAPPED_IDLE_FILES: usize = 2;
 
 /// The spool of one producer.
 pub(crate) struct Spool {
@@ -261,6 +308,8 @@ pub(crate) struct Spool {
     max_bytes: usize,
     /// At most this many settled segments are kept for reuse (see [`Spool::open`]).
     keep_segments: usize,
+    /// Bytes of mappings kept for reuse at most (segments, batch files' data).
+    keep_bytes: usize,
     used: Arc<AtomicUsize>,
     /// What the disk held when it last ran out of space (`usize::MAX`: no shortage seen since
     /// a segment was last settled); admission treats it as a lower `max_bytes`.
@@ -278,6 +327,8 @@ pub(crate) struct Spool {
     preparer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Entries skipped at recovery because their checksum failed.
     pub(crate) corrupt_entries: AtomicU64,
+    /// Batch files, once the producer enabled them.
+    files: std::sync::OnceLock<FilePool>,
 }
 
 /// A spool just opened: itself, the batches to send again, and the files they came from
@@ -448,6 +499,47 @@ fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
     }
 }
 
+/// Reads one batch file into `found`.
+fn scan_batch_file(dir: &Path, path: &Path, found: &mut Found) -> Result<(), SpoolError> {
+    let file = File::open(path).map_err(io(dir, "cannot read a batch file"))?;
+    if file.metadata().map_or(0, |m| m.len()) == 0 {
+        // Made and not yet allocated: nothing was accepted into it.
+        return Ok(());
+    }
+    // SAFETY: old files are only read; the directory's lock keeps other producers from
+    // writing or truncating them meanwhile.
+    let map =
+        Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a batch file"))?);
+    match batch_file::read(&map) {
+        batch_file::Read::Nothing => {}
+        batch_file::Read::Damaged => found.corrupt += 1,
+        batch_file::Read::Batch {
+            run,
+            batch,
+            seq,
+            open,
+            pack_id,
+            records,
+            corrupt,
+        } => {
+            found.corrupt += corrupt;
+            found.max_run = found.max_run.max(run);
+            found.max_seq = found.max_seq.max(seq);
+            let b = found.batches.entry((run, batch)).or_default();
+            b.open = decode_open(open);
+            b.pack_id = pack_id.map(str::to_owned);
+            b.records = records
+                .into_iter()
+                .map(|range| RecordRef {
+                    map: map.clone(),
+                    range,
+                })
+                .collect();
+        }
+    }
+    Ok(())
+}
+
 /// An entry's header, checked.
 struct EntryHead {
     kind: Kind,
@@ -528,13 +620,20 @@ impl Spool {
         let entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(io(dir, "cannot list it"))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "spl"))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x == "spl" || x == batch_file::EXTENSION)
+            })
             .collect();
         // Scanned in the order the segments were begun (the sequence in each header; file
         // names say nothing, as a segment file is reused under its name), so that a batch's
         // records, which may span segments, come back in order.
         let mut maps = Vec::with_capacity(entries.len());
         for path in &entries {
+            if path.extension().is_some_and(|x| x == batch_file::EXTENSION) {
+                scan_batch_file(dir, path, &mut found)?;
+                continue;
+            }
             let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
             if file.metadata().map_or(0, |m| m.len()) == 0 {
                 found.corrupt += 1;
@@ -564,6 +663,7 @@ impl Spool {
             segment_bytes,
             max_bytes,
             keep_segments: keep_bytes / segment_bytes,
+            keep_bytes,
             used: Arc::new(AtomicUsize::new(0)),
             disk_room: Arc::new(AtomicUsize::new(usize::MAX)),
             next_seq: AtomicU64::new(found.max_seq + 1),
@@ -581,6 +681,7 @@ impl Spool {
             room: Condvar::new(),
             room_lock: Mutex::new(()),
             corrupt_entries: AtomicU64::new(found.corrupt),
+            files: std::sync::OnceLock::new(),
         });
         let recovered = found
             .batches
@@ -848,7 +949,9 @@ impl Spool {
 
     /// Notes a batch's pack id as it seals (it may be sent from now on).
     pub(crate) fn sealed(&self, shard: usize, batch: u64, pack_id: &str, mark: &mut SpoolMark) {
-        if mark.opened {
+        if let Some(file) = &mut mark.file {
+            file.sealed(pack_id);
+        } else if mark.opened {
             // A Sealed entry that finds no room is only a lost pack id: a replay would then
             // send the batch under a new one.
             let _ = self.append(
@@ -872,6 +975,10 @@ impl Spool {
         if self.sync != SpoolSync::Batch {
             return;
         }
+        if let Some(file) = &mark.file {
+            let _ = file.file.sync_data();
+            return;
+        }
         let files: Vec<Arc<File>> = {
             let state = self.state.lock();
             mark.segments
@@ -886,20 +993,27 @@ impl Spool {
 
     /// Syncs every segment (the `interval` timer, and before old files are deleted).
     fn sync_all(&self) {
-        let files: Vec<Arc<File>> = self
+        let mut files: Vec<Arc<File>> = self
             .state
             .lock()
             .segments
             .values()
             .map(|s| s.file.clone())
             .collect();
+        if let Some(pool) = self.files.get() {
+            files.extend(pool.live.lock().values().cloned());
+        }
         for f in files {
             let _ = f.sync_data();
         }
     }
 
     /// A batch reached its final outcome: `Done` is written and its segments may go.
-    pub(crate) fn done(&self, shard: usize, batch: u64, mark: &SpoolMark) {
+    pub(crate) fn done(&self, shard: usize, batch: u64, mark: &mut SpoolMark) {
+        if let Some(file) = mark.file.take() {
+            self.give_back(file);
+            return;
+        }
         if !mark.opened {
             return;
         }
@@ -915,11 +1029,15 @@ impl Spool {
         self.collect(&mut state);
     }
 
-    /// Whether new records must wait: the segments on disk leave less than one more segment
-    /// per shard below `spool_max_bytes`.
+    /// Whether new records must wait: the files in use (idle batch files are room, not use)
+    /// leave less than one more segment per shard below `spool_max_bytes`.
     pub(crate) fn over_limit(&self) -> bool {
         let reserve = self.segment_bytes * self.writers.len();
-        self.used.load(Ordering::Acquire) + reserve
+        let idle = self
+            .files
+            .get()
+            .map_or(0, |pool| pool.idle_bytes.load(Ordering::Acquire));
+        self.used.load(Ordering::Acquire).saturating_sub(idle) + reserve
             > self.max_bytes.min(self.disk_room.load(Ordering::Acquire))
     }
 
@@ -957,7 +1075,216 @@ impl Spool {
             let _ = std::fs::remove_file(&spare.path);
         }
         drop(state);
+        if let Some(pool) = self.files.get() {
+            pool.closed.store(true, Ordering::Release);
+            for idle in std::mem::take(&mut *pool.idle.lock()) {
+                pool.idle_bytes
+                    .fetch_sub(pool.shape.file_bytes(), Ordering::AcqRel);
+                if idle.is_mapped() {
+                    pool.retained.fetch_sub(1, Ordering::Relaxed);
+                }
+                self.delete_file(idle);
+            }
+        }
         self.stop_preparer();
+    }
+
+    /// Writes the default destination's batches into batch files of their own from now on
+    /// (when its destination and `tags` fit a file's header).
+    pub(crate) fn enable_batch_files(
+        &self,
+        batch_max_bytes: usize,
+        batch_max_count: usize,
+        dest: &Destination,
+        tags: &[u8],
+    ) {
+        let open = encode_open(dest, tags);
+        if !Shape::fits(&open) {
+            return;
+        }
+        let shape = Shape::new(batch_max_bytes, batch_max_count);
+        let _ = self.files.set(FilePool {
+            shape,
+            open,
+            idle: Mutex::new(Vec::new()),
+            live: Mutex::new(BTreeMap::new()),
+            made: AtomicU64::new(0),
+            peak: AtomicUsize::new(0),
+            retained: AtomicUsize::new(0),
+            idle_bytes: AtomicUsize::new(0),
+            retain_max: (self.keep_bytes / shape.file_bytes()).max(MAPPED_IDLE_FILES),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        });
+    }
+
+    /// A batch file for batch `batch` of the default destination, and the buffer the batch is
+    /// to be written in: an idle file if there is one, else a new one when the spool has room
+    /// for it besides a segment per shard. `None` (the batch then goes to the segments, which
+    /// wait for room or report why) when batch files are off, there is no room, or the file
+    /// cannot be made.
+    pub(crate) fn take_batch_file(&self, batch: u64, mark: &mut SpoolMark) -> Option<BatchBuf> {
+        let pool = self.files.get()?;
+        let size = pool.shape.file_bytes();
+        let idle = {
+            let mut idle = pool.idle.lock();
+            match idle.iter().rposition(Idle::is_mapped) {
+                Some(at) => {
+                    pool.retained.fetch_sub(1, Ordering::Relaxed);
+                    Some(idle.swap_remove(at))
+                }
+                None => idle.pop(),
+            }
+        };
+        let idle = match idle {
+            Some(idle) => {
+                pool.idle_bytes.fetch_sub(size, Ordering::AcqRel);
+                idle
+            }
+            None => {
+                let reserve = self.segment_bytes * self.writers.len();
+                let limit = self.max_bytes.min(self.disk_room.load(Ordering::Acquire));
+                if self.used.load(Ordering::Acquire) + size + reserve > limit {
+                    return None;
+                }
+                let n = pool.made.fetch_add(1, Ordering::Relaxed);
+                let path = batch_file::file_name(&self.dir, self.run, n);
+                let used = self.used.fetch_add(size, Ordering::AcqRel) + size;
+                match Idle::create(path, pool.shape) {
+                    Ok(idle) => idle,
+                    Err(e) => {
+                        self.used.fetch_sub(size, Ordering::AcqRel);
+                        if is_disk_full(&e) {
+                            self.disk_room.store(used - size, Ordering::Release);
+                        }
+                        return None;
+                    }
+                }
+            }
+        };
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let file = idle.file.clone();
+        let path = idle.path.clone();
+        match idle.begin(pool.shape, self.run, batch, seq, &pool.open) {
+            Ok((begun, buf)) => {
+                let mut live = pool.live.lock();
+                live.insert(seq, file);
+                pool.peak.fetch_max(live.len(), Ordering::Relaxed);
+                drop(live);
+                mark.file = Some(begun);
+                Some(buf)
+            }
+            Err(_) => {
+                self.delete_file(Idle::on_disk(path, file));
+                None
+            }
+        }
+    }
+
+    /// Indexes the record at `buf[from..]` in the batch's file; an error when the buffer grew
+    /// past the file or its index is full (the caller then seals the batch first).
+    #[inline]
+    pub(crate) fn index_record(
+        &self,
+        mark: &mut SpoolMark,
+        buf: &BatchBuf,
+        from: usize,
+    ) -> Result<(), SpoolError> {
+        match mark.file.as_mut().map(|file| file.index(buf, from)) {
+            Some(true) => Ok(()),
+            _ => Err(SpoolError::Io {
+                dir: self.dir.clone(),
+                what: "a record does not fit its batch file",
+                source: std::io::Error::other("the batch is full"),
+            }),
+        }
+    }
+
+    /// Keeps a batch's buffer with its file once the batch was compressed (mapped, for the
+    /// file's next batch, while fewer than `keep_bytes` worth are); answers it back when the
+    /// batch has no file or it is not kept.
+    pub(crate) fn keep_buffer(&self, mark: &mut SpoolMark, buf: BatchBuf) -> Option<BatchBuf> {
+        let (Some(pool), Some(file)) = (self.files.get(), &mut mark.file) else {
+            return Some(buf);
+        };
+        let kept = buf.is_file()
+            && pool
+                .retained
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < pool.retain_max).then_some(n + 1)
+                })
+                .is_ok();
+        if !kept {
+            return Some(buf);
+        }
+        file.data = Some(buf);
+        None
+    }
+
+    /// A batch opened and left empty: its batch file, if it has one, goes back.
+    pub(crate) fn forget(&self, mark: &mut SpoolMark) {
+        if let Some(file) = mark.file.take() {
+            self.give_back(file);
+        }
+    }
+
+    /// A batch file whose batch is done, or was opened and left empty: marked free, then
+    /// kept (mapped while few are) or deleted.
+    pub(crate) fn give_back(&self, file: BatchFile) {
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        let in_use = {
+            let mut live = pool.live.lock();
+            live.remove(&file.seq());
+            live.len()
+        };
+        let idle = file.finish();
+        // Kept, within spool_max_bytes, as many as were ever in use at once: a steady
+        // producer then makes and deletes no files (each costs the file system a fault per
+        // page to fill).
+        let peak = pool.peak.load(Ordering::Relaxed).max(MAPPED_IDLE_FILES);
+        let keep = !pool.closed.load(Ordering::Acquire)
+            && self.used.load(Ordering::Acquire) + self.segment_bytes * self.writers.len()
+                <= self.max_bytes;
+        let mut list = pool.idle.lock();
+        if keep && list.len() < peak {
+            if in_use == 0 {
+                // At rest (nothing else in flight): the mappings kept under load go.
+                let mut mapped = usize::from(idle.is_mapped());
+                for other in list.iter_mut().rev() {
+                    if other.is_mapped() {
+                        mapped += 1;
+                        if mapped > MAPPED_IDLE_FILES {
+                            other.unmap();
+                            pool.retained.fetch_sub(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            list.push(idle);
+            drop(list);
+            pool.idle_bytes
+                .fetch_add(pool.shape.file_bytes(), Ordering::AcqRel);
+            let _guard = self.room_lock.lock();
+            self.room.notify_all();
+            return;
+        }
+        drop(list);
+        if idle.is_mapped() {
+            pool.retained.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.delete_file(idle);
+    }
+
+    /// Deletes a batch file and gives its room back.
+    fn delete_file(&self, idle: Idle) {
+        let size = idle.file.metadata().map_or(0, |m| m.len() as usize);
+        let _ = std::fs::remove_file(&idle.path);
+        drop(idle);
+        self.used.fetch_sub(size, Ordering::AcqRel);
+        self.disk_room.store(usize::MAX, Ordering::Release);
+        let _guard = self.room_lock.lock();
+        self.room.notify_all();
     }
 
     /// Ends the preparer thread and waits for it (at the producer's close, so that the
@@ -1065,6 +1392,7 @@ impl Preparer {
     fn wants_new(&self) -> bool {
         let state = self.state.lock();
         !state.closed
+            && state.peak > 0
             && state.free.len() < self.shards
             && self.disk_room.load(Ordering::Acquire) == usize::MAX
             && self.used.load(Ordering::Acquire) + state.spare_bytes + self.segment_bytes
@@ -1128,7 +1456,7 @@ fn is_disk_full(error: &std::io::Error) -> bool {
 
 /// Gives a new segment file its size with its blocks allocated, so that writing into its
 /// mapping can never meet a full disk.
-fn allocate(file: &File, size: usize) -> std::io::Result<()> {
+pub(crate) fn allocate(file: &File, size: usize) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd as _;
@@ -1285,7 +1613,7 @@ mod tests {
                 .record(0, 3, &dest("ccc"), b"tags", b"c0", &mut c)
                 .unwrap();
             spool.sealed(0, 1, "PACK-1", &mut a);
-            spool.done(0, 3, &c);
+            spool.done(0, 3, &mut c);
             // Dropped without closing: what a kill leaves.
         }
         let (spool, recovered, old) = open(&d, 64 << 20);
@@ -1404,7 +1732,7 @@ mod tests {
         }
         assert!(spool.used_bytes() <= 512 << 10);
         assert!(!spool.wait_room(Duration::from_millis(20)));
-        for (id, m) in &marks {
+        for (id, m) in &mut marks {
             spool.done(0, *id, m);
         }
         assert!(spool.wait_room(Duration::from_millis(20)));
@@ -1442,7 +1770,7 @@ mod tests {
                     .record(0, batch, &dest("old"), b"t", &big, &mut m)
                     .unwrap();
                 spool.sealed(0, batch, "OLD", &mut m);
-                spool.done(0, batch, &m);
+                spool.done(0, batch, &mut m);
             }
             let mut m = SpoolMark::default();
             spool
