@@ -387,9 +387,19 @@ fn a_disk_that_runs_out_of_space_is_a_full_spool_and_recovers_when_batches_settl
         ..spool_config(&emu.endpoint(), &dir)
     })
     .unwrap();
-    let value = "v".repeat(1000);
+    // Values that do not compress: what the spool keeps of a sent batch (its compressed
+    // body) is then as large as its records.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut accepted = 0u64;
     let error = loop {
+        let value: String = (0..1000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'a' + (state % 26) as u8)
+            })
+            .collect();
         match p.send(&[("v", value.as_str())], &SendOptions::default()) {
             Ok(()) => accepted += 1,
             Err(e) => break e,

@@ -144,6 +144,18 @@ impl Delivery {
                 return;
             }
         };
+        if let Some(spool) = &self.spool {
+            // A batch file's records are now kept as this body: the file goes back.
+            spool.compressed(
+                batch.shard,
+                batch.id,
+                &batch.pack_id,
+                codec,
+                batch.raw_len,
+                &body,
+                &mut batch.spooled,
+            );
+        }
         // From here on the batch holds only its compressed body: give the rest of its
         // reservation back, so the budget bounds the memory actually held.
         if body.len() < batch.reserved {

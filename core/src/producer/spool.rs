@@ -66,6 +66,7 @@ use parking_lot::{Condvar, Mutex};
 use super::batch_file::{self, BatchFile, Idle, Shape};
 use super::buffer::BatchBuf;
 use super::routing::Destination;
+use crate::wire::compress::Compression;
 
 /// First bytes of every segment file.
 const SEGMENT_MAGIC: &[u8; 8] = b"LGHSPL01";
@@ -137,6 +138,9 @@ enum Kind {
     Record = 2,
     Sealed = 3,
     Done = 4,
+    /// A sealed batch's compressed body (codec, raw size, pack id, bytes): what stands for a
+    /// batch file's records once the batch is compressed.
+    Body = 5,
 }
 
 impl Kind {
@@ -146,17 +150,20 @@ impl Kind {
             2 => Kind::Record,
             3 => Kind::Sealed,
             4 => Kind::Done,
+            5 => Kind::Body,
             _ => return None,
         })
     }
 }
 
 /// The segment size for a spool of `max_bytes` written by `shards` writers: so that every
-/// shard's open segment together take at most a quarter of it; 64 KiB to 4 MiB. Small
-/// segments are settled (and their pages dropped) soon after their batches are delivered,
-/// usually before the kernel would write them back to disk.
+/// shard's open segment together take at most a quarter of it; 64 to 256 KiB. Small
+/// segments are settled soon after their batches are delivered, usually before the kernel
+/// would write them back to disk, and the ones kept mapped for reuse cost little memory (the
+/// default destination's records go to batch files; segments hold compressed bodies and the
+/// records of other destinations).
 fn segment_bytes_for(max_bytes: usize, shards: usize) -> usize {
-    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 1 << 20) & !4095
+    (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 256 << 10) & !4095
 }
 
 fn align8(n: usize) -> usize {
@@ -295,7 +302,7 @@ struct FilePool {
 /// the last one is sent, and a kept mapping costs no page faults (a file mapped again takes a
 /// fault per page). Under load (batches waiting to be sent), up to `keep_bytes` of mappings
 /// are kept, as the memory budget keeps its buffers.
-const MAPPED_IDLE_FILES: usize = 2;
+const MAPPED_IDLE_FILES: usize = 1;
 
 /// The spool of one producer.
 pub(crate) struct Spool {
@@ -429,20 +436,114 @@ struct FoundBatch {
     records: Vec<RecordRef>,
     pack_id: Option<String>,
     done: bool,
+    /// Its compressed body, when it was compressed: stands for its records (which a batch
+    /// file may also still hold, if the process died before giving the file back).
+    body: Option<RecordRef>,
+}
+
+impl FoundBatch {
+    /// Its records: from its body when it has one (decompressed; a body that does not decode
+    /// is counted as corrupt and the records found elsewhere, if any, are used).
+    fn into_records(self, corrupt: &mut u64) -> Vec<RecordRef> {
+        let Some(body) = self.body else {
+            return self.records;
+        };
+        match decode_body(&body) {
+            Some(records) => records,
+            None => {
+                *corrupt += 1;
+                self.records
+            }
+        }
+    }
+}
+
+/// Encodes a body entry's payload head: codec, raw size, pack id.
+fn body_head(codec: Compression, raw_len: usize, pack_id: &str) -> Vec<u8> {
+    let mut head = Vec::with_capacity(16 + pack_id.len());
+    head.push(match codec {
+        Compression::None => 0,
+        Compression::Lz4 => 1,
+        Compression::Zstd => 2,
+        Compression::Deflate => 3,
+    });
+    head.extend_from_slice(&(raw_len as u32).to_le_bytes());
+    put_str(&mut head, pack_id.as_bytes());
+    head
+}
+
+/// The pack id a body entry names.
+fn body_pack_id(payload: &[u8]) -> Option<String> {
+    let mut rest = payload.get(5..)?;
+    std::str::from_utf8(take_str(&mut rest)?)
+        .ok()
+        .map(str::to_owned)
+}
+
+/// Decompresses a body entry and splits the group into its records (field 1, each with its
+/// tag and length, as a batch holds them); the group's tail (topic, source, tags) is dropped,
+/// the replay writes its own.
+fn decode_body(payload: &[u8]) -> Option<Vec<RecordRef>> {
+    let (&codec, rest) = payload.split_first()?;
+    let codec = match codec {
+        0 => Compression::None,
+        1 => Compression::Lz4,
+        2 => Compression::Zstd,
+        3 => Compression::Deflate,
+        _ => return None,
+    };
+    let (raw_len, mut rest) = rest.split_first_chunk::<4>()?;
+    take_str(&mut rest)?;
+    let raw: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(
+        crate::wire::compress::decompress(codec, rest, u32::from_le_bytes(*raw_len) as usize)
+            .ok()?,
+    );
+    let bytes = (*raw).as_ref();
+    let varint = |at: &mut usize| -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *bytes.get(*at)?;
+            *at += 1;
+            value |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let start = at;
+        let tag = varint(&mut at)?;
+        if tag & 7 != 2 {
+            return None;
+        }
+        let len = usize::try_from(varint(&mut at)?).ok()?;
+        let end = at.checked_add(len).filter(|e| *e <= bytes.len())?;
+        if tag == 0x0a {
+            records.push(RecordRef {
+                map: raw.clone(),
+                range: start..end,
+            });
+        }
+        at = end;
+    }
+    Some(records)
 }
 
 /// One recovered record: where it lies in an old segment, mapped read-only (page cache, not
 /// the process's own memory, so recovering a large spool does not load it all).
 #[derive(Clone)]
 pub(crate) struct RecordRef {
-    map: Arc<memmap2::Mmap>,
+    map: Arc<dyn AsRef<[u8]> + Send + Sync>,
     range: std::ops::Range<usize>,
 }
 
 impl std::ops::Deref for RecordRef {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.map[self.range.clone()]
+        &(*self.map).as_ref()[self.range.clone()]
     }
 }
 
@@ -494,6 +595,13 @@ fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
             }),
             Kind::Sealed => b.pack_id = std::str::from_utf8(payload).ok().map(str::to_owned),
             Kind::Done => b.done = true,
+            Kind::Body => {
+                b.pack_id = body_pack_id(payload);
+                b.body = Some(RecordRef {
+                    map: map.clone(),
+                    range: pos + ENTRY_HEADER..pos + ENTRY_HEADER + entry.len,
+                });
+            }
         }
         pos += ENTRY_HEADER + align8(entry.len);
     }
@@ -683,20 +791,24 @@ impl Spool {
             corrupt_entries: AtomicU64::new(found.corrupt),
             files: std::sync::OnceLock::new(),
         });
+        let mut corrupt = 0;
         let recovered = found
             .batches
             .into_values()
-            .filter(|b| !b.done && !b.records.is_empty())
-            .filter_map(|b| {
-                let (dest, tags) = b.open?;
-                Some(Recovered {
+            .filter(|b| !b.done)
+            .filter_map(|mut b| {
+                let (dest, tags) = b.open.take()?;
+                let pack_id = b.pack_id.take();
+                let records = b.into_records(&mut corrupt);
+                (!records.is_empty()).then_some(Recovered {
                     dest,
                     tags,
-                    records: b.records,
-                    pack_id: b.pack_id,
+                    records,
+                    pack_id,
                 })
             })
             .collect();
+        spool.corrupt_entries.fetch_add(corrupt, Ordering::Relaxed);
         let preparer = Preparer {
             state: spool.state.clone(),
             signal: spool.prepare.clone(),
@@ -1220,6 +1332,67 @@ impl Spool {
         None
     }
 
+    /// A batch in a batch file was compressed: its compressed body is written in `shard`'s
+    /// segments in its stead (its `Open` entry first) and the file goes back at once, so that
+    /// files are needed only while batches fill (as the memory budget's buffers are), not
+    /// while they are sent. From then on the batch is settled like any segment batch. With
+    /// `spool_sync = batch` the file is kept until the batch is done (it was synced at seal).
+    /// Nothing changes when the body cannot be written (the file stays, a crash loses nothing).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn compressed(
+        &self,
+        shard: usize,
+        batch: u64,
+        pack_id: &str,
+        codec: Compression,
+        raw_len: usize,
+        body: &[u8],
+        mark: &mut SpoolMark,
+    ) {
+        if mark.file.is_none() || self.sync == SpoolSync::Batch {
+            return;
+        }
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        let head = body_head(codec, raw_len, pack_id);
+        let mut staged = SpoolMark::default();
+        let written = self
+            .append(
+                shard,
+                Kind::Open,
+                self.run,
+                batch,
+                &[&pool.open],
+                Some(&mut staged),
+            )
+            .and_then(|()| {
+                self.append(
+                    shard,
+                    Kind::Body,
+                    self.run,
+                    batch,
+                    &[&head, body],
+                    Some(&mut staged),
+                )
+            });
+        if written.is_err() {
+            // An Open entry alone, if it was written, adds nothing to what the file holds.
+            let mut state = self.state.lock();
+            for seq in &staged.segments {
+                if let Some(s) = state.segments.get_mut(seq) {
+                    s.live = s.live.saturating_sub(1);
+                }
+            }
+            self.collect(&mut state);
+            return;
+        }
+        staged.opened = true;
+        if let Some(file) = std::mem::replace(mark, staged).file {
+            self.give_back(file);
+        }
+    }
+
     /// A batch opened and left empty: its batch file, if it has one, goes back.
     pub(crate) fn forget(&self, mark: &mut SpoolMark) {
         if let Some(file) = mark.file.take() {
@@ -1248,16 +1421,16 @@ impl Spool {
                 <= self.max_bytes;
         let mut list = pool.idle.lock();
         if keep && list.len() < peak {
-            if in_use == 0 {
-                // At rest (nothing else in flight): the mappings kept under load go.
-                let mut mapped = usize::from(idle.is_mapped());
-                for other in list.iter_mut().rev() {
-                    if other.is_mapped() {
-                        mapped += 1;
-                        if mapped > MAPPED_IDLE_FILES {
-                            other.unmap();
-                            pool.retained.fetch_sub(1, Ordering::Relaxed);
-                        }
+            // As many kept mapped as files are now in use (batches filling or waiting to be
+            // compressed), two at least: what the next batches need, no more.
+            let mapped_limit = in_use.max(MAPPED_IDLE_FILES);
+            let mut mapped = usize::from(idle.is_mapped());
+            for other in list.iter_mut().rev() {
+                if other.is_mapped() {
+                    mapped += 1;
+                    if mapped > mapped_limit {
+                        other.unmap();
+                        pool.retained.fetch_sub(1, Ordering::Relaxed);
                     }
                 }
             }
@@ -1565,6 +1738,73 @@ mod tests {
     fn open(d: &Path, max: usize) -> (Arc<Spool>, Vec<Recovered>, Vec<PathBuf>) {
         let o = Spool::open(d, 2, max, 64 << 20, SpoolSync::None).unwrap();
         (o.spool, o.recovered, o.old_files)
+    }
+
+    #[test]
+    fn batch_files_are_recovered_from_their_records_or_their_compressed_body() {
+        let d = dir("body");
+        let framed = |text: &str| [&[0x0a, text.len() as u8][..], text.as_bytes()].concat();
+        let fill = |spool: &Spool, batch: u64, texts: &[&str]| {
+            let mut mark = SpoolMark::default();
+            let mut buf = spool
+                .take_batch_file(batch, &mut mark)
+                .expect("a batch file");
+            for t in texts {
+                let from = buf.len();
+                buf.extend_from_slice(&framed(t));
+                spool.index_record(&mut mark, &buf, from).unwrap();
+            }
+            (mark, buf)
+        };
+        {
+            let (spool, _, _) = open(&d, 64 << 20);
+            spool.enable_batch_files(64 << 10, 100, &dest("own"), b"tags");
+            // Batch 1: sealed and compressed, not delivered: its body stands for its file,
+            // which goes back and is reused by batch 2.
+            let (mut m1, mut buf) = fill(&spool, 1, &["one", "two"]);
+            spool.sealed(0, 1, "PACK-1", &mut m1);
+            buf.extend_from_slice(b"\x22\x03src");
+            let raw_len = buf.len();
+            let body = crate::wire::compress::compress(Compression::Lz4, &buf).unwrap();
+            assert!(spool.keep_buffer(&mut m1, buf).is_none());
+            spool.compressed(0, 1, "PACK-1", Compression::Lz4, raw_len, &body, &mut m1);
+            assert!(!m1.in_file(), "the file went back");
+            // Batch 2: still filling, in the same file.
+            let (_m2, _buf2) = fill(&spool, 2, &["three"]);
+            // Batch 3: compressed and delivered: nothing to recover.
+            let (mut m3, buf) = fill(&spool, 3, &["gone"]);
+            let body = crate::wire::compress::compress(Compression::Lz4, &buf).unwrap();
+            let raw_len = buf.len();
+            assert!(spool.keep_buffer(&mut m3, buf).is_none());
+            spool.compressed(0, 3, "PACK-3", Compression::Lz4, raw_len, &body, &mut m3);
+            spool.done(0, 3, &mut m3);
+            // Dropped without closing: what a kill leaves.
+        }
+        let (_spool, recovered, _) = open(&d, 64 << 20);
+        let got: Vec<(String, Vec<Vec<u8>>, Option<String>, Vec<u8>)> = recovered
+            .iter()
+            .map(|r| {
+                (
+                    r.dest.logstore.to_string(),
+                    r.records.iter().map(|x| x.to_vec()).collect(),
+                    r.pack_id.clone(),
+                    r.tags.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "own".into(),
+                    vec![framed("one"), framed("two")],
+                    Some("PACK-1".into()),
+                    b"tags".to_vec()
+                ),
+                ("own".into(), vec![framed("three")], None, b"tags".to_vec()),
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
