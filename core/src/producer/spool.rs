@@ -1781,7 +1781,8 @@ mod tests {
             // Dropped without closing: what a kill leaves.
         }
         let (_spool, recovered, _) = open(&d, 64 << 20);
-        let got: Vec<(String, Vec<Vec<u8>>, Option<String>, Vec<u8>)> = recovered
+        type Batch = (String, Vec<Vec<u8>>, Option<String>, Vec<u8>);
+        let got: Vec<Batch> = recovered
             .iter()
             .map(|r| {
                 (
