@@ -419,8 +419,12 @@ fn a_disk_that_runs_out_of_space_is_a_full_spool_and_recovers_when_batches_settl
     assert_eq!(error.kind(), ErrorKind::BufferFull);
     assert!(error.to_string().contains("disk"), "{error}");
     assert!(accepted > 1_000, "{accepted}");
-    // Refused again at once while nothing settles; each refusal counted.
-    assert!(p.send(&[("v", "x")], &SendOptions::default()).is_err());
+    // Refused again while nothing is delivered (a batch compressed meanwhile may free a file
+    // for a few more records); each refusal counted.
+    let more = (0..10_000)
+        .position(|_| p.send(&[("v", "x")], &SendOptions::default()).is_err())
+        .expect("refused again");
+    accepted += more as u64;
     assert!(p.stats().dropped >= 2);
     // Delivery resumes: batches settle, segments are freed, sends are accepted again.
     emu.clear_faults();

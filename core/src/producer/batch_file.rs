@@ -116,6 +116,8 @@ pub(crate) struct Idle {
     pub(crate) path: PathBuf,
     pub(crate) file: Arc<File>,
     maps: Option<(MmapMut, BatchBuf)>,
+    /// Bytes of data and records its last batch held: what is mapped ahead for the next.
+    last: (usize, usize),
 }
 
 impl Idle {
@@ -134,6 +136,7 @@ impl Idle {
             path,
             file: Arc::new(file),
             maps: None,
+            last: (0, 0),
         })
     }
 
@@ -143,12 +146,22 @@ impl Idle {
             path,
             file,
             maps: None,
+            last: (0, 0),
         }
     }
 
     /// Whether its pages are still mapped.
     pub(crate) fn is_mapped(&self) -> bool {
         self.maps.is_some()
+    }
+
+    /// Maps it, if it is not, with the pages its last batch used made writable (off the
+    /// adding threads; the next batch is most likely the same size).
+    pub(crate) fn map_ahead(&mut self, shape: Shape) -> std::io::Result<()> {
+        if self.maps.is_none() {
+            self.maps = Some(map(&self.file, shape, self.last)?);
+        }
+        Ok(())
     }
 
     /// Lets its mappings go (the file stays).
@@ -169,7 +182,7 @@ impl Idle {
     ) -> std::io::Result<(BatchFile, BatchBuf)> {
         let (mut head, mut data) = match self.maps {
             Some(maps) => maps,
-            None => map(&self.file, shape)?,
+            None => map(&self.file, shape, (0, 0))?,
         };
         data.clear();
         let data_at = shape.data_at();
@@ -203,8 +216,14 @@ impl Idle {
     }
 }
 
-/// Maps a file's header and index, and its data region as a batch buffer.
-fn map(file: &File, shape: Shape) -> std::io::Result<(MmapMut, BatchBuf)> {
+/// Maps a file's header and index, and its data region as a batch buffer, the first
+/// `populate` (data bytes, records) made writable at once (one call instead of a fault per
+/// page).
+fn map(
+    file: &File,
+    shape: Shape,
+    populate: (usize, usize),
+) -> std::io::Result<(MmapMut, BatchBuf)> {
     // SAFETY: the file belongs to this producer, which holds the directory's lock: nothing
     // else maps, writes or truncates it while these mappings live.
     let head = unsafe { MmapOptions::new().len(shape.data_at()).map_mut(file)? };
@@ -215,6 +234,14 @@ fn map(file: &File, shape: Shape) -> std::io::Result<(MmapMut, BatchBuf)> {
             .len(shape.data)
             .map_mut(file)?
     };
+    #[cfg(target_os = "linux")]
+    if populate.0 > 0 {
+        let index = (HEAD + 8 * populate.1).min(head.len());
+        let bytes = round_up(populate.0, 4096).min(data.len());
+        let _ = head.advise_range(memmap2::Advice::PopulateWrite, 0, index);
+        let _ = data.advise_range(memmap2::Advice::PopulateWrite, 0, bytes);
+    }
+    let _ = populate;
     Ok((head, BatchBuf::in_file(data)))
 }
 
@@ -284,10 +311,15 @@ impl BatchFile {
     /// batch's buffer came back to it.
     pub(crate) fn finish(mut self) -> Idle {
         self.head[..8].copy_from_slice(FREE);
+        let data_len = match self.records {
+            0 => 0,
+            n => read_u64(&self.head, HEAD + 8 * (n - 1)) as u32 as usize,
+        };
         Idle {
             path: self.path,
             file: self.file,
             maps: self.data.map(|data| (self.head, data)),
+            last: (data_len, self.records),
         }
     }
 }

@@ -298,10 +298,10 @@ struct FilePool {
     closed: std::sync::atomic::AtomicBool,
 }
 
-/// Idle batch files kept mapped at rest: a steady producer needs one for the open batch while
-/// the last one is sent, and a kept mapping costs no page faults (a file mapped again takes a
-/// fault per page). Under load (batches waiting to be sent), up to `keep_bytes` of mappings
-/// are kept, as the memory budget keeps its buffers.
+/// Idle batch files kept mapped at rest: the next batch takes it with no page faults (a file
+/// mapped again takes a fault per page); the preparer thread maps another ahead while batches
+/// fill. Under load (batches waiting to be compressed), up to `keep_bytes` of mappings are
+/// kept, as the memory budget keeps its buffers.
 const MAPPED_IDLE_FILES: usize = 1;
 
 /// The spool of one producer.
@@ -335,7 +335,7 @@ pub(crate) struct Spool {
     /// Entries skipped at recovery because their checksum failed.
     pub(crate) corrupt_entries: AtomicU64,
     /// Batch files, once the producer enabled them.
-    files: std::sync::OnceLock<FilePool>,
+    files: Arc<std::sync::OnceLock<FilePool>>,
 }
 
 /// A spool just opened: itself, the batches to send again, and the files they came from
@@ -744,7 +744,8 @@ impl Spool {
             }
             let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
             if file.metadata().map_or(0, |m| m.len()) == 0 {
-                found.corrupt += 1;
+                // Made and not yet allocated (a spare the preparer was making at a kill):
+                // nothing was ever written in it.
                 continue;
             }
             // SAFETY: old segments are only read; the directory's lock keeps other producers
@@ -789,7 +790,7 @@ impl Spool {
             room: Condvar::new(),
             room_lock: Mutex::new(()),
             corrupt_entries: AtomicU64::new(found.corrupt),
-            files: std::sync::OnceLock::new(),
+            files: Arc::default(),
         });
         let mut corrupt = 0;
         let recovered = found
@@ -819,6 +820,7 @@ impl Spool {
             used: spool.used.clone(),
             disk_room: spool.disk_room.clone(),
             shards,
+            files: spool.files.clone(),
         };
         *spool.preparer.lock() = std::thread::Builder::new()
             .name("loghose-spool-prep".into())
@@ -1273,6 +1275,8 @@ impl Spool {
                 }
             }
         };
+        // The preparer maps the next one ahead.
+        self.prepare.notify();
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let file = idle.file.clone();
         let path = idle.path.clone();
@@ -1421,9 +1425,13 @@ impl Spool {
                 <= self.max_bytes;
         let mut list = pool.idle.lock();
         if keep && list.len() < peak {
-            // As many kept mapped as files are now in use (batches filling or waiting to be
-            // compressed), two at least: what the next batches need, no more.
-            let mapped_limit = in_use.max(MAPPED_IDLE_FILES);
+            // At rest, one kept mapped; while batches fill, as many as files are in use (batches
+            // filling or waiting to be compressed), two at least: the next batch takes one
+            // while the last is compressed.
+            let mapped_limit = match in_use {
+                0 => MAPPED_IDLE_FILES,
+                n => n.max(2 * MAPPED_IDLE_FILES),
+            };
             let mut mapped = usize::from(idle.is_mapped());
             for other in list.iter_mut().rev() {
                 if other.is_mapped() {
@@ -1533,6 +1541,8 @@ struct Preparer {
     disk_room: Arc<AtomicUsize>,
     /// Spares it keeps ready: one per shard.
     shards: usize,
+    /// The batch files, once enabled.
+    files: Arc<std::sync::OnceLock<FilePool>>,
 }
 
 impl Preparer {
@@ -1557,7 +1567,39 @@ impl Preparer {
                     return;
                 }
             }
+            self.map_idle_file();
         }
+    }
+
+    /// Maps an idle batch file ahead, its pages made writable, when none is: the next batch
+    /// then takes it with no page faults on the adding thread (mapping a file costs a fault
+    /// per 4 KiB page, more than the records written in it).
+    fn map_idle_file(&self) {
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        let filling = || !pool.live.lock().is_empty();
+        let taken = {
+            let mut idle = pool.idle.lock();
+            // Only while batches fill: at rest, the one file kept mapped is enough.
+            if idle.iter().any(Idle::is_mapped) || !filling() {
+                return;
+            }
+            idle.pop()
+        };
+        let Some(mut file) = taken else {
+            return;
+        };
+        if file.map_ahead(pool.shape).is_ok() {
+            pool.retained.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut idle = pool.idle.lock();
+        if !filling() && idle.iter().any(Idle::is_mapped) {
+            // The producer came to rest meanwhile, with a file mapped: this one goes.
+            file.unmap();
+            pool.retained.fetch_sub(1, Ordering::Relaxed);
+        }
+        idle.push(file);
     }
 
     /// Fewer spares ready than shards, and room on the disk and under the limit for
