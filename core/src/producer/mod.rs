@@ -327,7 +327,12 @@ impl Producer {
     fn replay(&self, opened: spool::Opened) -> Result<(), ProducerError> {
         let inner = &*self.inner;
         let ledger = inner.ledger();
-        for recovered in opened.recovered {
+        for mut recovered in opened.recovered {
+            // One batch decoded at a time: a spool larger than memory replays.
+            recovered.decode(&opened.spool);
+            if recovered.records.is_empty() {
+                continue;
+            }
             let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
             inner
                 .budget()

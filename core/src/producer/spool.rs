@@ -350,9 +350,29 @@ pub(crate) struct Opened {
 pub(crate) struct Recovered {
     pub(crate) dest: Destination,
     pub(crate) tags: Vec<u8>,
+    /// Its records (see [`Recovered::decode`]).
     pub(crate) records: Vec<RecordRef>,
     /// Its pack id, when it had been sealed (and so perhaps sent).
     pub(crate) pack_id: Option<String>,
+    /// Its compressed body, decoded into `records` only when it is replayed: a large spool
+    /// of bodies is never all in memory at once.
+    body: Option<RecordRef>,
+}
+
+impl Recovered {
+    /// Decodes its compressed body, if it has one, into its records (a body that does not
+    /// decode is counted as corrupt, and the records a batch file still held, if any, used).
+    pub(crate) fn decode(&mut self, spool: &Spool) {
+        let Some(body) = self.body.take() else {
+            return;
+        };
+        match decode_body(&body) {
+            Some(records) => self.records = records,
+            None => {
+                spool.corrupt_entries.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 fn io<'d>(dir: &'d Path, what: &'static str) -> impl FnOnce(std::io::Error) -> SpoolError + 'd {
@@ -439,23 +459,6 @@ struct FoundBatch {
     /// Its compressed body, when it was compressed: stands for its records (which a batch
     /// file may also still hold, if the process died before giving the file back).
     body: Option<RecordRef>,
-}
-
-impl FoundBatch {
-    /// Its records: from its body when it has one (decompressed; a body that does not decode
-    /// is counted as corrupt and the records found elsewhere, if any, are used).
-    fn into_records(self, corrupt: &mut u64) -> Vec<RecordRef> {
-        let Some(body) = self.body else {
-            return self.records;
-        };
-        match decode_body(&body) {
-            Some(records) => records,
-            None => {
-                *corrupt += 1;
-                self.records
-            }
-        }
-    }
 }
 
 /// Encodes a body entry's payload head: codec, raw size, pack id.
@@ -792,24 +795,21 @@ impl Spool {
             corrupt_entries: AtomicU64::new(found.corrupt),
             files: Arc::default(),
         });
-        let mut corrupt = 0;
         let recovered = found
             .batches
             .into_values()
-            .filter(|b| !b.done)
-            .filter_map(|mut b| {
-                let (dest, tags) = b.open.take()?;
-                let pack_id = b.pack_id.take();
-                let records = b.into_records(&mut corrupt);
-                (!records.is_empty()).then_some(Recovered {
+            .filter(|b| !b.done && (b.body.is_some() || !b.records.is_empty()))
+            .filter_map(|b| {
+                let (dest, tags) = b.open?;
+                Some(Recovered {
                     dest,
                     tags,
-                    records,
-                    pack_id,
+                    records: b.records,
+                    pack_id: b.pack_id,
+                    body: b.body,
                 })
             })
             .collect();
-        spool.corrupt_entries.fetch_add(corrupt, Ordering::Relaxed);
         let preparer = Preparer {
             state: spool.state.clone(),
             signal: spool.prepare.clone(),
@@ -1822,7 +1822,10 @@ mod tests {
             spool.done(0, 3, &mut m3);
             // Dropped without closing: what a kill leaves.
         }
-        let (_spool, recovered, _) = open(&d, 64 << 20);
+        let (spool, mut recovered, _) = open(&d, 64 << 20);
+        for r in &mut recovered {
+            r.decode(&spool);
+        }
         type Batch = (String, Vec<Vec<u8>>, Option<String>, Vec<u8>);
         let got: Vec<Batch> = recovered
             .iter()
