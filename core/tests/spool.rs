@@ -439,3 +439,51 @@ fn a_disk_that_runs_out_of_space_is_a_full_spool_and_recovers_when_batches_settl
     let _ = Command::new("umount").arg(&disk).status();
     let _ = std::fs::remove_dir_all(&disk);
 }
+
+#[test]
+fn with_interval_sync_a_compressed_batch_file_goes_back_once_its_body_is_synced() {
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("interval");
+    let p = Producer::new(ProducerConfig {
+        // Ten minutes: anything given back during the test was given back by a body's sync.
+        spool_sync: "interval:600000".into(),
+        batch_max_count: 100,
+        ..spool_config(&emu.endpoint(), &dir)
+    })
+    .unwrap();
+    for i in 0..5_000 {
+        p.send(&[("i", i.to_string().as_str())], &SendOptions::default())
+            .unwrap();
+    }
+    assert_eq!(p.flush(Duration::from_secs(30)), 0);
+    let batch_files = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "spb")
+            })
+            .count()
+    };
+    // 50 batches went through batch files; each file went back for reuse (marked free) once
+    // its batch's compressed body was synced, not at the next interval.
+    let files = batch_files();
+    assert!(
+        (1..50).contains(&files),
+        "{files} batch files for 50 batches"
+    );
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "spb") {
+            let head = std::fs::read(&path).unwrap();
+            assert_eq!(&head[..8], b"LGHBATFR", "{} still in use", path.display());
+        }
+    }
+    assert_eq!(p.close(Duration::from_secs(10)).undelivered, 0);
+    assert_eq!(batch_files(), 0, "a clean close leaves no batch file");
+    assert_eq!(emu.totals("proj", "spooled").map_or(0, |t| t.logs), 5_000);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,7 +33,10 @@
 //!
 //! Durability (`spool_sync`): `none` survives the process (the page cache outlives it);
 //! `batch` makes a batch's segment durable with `fdatasync` when it seals, before it is sent;
-//! `interval:<ms>` does so for every segment on a timer thread. The disk is bounded by
+//! `interval:<ms>` does so for every segment and batch file on a timer thread, and in between
+//! syncs the bodies of compressed batches as they come (a group commit) before their batch
+//! files go back, so a power loss never finds a file reused before its records are durable in
+//! another form. The disk is bounded by
 //! `spool_max_bytes`: once the segments leave less than one more segment per shard below it,
 //! new records wait for room (up to `max_block_ms`) or fail with the buffer-full error, like
 //! the memory budget. Segments are allocated whole when made (`posix_fallocate`), so a full
@@ -298,6 +301,15 @@ struct FilePool {
     closed: std::sync::atomic::AtomicBool,
 }
 
+/// Batch files whose compressed bodies wait for a sync (`spool_sync = interval`): given back
+/// only once the segments holding the bodies are durable, so that a power loss never finds a
+/// file reused (or marked free) before its records are on disk in another form.
+#[derive(Default)]
+struct Committing {
+    files: Mutex<Vec<(BatchFile, Vec<u64>)>>,
+    wake: Condvar,
+}
+
 /// Idle batch files kept mapped at rest: the next batch takes it with no page faults (a file
 /// mapped again takes a fault per page); the preparer thread maps another ahead while batches
 /// fill. Under load (batches waiting to be compressed), up to `keep_bytes` of mappings are
@@ -336,6 +348,8 @@ pub(crate) struct Spool {
     pub(crate) corrupt_entries: AtomicU64,
     /// Batch files, once the producer enabled them.
     files: Arc<std::sync::OnceLock<FilePool>>,
+    /// Batch files waiting for their bodies to be synced (`interval`).
+    committing: Arc<Committing>,
 }
 
 /// A spool just opened: itself, the batches to send again, and the files they came from
@@ -794,6 +808,7 @@ impl Spool {
             room_lock: Mutex::new(()),
             corrupt_entries: AtomicU64::new(found.corrupt),
             files: Arc::default(),
+            committing: Arc::default(),
         });
         let recovered = found
             .batches
@@ -827,13 +842,29 @@ impl Spool {
             .spawn(move || preparer.run())
             .ok();
         if let SpoolSync::Interval(every) = sync {
+            // Every interval, everything is synced; in between, the bodies of compressed
+            // batches as they come (a group commit), so their files can go back.
             let weak = Arc::downgrade(&spool);
+            let committing = spool.committing.clone();
             let _ = std::thread::Builder::new()
                 .name("loghose-spool-sync".into())
-                .spawn(move || loop {
-                    std::thread::sleep(every);
-                    let Some(spool) = weak.upgrade() else { return };
-                    spool.sync_all();
+                .spawn(move || {
+                    let mut next = std::time::Instant::now() + every;
+                    loop {
+                        let pending = {
+                            let mut files = committing.files.lock();
+                            if files.is_empty() {
+                                committing.wake.wait_until(&mut files, next);
+                            }
+                            std::mem::take(&mut *files)
+                        };
+                        let Some(spool) = weak.upgrade() else { return };
+                        spool.commit(pending);
+                        if std::time::Instant::now() >= next {
+                            spool.sync_all();
+                            next = std::time::Instant::now() + every;
+                        }
+                    }
                 });
         }
         Ok(Opened {
@@ -1189,6 +1220,8 @@ impl Spool {
             let _ = std::fs::remove_file(&spare.path);
         }
         drop(state);
+        let pending = std::mem::take(&mut *self.committing.files.lock());
+        self.commit(pending);
         if let Some(pool) = self.files.get() {
             pool.closed.store(true, Ordering::Release);
             for idle in std::mem::take(&mut *pool.idle.lock()) {
@@ -1392,7 +1425,39 @@ impl Spool {
             return;
         }
         staged.opened = true;
+        let segments = staged.segments.clone();
         if let Some(file) = std::mem::replace(mark, staged).file {
+            if matches!(self.sync, SpoolSync::Interval(_)) {
+                self.committing.files.lock().push((file, segments));
+                self.committing.wake.notify_one();
+            } else {
+                self.give_back(file);
+            }
+        }
+    }
+
+    /// Syncs the segments holding the bodies of `pending` batches, then gives their files
+    /// back.
+    fn commit(&self, pending: Vec<(BatchFile, Vec<u64>)>) {
+        if pending.is_empty() {
+            return;
+        }
+        let mut seqs: Vec<u64> = pending
+            .iter()
+            .flat_map(|(_, s)| s.iter().copied())
+            .collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let files: Vec<Arc<File>> = {
+            let state = self.state.lock();
+            seqs.iter()
+                .filter_map(|s| state.segments.get(s).map(|s| s.file.clone()))
+                .collect()
+        };
+        for f in files {
+            let _ = f.sync_data();
+        }
+        for (file, _) in pending {
             self.give_back(file);
         }
     }
