@@ -351,6 +351,9 @@ fn main() {
         // The anonymous part of the growth is the producer's own memory; the rest is the
         // library's code paged in (shared, reclaimable).
         let anon = proc_status_kb("RssAnon:") / 1024.0;
+        if let Some(dir) = &args.spool_dir {
+            eprintln!("{}", spool_mappings(dir));
+        }
         drop(p);
         let disk_per_log = (disk_written() - disk0).max(0) as f64 / adds.max(1) as f64;
         let check = verify_in_child(&endpoint, &logstore, adds);
@@ -448,4 +451,44 @@ fn main() {
         eprintln!("S1 FAILED: logs were lost, duplicated or altered");
         std::process::exit(1);
     }
+}
+
+/// What of this process's RSS is the spool's files (batch files and segments), from
+/// `/proc/self/smaps`: the part of an RSS figure a spool adds.
+fn spool_mappings(dir: &std::path::Path) -> String {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let dir = dir.display().to_string();
+    let (mut kind, mut totals) = (None, std::collections::BTreeMap::<&str, (f64, u32)>::new());
+    for line in smaps.lines() {
+        if line
+            .split_whitespace()
+            .nth(5)
+            .is_some_and(|p| p.starts_with(&dir))
+        {
+            kind = Some(if line.ends_with(".spb") {
+                "batch files"
+            } else {
+                "segments"
+            });
+        } else if let (Some(k), Some(kb)) = (kind, line.strip_prefix("Rss:")) {
+            let kb: f64 = kb
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap_or(0.0);
+            let t = totals.entry(k).or_default();
+            t.0 += kb / 1024.0;
+            t.1 += 1;
+            kind = None;
+        }
+    }
+    let parts: Vec<String> = totals
+        .iter()
+        .map(|(k, (mb, n))| format!("{k} {mb:.1} MB in {n} mappings"))
+        .collect();
+    format!(
+        "spool files resident at the measurement: {}",
+        parts.join(", ")
+    )
 }

@@ -319,6 +319,9 @@ impl Delivery {
         if self.ledger.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
             // The last batch in flight is done: a burst is over, hand its memory back.
             self.budget.at_rest();
+            if let Some(spool) = &self.spool {
+                spool.at_rest();
+            }
         }
         // Counted before anyone is told, so a waiter woken by its completion sees the counts.
         self.ledger.count_outcome(&report);

@@ -1462,6 +1462,28 @@ impl Spool {
         }
     }
 
+    /// The last batch in flight is done: with no batch file in use, the idle ones kept mapped
+    /// under load are unmapped down to the one kept at rest (a file the preparer mapped
+    /// ahead, or the last batches', would otherwise stay resident while nothing is sent).
+    pub(crate) fn at_rest(&self) {
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        if !pool.live.lock().is_empty() {
+            return;
+        }
+        let mut mapped = 0;
+        for idle in pool.idle.lock().iter_mut().rev() {
+            if idle.is_mapped() {
+                mapped += 1;
+                if mapped > MAPPED_IDLE_FILES {
+                    idle.unmap();
+                    pool.retained.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     /// A batch opened and left empty: its batch file, if it has one, goes back.
     pub(crate) fn forget(&self, mark: &mut SpoolMark) {
         if let Some(file) = mark.file.take() {
