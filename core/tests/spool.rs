@@ -16,6 +16,18 @@ mod common;
 
 const CHILD_ENV: &str = "LOGHOSE_SPOOL_CHILD";
 
+/// The files of `dir` with one of `extensions` (segments `spl`, batch files `spb`).
+fn spool_files(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| extensions.iter().any(|e| x == *e))
+        })
+        .collect()
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "loghose-spool-it-{name}-{}-{}",
@@ -196,16 +208,7 @@ fn kill_loop(kills: u32, rate: u64) {
     );
     assert!(duplicated <= u64::from(kills) * 8 * 500);
     // The last drain left nothing behind.
-    let left = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "spl" || x == "spb")
-        })
-        .count();
+    let left = spool_files(&dir, &["spl", "spb"]).len();
     assert_eq!(left, 0, "spool files left after a clean close");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&ack);
@@ -456,18 +459,7 @@ fn with_interval_sync_a_compressed_batch_file_goes_back_once_its_body_is_synced(
             .unwrap();
     }
     assert_eq!(p.flush(Duration::from_secs(30)), 0);
-    let batch_files = || {
-        std::fs::read_dir(&dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "spb")
-            })
-            .count()
-    };
+    let batch_files = || spool_files(&dir, &["spb"]).len();
     // 50 batches went through batch files; each file went back for reuse (marked free) once
     // its batch's compressed body was synced, not at the next interval.
     let files = batch_files();
@@ -475,12 +467,9 @@ fn with_interval_sync_a_compressed_batch_file_goes_back_once_its_body_is_synced(
         (1..50).contains(&files),
         "{files} batch files for 50 batches"
     );
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|x| x == "spb") {
-            let head = std::fs::read(&path).unwrap();
-            assert_eq!(&head[..8], b"LGHBATFR", "{} still in use", path.display());
-        }
+    for path in spool_files(&dir, &["spb"]) {
+        let head = std::fs::read(&path).unwrap();
+        assert_eq!(&head[..8], b"LGHBATFR", "{} still in use", path.display());
     }
     assert_eq!(p.close(Duration::from_secs(10)).undelivered, 0);
     assert_eq!(batch_files(), 0, "a clean close leaves no batch file");
