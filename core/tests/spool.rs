@@ -14,6 +14,8 @@ use loghose::producer::{ErrorKind, Producer, ProducerConfig, ProducerError, Send
 
 mod common;
 
+use common::producer::incompressible;
+
 const CHILD_ENV: &str = "LOGHOSE_SPOOL_CHILD";
 
 /// The files of `dir` with one of `extensions` (segments `spl`, batch files `spb`).
@@ -395,14 +397,7 @@ fn a_disk_that_runs_out_of_space_is_a_full_spool_and_recovers_when_batches_settl
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut accepted = 0u64;
     let error = loop {
-        let value: String = (0..1000)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                char::from(b'a' + (state % 26) as u8)
-            })
-            .collect();
+        let value = incompressible(&mut state, 1000);
         match p.send(&[("v", value.as_str())], &SendOptions::default()) {
             Ok(()) => accepted += 1,
             Err(e) => break e,

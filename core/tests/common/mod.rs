@@ -181,6 +181,20 @@ pub mod producer {
         }
     }
 
+    /// `len` letters that lz4 cannot shorten (a xorshift sequence from `state`, which it
+    /// advances): a batch of them keeps its whole reservation after compression, so what
+    /// fills a budget or a spool stays full until a batch settles.
+    pub fn incompressible(state: &mut u64, len: usize) -> String {
+        (0..len)
+            .map(|_| {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                char::from(b'a' + (*state % 26) as u8)
+            })
+            .collect()
+    }
+
     pub fn ids(emu: &Emulator, logstore: &str) -> Vec<u64> {
         emu.logs("proj", logstore)
             .iter()
