@@ -20,7 +20,7 @@ use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
 use loghose::wire::request::{self, Auth};
 use prost::Message;
-use support::{proc_cpu_seconds, proc_status_kb};
+use support::{proc_cpu_seconds, proc_status_kb, thread_report, thread_times};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -322,6 +322,7 @@ fn main() {
         let logstore = format!("rate-{rate}");
         let p = producer(&args, &endpoint, &logstore, false);
         let cpu0 = proc_cpu_seconds();
+        let threads0 = thread_times();
         let disk0 = disk_written();
         let t0 = Instant::now();
         let (mut bursts, mut adds, mut raw, mut refused) = (Vec::new(), 0u64, 0u64, 0u64);
@@ -354,6 +355,10 @@ fn main() {
         if let Some(dir) = &args.spool_dir {
             eprintln!("{}", spool_mappings(dir));
         }
+        eprintln!(
+            "threads at {rate} logs/s: {}",
+            thread_report(&threads0, &thread_times())
+        );
         drop(p);
         let disk_per_log = (disk_written() - disk0).max(0) as f64 / adds.max(1) as f64;
         let check = verify_in_child(&endpoint, &logstore, adds);
@@ -380,6 +385,7 @@ fn main() {
     if args.unthrottled_seconds > 0 {
         let p = producer(&args, &endpoint, "unthrottled", true);
         let cpu0 = proc_cpu_seconds();
+        let threads0 = thread_times();
         let t0 = Instant::now();
         let mut n = 0u64;
         let stop = t0 + Duration::from_secs(args.unthrottled_seconds);
@@ -393,6 +399,10 @@ fn main() {
         let left = p.flush(Duration::from_secs(300));
         let wall = t0.elapsed().as_secs_f64();
         let cpu = proc_cpu_seconds() - cpu0;
+        eprintln!(
+            "threads unthrottled: {}",
+            thread_report(&threads0, &thread_times())
+        );
         let stats = p.stats();
         drop(p);
         let totals: serde_json::Value = rt

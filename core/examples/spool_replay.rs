@@ -4,10 +4,11 @@
 //! A child process (this program with `--fill`) adds S1 logs to a producer whose endpoint
 //! refuses every connection (so nothing is delivered and nothing fails: it retries), until
 //! the spool holds `--megabytes`, then ends without closing, as a killed process would. The
-//! parent then opens a producer on the directory against the emulator (in this process, on
-//! 127.0.0.1) and times it: opening (the scan and the rebuilding of every batch) and delivering
-//! everything. Prints records, seconds, logs and megabytes of spool per second, and checks the
-//! emulator received every record once.
+//! parent then opens a producer on the directory against the emulator (in a child process at
+//! nice 10, on 127.0.0.1, so that memory and CPU measured here are the producer's) and times
+//! it: opening (the scan and the rebuilding of every batch) and delivering everything. Prints
+//! records, seconds, logs and megabytes of spool per second, the replaying process's CPU
+//! seconds and peak RSS, and checks the emulator received every record.
 //!
 //! `cargo run --release -p loghose --example spool_replay -- [--megabytes 1024] [--dir /tmp/replay]`
 //!
@@ -19,8 +20,12 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use loghose::bench::S1Workload;
-use loghose::emulator::{Emulator, DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET};
+use loghose::emulator::{DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET};
 use loghose::producer::{Producer, ProducerConfig};
+use support::{proc_cpu_seconds, proc_status_kb, ChildEmulator};
+
+#[path = "support/mod.rs"]
+mod support;
 
 #[derive(Parser)]
 struct Args {
@@ -33,6 +38,9 @@ struct Args {
     /// Child mode: fill the spool in `dir` and exit without closing.
     #[arg(long, hide = true)]
     fill: bool,
+    /// Child mode: serve as the emulator until stdin closes.
+    #[arg(long, hide = true)]
+    emulator_child: bool,
 }
 
 fn config(endpoint: &str, dir: &Path, megabytes: u64) -> ProducerConfig {
@@ -69,6 +77,10 @@ fn fill(args: &Args) -> ! {
 
 fn main() {
     let args = Args::parse();
+    if args.emulator_child {
+        support::run_emulator_child();
+        return;
+    }
     if args.fill {
         fill(&args);
     }
@@ -99,22 +111,25 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
 
-    let emu = Emulator::start_default().expect("the emulator");
+    let emu = ChildEmulator::start();
+    let cpu0 = proc_cpu_seconds();
     let t0 = Instant::now();
-    let p = Producer::new(config(&emu.endpoint(), &args.dir, args.megabytes))
+    let p = Producer::new(config(&emu.endpoint, &args.dir, args.megabytes))
         .expect("a producer on the spool");
     let opened = t0.elapsed().as_secs_f64();
     let left = p.flush(Duration::from_secs(600));
     let total = t0.elapsed().as_secs_f64();
     let stats = p.stats();
     p.close(Duration::from_secs(10));
-    let received = emu.totals("bench-replay", "replayed").map_or(0, |t| t.logs);
+    let cpu = proc_cpu_seconds() - cpu0;
+    let peak_mb = proc_status_kb("VmHWM") / 1024.0;
+    let received = emu.logs("bench-replay", "replayed");
     println!(
-        "| records replayed | batches | open s | total s | logs/s | spool MB/s | received | left |"
+        "| records replayed | batches | open s | total s | logs/s | spool MB/s | CPU s | peak RSS MB | received | left |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {opened:.2} | {total:.2} | {:.0} | {:.0} | {received} | {left} |",
+        "| {} | {} | {opened:.2} | {total:.2} | {:.0} | {:.0} | {cpu:.2} | {peak_mb:.1} | {received} | {left} |",
         stats.replayed_records,
         stats.replayed_batches,
         stats.replayed_records as f64 / total,

@@ -24,6 +24,57 @@ pub fn proc_cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// CPU seconds and minor page faults of each thread of this process, by thread id (Linux;
+/// elsewhere empty): [`thread_report`] tells where a run's CPU went.
+pub fn thread_times() -> std::collections::BTreeMap<u32, (String, f64, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let Some((head, after)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let name = head.split_once('(').map_or("", |(_, n)| n).to_owned();
+        let fields: Vec<f64> = after
+            .split_whitespace()
+            .map(|v| v.parse().unwrap_or(0.0))
+            .collect();
+        // After the name: minflt is field 10 of the line (8 here), utime and stime 14 and 15.
+        let at = |i: usize| fields.get(i).copied().unwrap_or(0.0);
+        out.insert(tid, (name, (at(11) + at(12)) / 100.0, at(7) as u64));
+    }
+    out
+}
+
+/// The CPU seconds and minor faults each thread name took between two [`thread_times`]
+/// snapshots (threads that ended in between are not seen), largest first.
+pub fn thread_report(
+    before: &std::collections::BTreeMap<u32, (String, f64, u64)>,
+    after: &std::collections::BTreeMap<u32, (String, f64, u64)>,
+) -> String {
+    let mut by_name = std::collections::BTreeMap::<&str, (f64, u64)>::new();
+    for (tid, (name, cpu, faults)) in after {
+        let (cpu0, faults0) = before.get(tid).map_or((0.0, 0), |b| (b.1, b.2));
+        let e = by_name.entry(name.as_str()).or_default();
+        e.0 += cpu - cpu0;
+        e.1 += faults.saturating_sub(faults0);
+    }
+    let mut rows: Vec<_> = by_name
+        .into_iter()
+        .filter(|(_, (c, f))| *c > 0.0 || *f > 0)
+        .collect();
+    rows.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+    rows.iter()
+        .map(|(name, (cpu, faults))| format!("{name} {cpu:.2} s {faults} faults"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A `/proc/self/status` figure in kB (or a count, for `Threads:`).
 pub fn proc_status_kb(key: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
