@@ -1512,12 +1512,12 @@ impl Spool {
                 <= self.max_bytes;
         let mut list = pool.idle.lock();
         if keep && list.len() < peak {
-            // At rest, one kept mapped; while batches fill, as many as files are in use (batches
-            // filling or waiting to be compressed), two at least: the next batch takes one
-            // while the last is compressed.
+            // At rest, one kept mapped; while batches fill, every one within `keep_bytes`
+            // (unmapped, a file costs a fault per page when it is next taken, and unmapping
+            // costs every thread a TLB flush); `at_rest` trims them when the load stops.
             let mapped_limit = match in_use {
                 0 => MAPPED_IDLE_FILES,
-                n => n.max(2 * MAPPED_IDLE_FILES),
+                _ => pool.retain_max,
             };
             let mut mapped = usize::from(idle.is_mapped());
             for other in list.iter_mut().rev() {
