@@ -43,23 +43,36 @@ struct Args {
     emulator_child: bool,
 }
 
-fn config(endpoint: &str, dir: &Path, megabytes: u64) -> ProducerConfig {
+/// The filling child holds everything it adds in memory too (nothing is delivered), so its
+/// buffer is as large as the spool; the replaying producer has the default buffer, which
+/// bounds what of the spool it holds in memory at once.
+fn config(endpoint: &str, dir: &Path, megabytes: u64, filling: bool) -> ProducerConfig {
     let room = (megabytes + 512) << 20;
+    let defaults = ProducerConfig::new(endpoint, "bench-replay", "replayed");
     ProducerConfig {
         access_key_id: DEFAULT_ACCESS_KEY_ID.into(),
         access_key_secret: DEFAULT_ACCESS_KEY_SECRET.into(),
         spool_dir: Some(dir.display().to_string()),
         spool_max_bytes: room,
-        buffer_max_bytes: room as usize,
+        buffer_max_bytes: if filling {
+            room as usize
+        } else {
+            defaults.buffer_max_bytes
+        },
         max_attempts: 1_000_000,
         backoff_max_ms: 60_000,
-        ..ProducerConfig::new(endpoint, "bench-replay", "replayed")
+        ..defaults
     }
 }
 
 fn fill(args: &Args) -> ! {
-    let p = Producer::new(config("http://127.0.0.1:9", &args.dir, args.megabytes))
-        .expect("a producer on the spool");
+    let p = Producer::new(config(
+        "http://127.0.0.1:9",
+        &args.dir,
+        args.megabytes,
+        true,
+    ))
+    .expect("a producer on the spool");
     let workload = S1Workload::default();
     let target = args.megabytes << 20;
     let mut n = 0u64;
@@ -112,9 +125,23 @@ fn main() {
     );
 
     let emu = ChildEmulator::start();
+    // The peak of the anonymous part of the RSS (the producer's own memory; the rest is the
+    // spool's files mapped, which the kernel can drop), sampled every 50 ms.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0f64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(proc_status_kb("RssAnon:"));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak
+        })
+    };
     let cpu0 = proc_cpu_seconds();
     let t0 = Instant::now();
-    let p = Producer::new(config(&emu.endpoint, &args.dir, args.megabytes))
+    let p = Producer::new(config(&emu.endpoint, &args.dir, args.megabytes, false))
         .expect("a producer on the spool");
     let opened = t0.elapsed().as_secs_f64();
     let left = p.flush(Duration::from_secs(600));
@@ -123,13 +150,15 @@ fn main() {
     p.close(Duration::from_secs(10));
     let cpu = proc_cpu_seconds() - cpu0;
     let peak_mb = proc_status_kb("VmHWM") / 1024.0;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak_anon_mb = sampler.join().unwrap_or(0.0) / 1024.0;
     let received = emu.logs("bench-replay", "replayed");
     println!(
-        "| records replayed | batches | open s | total s | logs/s | spool MB/s | CPU s | peak RSS MB | received | left |"
+        "| records replayed | batches | open s | total s | logs/s | spool MB/s | CPU s | peak RSS MB | peak anon MB | received | left |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {opened:.2} | {total:.2} | {:.0} | {:.0} | {cpu:.2} | {peak_mb:.1} | {received} | {left} |",
+        "| {} | {} | {opened:.2} | {total:.2} | {:.0} | {:.0} | {cpu:.2} | {peak_mb:.1} | {peak_anon_mb:.1} | {received} | {left} |",
         stats.replayed_records,
         stats.replayed_batches,
         stats.replayed_records as f64 / total,
