@@ -624,6 +624,20 @@ fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
     }
 }
 
+/// Drops this process's page table entries of an old file just scanned: what a replay reads
+/// of it later comes back from the page cache, so a spool of gigabytes is not all resident
+/// in the replaying process from its open on (only the batches being decoded are).
+fn forget_pages(map: &memmap2::Mmap) {
+    #[cfg(unix)]
+    // SAFETY: a read-only shared mapping of a file: after MADV_DONTNEED its pages read the
+    // file's contents again, unchanged (no private copy to lose).
+    unsafe {
+        let _ = map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
+    }
+    #[cfg(not(unix))]
+    let _ = map;
+}
+
 /// Reads one batch file into `found`.
 fn scan_batch_file(dir: &Path, path: &Path, found: &mut Found) -> Result<(), SpoolError> {
     let file = File::open(path).map_err(io(dir, "cannot read a batch file"))?;
@@ -635,7 +649,9 @@ fn scan_batch_file(dir: &Path, path: &Path, found: &mut Found) -> Result<(), Spo
     // writing or truncating them meanwhile.
     let map =
         Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a batch file"))?);
-    match batch_file::read(&map) {
+    let read = batch_file::read(&map);
+    forget_pages(&map);
+    match read {
         batch_file::Read::Nothing => {}
         batch_file::Read::Damaged => found.corrupt += 1,
         batch_file::Read::Batch {
@@ -778,6 +794,7 @@ impl Spool {
         maps.sort_by_key(|(seq, _)| *seq);
         for (_, map) in &maps {
             scan_segment(map, &mut found);
+            forget_pages(map);
         }
         found.files = entries;
         let segment_bytes = segment_bytes_for(max_bytes, shards);
