@@ -281,6 +281,65 @@ fn a_corrupted_record_is_skipped_counted_and_the_rest_delivered() {
 }
 
 #[test]
+fn a_producer_opened_on_more_than_its_buffer_holds_returns_at_once_and_replays_in_the_background() {
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("large-replay");
+    // Nothing is delivered until the faults are cleared: room in a buffer smaller than what
+    // is left never comes.
+    emu.inject(Fault::during(
+        FaultAction::Hang { ms: Some(30_000) },
+        Duration::from_secs(60),
+    ));
+    let pad = "p".repeat(200);
+    let first = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
+    for i in 0..2_000 {
+        let i = i.to_string();
+        first
+            .send(
+                &[("run", "3"), ("i", i.as_str()), ("pad", pad.as_str())],
+                &SendOptions::default(),
+            )
+            .unwrap();
+    }
+    // Given up on at close: every batch stays in the spool.
+    assert_eq!(first.close(Duration::from_millis(200)).undelivered, 2_000);
+    drop(first);
+
+    let small = ProducerConfig {
+        batch_max_bytes: 16 << 10,
+        buffer_max_bytes: 64 << 10,
+        ..spool_config(&emu.endpoint(), &dir)
+    };
+    let opened = Instant::now();
+    let second = Producer::new(small.clone()).unwrap();
+    assert!(
+        opened.elapsed() < Duration::from_secs(5),
+        "the constructor waited {:?} for the replay",
+        opened.elapsed()
+    );
+    // A flush cannot deliver while the replay waits for room: it says so.
+    assert!(second.flush(Duration::from_millis(100)) > 0);
+    // Closing stops the replay; what it did not queue stays in the spool.
+    let closing = Instant::now();
+    second.close(Duration::from_millis(300));
+    assert!(
+        closing.elapsed() < Duration::from_secs(10),
+        "close took {:?}",
+        closing.elapsed()
+    );
+    drop(second);
+
+    emu.clear_faults();
+    drain(&emu, &dir);
+    let seen = held(&emu);
+    let missing: Vec<u64> = (0..2_000)
+        .filter(|i| !seen.contains_key(&(3, *i)))
+        .collect();
+    assert!(missing.is_empty(), "{} records missing", missing.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_held_spool_directory_is_refused_with_the_holders_pid() {
     let emu = Emulator::start_default().unwrap();
     let dir = temp_dir("held");

@@ -17,6 +17,10 @@
 //!    completions resolved, its [`DeliveryReport`] handed to the callback on the producer's
 //!    own thread ([`reporter`]; it runs only while there are reports to pass on).
 //!
+//! With a spool ([`spool`]), what an earlier producer left there is queued again by a
+//! `loghose-replay` thread as room in the budget allows, so the constructor never waits for
+//! deliveries; `flush` and `close` wait for that thread within their timeouts.
+//!
 //! # Guarantees
 //!
 //! - Memory is bounded by `buffer_max_bytes` ([`budget`]).
@@ -150,6 +154,8 @@ struct Inner {
     delivery: Arc<Delivery>,
     runtime: tokio::runtime::Handle,
     owner_pid: u32,
+    /// The thread sending again what an earlier producer left in the spool, while it runs.
+    replay: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Inner {
@@ -312,46 +318,62 @@ impl Producer {
             delivery,
             runtime: runtime.clone(),
             owner_pid: engine::process_id(),
+            replay: parking_lot::Mutex::new(None),
         });
         runtime.spawn(linger::run(Arc::downgrade(&inner)));
         let producer = Producer { inner };
         if let Some(opened) = opened {
-            producer.replay(opened)?;
+            if opened.recovered.is_empty() {
+                opened.spool.remove_old(&opened.old_files);
+            } else {
+                // Off the constructor: a spool larger than the buffer is fed in as deliveries
+                // make room, which takes as long as the endpoint does (all of
+                // `delivery_timeout_ms` while it cannot be reached).
+                let inner = producer.inner.clone();
+                let thread = std::thread::Builder::new()
+                    .name("loghose-replay".into())
+                    .spawn(move || replay(&inner, opened))
+                    .map_err(|e| {
+                        ProducerError::Engine(format!("cannot start the replay thread: {e}"))
+                    })?;
+                *producer.inner.replay.lock() = Some(thread);
+            }
         }
         Ok(producer)
     }
 
-    /// Sends again what an earlier producer left in the spool: each batch is spooled anew
-    /// under this producer and queued for delivery as room in the buffer allows; the old
-    /// files are deleted once every batch is in the new ones.
-    fn replay(&self, opened: spool::Opened) -> Result<(), ProducerError> {
-        let inner = &*self.inner;
-        let ledger = inner.ledger();
-        for mut recovered in opened.recovered {
-            // One batch decoded at a time: a spool larger than memory replays.
-            recovered.decode(&opened.spool);
-            if recovered.records.is_empty() {
-                continue;
-            }
-            let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
-            inner
-                .budget()
-                .reserve_replay(bytes, &inner.delivery.lifecycle)?;
-            let batch = match inner.accumulator.replay(recovered) {
-                Ok(batch) => batch,
-                Err(e) => {
-                    inner.budget().release(bytes);
-                    return Err(e);
-                }
-            };
-            ledger.replayed_batches.fetch_add(1, Ordering::Relaxed);
-            ledger
-                .replayed_records
-                .fetch_add(u64::from(batch.records), Ordering::Relaxed);
-            inner.dispatch(vec![batch]);
+    /// Waits up to `timeout` for the replay of an earlier producer's spool (if one runs) to
+    /// have queued every batch. Returns the time left, and whether the replay is done.
+    fn wait_replay(&self, timeout: Duration) -> (Duration, bool) {
+        let started = Instant::now();
+        let mut slot = self.inner.replay.lock();
+        let Some(thread) = slot.as_ref() else {
+            return (timeout, true);
+        };
+        while !thread.is_finished() && started.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(5));
         }
-        opened.spool.remove_old(&opened.old_files);
-        Ok(())
+        let done = thread.is_finished();
+        if done {
+            if let Some(thread) = slot.take() {
+                let _ = thread.join();
+            }
+        }
+        (timeout.saturating_sub(started.elapsed()), done)
+    }
+
+    /// [`wait_replay`](Self::wait_replay), then stops a replay not done by then (what it did
+    /// not queue stays in the spool for the next producer): the first step of `close`.
+    fn finish_replay(&self, timeout: Duration) -> Duration {
+        let (left, done) = self.wait_replay(timeout);
+        if !done {
+            // It waits for room while the producer runs, checking every 50 ms.
+            self.inner.delivery.lifecycle.advance(State::Closing);
+            if let Some(thread) = self.inner.replay.lock().take() {
+                let _ = thread.join();
+            }
+        }
+        left
     }
 
     /// The configuration it runs with.
@@ -574,8 +596,15 @@ impl Producer {
         if self.is_inherited() {
             return inner.pending();
         }
+        let (timeout, replayed) = self.wait_replay(timeout);
         inner.accumulator.seal_all(|sealed| inner.dispatch(sealed));
-        inner.wait_idle(timeout)
+        let pending = inner.wait_idle(timeout);
+        if replayed {
+            pending
+        } else {
+            // Batches of the spool not yet queued are not delivered either.
+            pending.max(1)
+        }
     }
 
     /// Seals every open batch and waits up to `timeout` until as many records have reached a
@@ -635,6 +664,7 @@ impl Producer {
             return CloseReport::default();
         }
         let delivery = &inner.delivery;
+        let timeout = self.finish_replay(timeout);
         let started = Instant::now();
         delivery.lifecycle.advance(State::Closing);
         delivery.budget.wake_waiters();
@@ -746,6 +776,50 @@ impl Producer {
                 .spool()
                 .map_or(0, |s| s.used_bytes() as u64),
         }
+    }
+}
+
+/// Sends again what an earlier producer left in the spool (on the `loghose-replay` thread):
+/// each batch is spooled anew under this producer and queued for delivery as room in the
+/// buffer allows; the old files are deleted once every batch is in the new ones. A batch that
+/// cannot be spooled anew (the disk failed) is queued all the same, and the old files are
+/// then kept: a later producer sends it again if this one does not. Stops when the producer
+/// closes; what was not queued stays in the old files.
+fn replay(inner: &Inner, opened: spool::Opened) {
+    let ledger = inner.ledger();
+    let mut complete = true;
+    for mut recovered in opened.recovered {
+        // One batch decoded at a time: a spool larger than memory replays.
+        recovered.decode(&opened.spool);
+        if recovered.records.is_empty() {
+            continue;
+        }
+        let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
+        if inner
+            .budget()
+            .reserve_replay(bytes, &inner.delivery.lifecycle)
+            .is_err()
+        {
+            complete = false;
+            break;
+        }
+        let batch = match inner.accumulator.replay(recovered) {
+            Ok(batch) => batch,
+            Err(_) => {
+                // Still in the old files, which are kept.
+                inner.budget().release(bytes);
+                complete = false;
+                continue;
+            }
+        };
+        ledger.replayed_batches.fetch_add(1, Ordering::Relaxed);
+        ledger
+            .replayed_records
+            .fetch_add(u64::from(batch.records), Ordering::Relaxed);
+        inner.dispatch(vec![batch]);
+    }
+    if complete {
+        opened.spool.remove_old(&opened.old_files);
     }
 }
 
