@@ -782,9 +782,9 @@ impl Producer {
 /// Sends again what an earlier producer left in the spool (on the `loghose-replay` thread):
 /// each batch is spooled anew under this producer and queued for delivery as room in the
 /// buffer allows; the old files are deleted once every batch is in the new ones. A batch that
-/// cannot be spooled anew (the disk failed) is queued all the same, and the old files are
-/// then kept: a later producer sends it again if this one does not. Stops when the producer
-/// closes; what was not queued stays in the old files.
+/// cannot be spooled anew (the disk failed) is left in the old files, which are then kept: the
+/// next producer on the directory sends it. Stops when the producer closes; what was not
+/// queued stays in the old files.
 fn replay(inner: &Inner, opened: spool::Opened) {
     let ledger = inner.ledger();
     let mut complete = true;
