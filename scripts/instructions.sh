@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per S1 add, counted with callgrind (repeatable where seconds are not):
 # - rust: the engine's encode and add (core/examples/encode_cost.rs), whole process, run with N
-#   adds and with 0; the difference over N is the marginal cost of one add.
+#   adds and with 0; the difference over N is the marginal cost of one add; and of one log
+#   delivered (all the producer's threads).
 # - python, node: the native call of each `send` (the binding and the engine's add, inclusive;
 #   not the interpreter building or passing the record), 8 000 sends of the scripts in
 #   scripts/cost/ (one batch), counted only inside the native entry (`--toggle-collect`).
@@ -37,7 +38,11 @@ for t in "${targets[@]}"; do
       # Adds stay within one batch (8 000 S1 logs), so nothing seals while they are counted.
       N=8000 per_add "rust add" target/release/examples/encode_cost add
       N=8000 per_add "rust add, spool none" target/release/examples/encode_cost add-spool
-      N=8000 per_add "rust add, time_precision s" target/release/examples/encode_cost add-seconds ;;
+      N=8000 per_add "rust add, time_precision s" target/release/examples/encode_cost add-seconds
+      # Delivered: every thread of the producer (add, lz4, MD5, signing, HTTP) against an
+      # emulator in a child process, which callgrind does not follow.
+      N=200000 per_add "rust delivered" target/release/examples/encode_cost deliver
+      N=200000 per_add "rust delivered, precision s" target/release/examples/encode_cost deliver-seconds ;;
     # 8 000 sends stay within one batch (at most 4 MiB), so nothing seals while they are counted.
     python) N=8000 TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
     node) N=8000 TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;

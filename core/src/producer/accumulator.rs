@@ -342,8 +342,12 @@ impl Accumulator {
             }
             None
         };
-        if let (Some(d), Some(open)) = (dest, keyed.take()) {
-            shard.batches.insert(d.clone(), open);
+        // Only a keyed destination's batch went out of the map (`take` on the default path
+        // would copy the whole empty slot).
+        if let Some(d) = dest {
+            if let Some(open) = keyed.take() {
+                shard.batches.insert(d.clone(), open);
+            }
         }
         drop(guard);
         match encoded {
@@ -438,8 +442,12 @@ impl Accumulator {
             completion = self.commit_record(shard_index, slot, track, &mut after);
         }
         shard.accepted += count;
-        if let (Some(d), Some(open)) = (dest, keyed.take()) {
-            shard.batches.insert(d.clone(), open);
+        // Only a keyed destination's batch went out of the map (`take` on the default path
+        // would copy the whole empty slot).
+        if let Some(d) = dest {
+            if let Some(open) = keyed.take() {
+                shard.batches.insert(d.clone(), open);
+            }
         }
         match failure {
             None => Ok((completion, after)),
