@@ -148,7 +148,20 @@ fn kill(mut child: Child) {
 
 /// Opens a producer on the directory (which replays it) and closes it.
 fn drain(emu: &Emulator, dir: &Path) -> loghose::producer::Stats {
-    let p = Producer::new(spool_config(&emu.endpoint(), dir)).unwrap();
+    // A producer closed with requests still in flight lets go of the directory once its I/O
+    // threads have dropped them.
+    let waited = Instant::now();
+    let p = loop {
+        match Producer::new(spool_config(&emu.endpoint(), dir)) {
+            Err(e)
+                if e.to_string().contains("is in use")
+                    && waited.elapsed() < Duration::from_secs(10) =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            opened => break opened.unwrap(),
+        }
+    };
     let report = p.close(Duration::from_secs(60));
     assert_eq!(report.undelivered, 0, "{:?}", report.failed.first());
     p.stats()
@@ -336,6 +349,76 @@ fn a_producer_opened_on_more_than_its_buffer_holds_returns_at_once_and_replays_i
         .filter(|i| !seen.contains_key(&(3, *i)))
         .collect();
     assert!(missing.is_empty(), "{} records missing", missing.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_replay_cut_short_is_not_sent_again_by_the_next_producer() {
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("cut-replay");
+    // Nothing is answered: the first producer leaves everything in the spool, and the second
+    // one's replay stops once its buffer is full of batches waiting to be sent.
+    emu.inject(Fault::during(
+        FaultAction::Hang { ms: Some(30_000) },
+        Duration::from_secs(60),
+    ));
+    // Values lz4 cannot shorten: a queued batch keeps its whole reservation, so the buffer
+    // bounds what the replay queues.
+    let mut state = 4;
+    let pad = incompressible(&mut state, 200);
+    // Batches of 20 records (a replay sends each batch as it was).
+    let first = Producer::new(ProducerConfig {
+        batch_max_count: 20,
+        ..spool_config(&emu.endpoint(), &dir)
+    })
+    .unwrap();
+    for i in 0..20_000 {
+        let i = i.to_string();
+        first
+            .send(
+                &[("run", "4"), ("i", i.as_str()), ("pad", pad.as_str())],
+                &SendOptions::default(),
+            )
+            .unwrap();
+    }
+    assert_eq!(first.close(Duration::from_millis(200)).undelivered, 20_000);
+    drop(first);
+
+    let second = Producer::new(ProducerConfig {
+        batch_max_bytes: 16 << 10,
+        buffer_max_bytes: 64 << 10,
+        ..spool_config(&emu.endpoint(), &dir)
+    })
+    .unwrap();
+    let started = Instant::now();
+    while second.stats().replayed_batches == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Closing stops the replay midway: some batches spooled anew, the rest never read.
+    second.close(Duration::ZERO);
+    let queued = second.stats().replayed_batches;
+    drop(second);
+    assert!(
+        (1..1_000).contains(&queued),
+        "the second producer queued {queued} of 1 000 batches: not a replay cut short"
+    );
+
+    emu.clear_faults();
+    drain(&emu, &dir);
+    let seen = held(&emu);
+    let missing = (0..20_000).filter(|i| !seen.contains_key(&(4, *i))).count();
+    assert_eq!(missing, 0, "records missing");
+    // The batches the second producer spooled anew are sent from its files only, not again
+    // from the first one's.
+    let twice = seen.values().filter(|n| **n > 1).count();
+    assert_eq!(
+        twice, 0,
+        "records sent twice ({queued} batches were queued before the cut)"
+    );
+    assert!(
+        !dir.join("replayed.log").exists(),
+        "the ledger outlived the files it names"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

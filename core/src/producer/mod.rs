@@ -784,11 +784,20 @@ impl Producer {
 /// buffer allows; the old files are deleted once every batch is in the new ones. A batch that
 /// cannot be spooled anew (the disk failed) is left in the old files, which are then kept: the
 /// next producer on the directory sends it. Stops when the producer closes; what was not
-/// queued stays in the old files.
+/// queued stays in the old files, and the replay ledger names what was, so that the next
+/// producer sends those from this one's files only.
 fn replay(inner: &Inner, opened: spool::Opened) {
     let ledger = inner.ledger();
     let mut complete = true;
+    // Batches spooled anew and not yet written in the replay ledger: each one at once without
+    // syncing (`none`), else in groups, as each group costs a sync of the new files.
+    let mut noted = Vec::new();
+    let group = if opened.spool.syncs() { 64 } else { 1 };
     for mut recovered in opened.recovered {
+        if !inner.delivery.lifecycle.is_running() {
+            complete = false;
+            break;
+        }
         // One batch decoded at a time: a spool larger than memory replays.
         recovered.decode(&opened.spool);
         if recovered.records.is_empty() {
@@ -803,6 +812,7 @@ fn replay(inner: &Inner, opened: spool::Opened) {
             complete = false;
             break;
         }
+        let origin = recovered.origin;
         let batch = match inner.accumulator.replay(recovered) {
             Ok(batch) => batch,
             Err(_) => {
@@ -817,7 +827,14 @@ fn replay(inner: &Inner, opened: spool::Opened) {
             .replayed_records
             .fetch_add(u64::from(batch.records), Ordering::Relaxed);
         inner.dispatch(vec![batch]);
+        noted.push(origin);
+        if noted.len() >= group {
+            // Not written (the disk failed): the next producer may send these again.
+            let _ = opened.spool.note_replayed(&noted);
+            noted.clear();
+        }
     }
+    let _ = opened.spool.note_replayed(&noted);
     if complete {
         opened.spool.remove_old(&opened.old_files);
     }

@@ -29,7 +29,10 @@
 //! is rebuilt — its records in order, its pack id kept when it had been sealed (it may have
 //! been sent: the service sees the same pack id twice at most) — written again into the new
 //! run's segments, and only then are the old files deleted; a crash during recovery loses
-//! nothing either.
+//! nothing either. Each batch written again is named (old run and batch) in the replay ledger
+//! (`replayed.log`, CRC-checked entries), which a later recovery skips: a replay cut short by a
+//! close or a kill does not make the next producer send those batches a second time. The
+//! ledger is deleted after the old files it names.
 //!
 //! Durability (`spool_sync`): `none` survives the process (the page cache outlives it);
 //! `batch` makes a batch's segment durable with `fdatasync` when it seals, before it is sent;
@@ -350,6 +353,8 @@ pub(crate) struct Spool {
     files: Arc<std::sync::OnceLock<FilePool>>,
     /// Batch files waiting for their bodies to be synced (`interval`).
     committing: Arc<Committing>,
+    /// The replay ledger, opened at the first batch this producer sends again.
+    replayed: Mutex<Option<File>>,
 }
 
 /// A spool just opened: itself, the batches to send again, and the files they came from
@@ -362,6 +367,8 @@ pub(crate) struct Opened {
 
 /// A batch found in the directory, ready to be sent again.
 pub(crate) struct Recovered {
+    /// The run and batch it had in the files it came from (the replay ledger names it so).
+    pub(crate) origin: (u64, u64),
     pub(crate) dest: Destination,
     pub(crate) tags: Vec<u8>,
     /// Its records (see [`Recovered::decode`]).
@@ -638,6 +645,28 @@ fn forget_pages(map: &memmap2::Mmap) {
     let _ = map;
 }
 
+/// The file naming the batches of earlier runs that a replay has spooled anew: entries of
+/// run, batch (little-endian u64s), the CRC-32 of those 16 bytes, and 4 bytes of padding.
+const REPLAY_LEDGER: &str = "replayed.log";
+const LEDGER_ENTRY: usize = 24;
+
+/// The batches the replay ledger at `path` names (none if it is missing); an entry cut short
+/// or damaged names nothing.
+fn read_replay_ledger(path: &Path) -> std::collections::HashSet<(u64, u64)> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    bytes
+        .chunks_exact(LEDGER_ENTRY)
+        .filter_map(|e| {
+            let word = |at: usize| -> Option<u64> {
+                Some(u64::from_le_bytes(e.get(at..at + 8)?.try_into().ok()?))
+            };
+            let crc = u32::from_le_bytes(e.get(16..20)?.try_into().ok()?);
+            (crc32fast::hash(&e[..16]) == crc).then_some(())?;
+            Some((word(0)?, word(8)?))
+        })
+        .collect()
+}
+
 /// Reads one batch file into `found`.
 fn scan_batch_file(dir: &Path, path: &Path, found: &mut Found) -> Result<(), SpoolError> {
     let file = File::open(path).map_err(io(dir, "cannot read a batch file"))?;
@@ -796,7 +825,17 @@ impl Spool {
             scan_segment(map, &mut found);
             forget_pages(map);
         }
+        // Batches an interrupted replay had already spooled anew (their copies are in a later
+        // run's files, or were delivered from there) are not sent again. The ledger goes last,
+        // after the files it names; with no old files left it names nothing.
+        let ledger = dir.join(REPLAY_LEDGER);
+        let replayed = read_replay_ledger(&ledger);
         found.files = entries;
+        if found.files.is_empty() {
+            let _ = std::fs::remove_file(&ledger);
+        } else {
+            found.files.push(ledger);
+        }
         let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
             dir: dir.to_owned(),
@@ -826,14 +865,18 @@ impl Spool {
             corrupt_entries: AtomicU64::new(found.corrupt),
             files: Arc::default(),
             committing: Arc::default(),
+            replayed: Mutex::new(None),
         });
         let recovered = found
             .batches
-            .into_values()
-            .filter(|b| !b.done && (b.body.is_some() || !b.records.is_empty()))
-            .filter_map(|b| {
+            .into_iter()
+            .filter(|(id, b)| {
+                !b.done && (b.body.is_some() || !b.records.is_empty()) && !replayed.contains(id)
+            })
+            .filter_map(|(origin, b)| {
                 let (dest, tags) = b.open?;
                 Some(Recovered {
+                    origin,
                     dest,
                     tags,
                     records: b.records,
@@ -895,6 +938,48 @@ impl Spool {
     #[cfg(test)]
     pub(crate) fn run(&self) -> u64 {
         self.run
+    }
+
+    /// Whether records are synced to the disk (`batch`, `interval`).
+    pub(crate) fn syncs(&self) -> bool {
+        self.sync != SpoolSync::None
+    }
+
+    /// Writes in the replay ledger that these batches of earlier runs are now in this run's
+    /// files, so that a producer opened after this one stops mid-replay does not send them
+    /// again. With `batch` or `interval` syncing, this run's files are synced first and the
+    /// ledger after, so that a power loss never keeps the ledger's word without the copies.
+    pub(crate) fn note_replayed(&self, origins: &[(u64, u64)]) -> std::io::Result<()> {
+        if origins.is_empty() {
+            return Ok(());
+        }
+        if self.sync != SpoolSync::None {
+            self.sync_all();
+        }
+        let mut entries = Vec::with_capacity(origins.len() * LEDGER_ENTRY);
+        for (run, batch) in origins {
+            let start = entries.len();
+            entries.extend_from_slice(&run.to_le_bytes());
+            entries.extend_from_slice(&batch.to_le_bytes());
+            let crc = crc32fast::hash(&entries[start..]);
+            entries.extend_from_slice(&crc.to_le_bytes());
+            entries.extend_from_slice(&[0; 4]);
+        }
+        let mut slot = self.replayed.lock();
+        let file = match &mut *slot {
+            Some(file) => file,
+            empty => empty.insert(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.dir.join(REPLAY_LEDGER))?,
+            ),
+        };
+        file.write_all(&entries)?;
+        if self.sync != SpoolSync::None {
+            file.sync_data()?;
+        }
+        Ok(())
     }
 
     /// Deletes the files an earlier producer left, once their batches are in this run's.
