@@ -332,6 +332,18 @@ fn a_producer_opened_on_more_than_its_buffer_holds_returns_at_once_and_replays_i
     );
     // A flush cannot deliver while the replay waits for room: it says so.
     assert!(second.flush(Duration::from_millis(100)) > 0);
+    // Nor does a flush waiting for it hold up another thread's: `flush(0)` answers at once.
+    std::thread::scope(|s| {
+        s.spawn(|| second.flush(Duration::from_secs(2)));
+        std::thread::sleep(Duration::from_millis(100));
+        let asked = Instant::now();
+        assert!(second.flush(Duration::ZERO) > 0);
+        assert!(
+            asked.elapsed() < Duration::from_millis(500),
+            "flush(0) waited {:?} behind another flush",
+            asked.elapsed()
+        );
+    });
     // Closing stops the replay; what it did not queue stays in the spool.
     let closing = Instant::now();
     second.close(Duration::from_millis(300));

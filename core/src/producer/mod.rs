@@ -346,20 +346,27 @@ impl Producer {
     /// have queued every batch. Returns the time left, and whether the replay is done.
     fn wait_replay(&self, timeout: Duration) -> (Duration, bool) {
         let started = Instant::now();
-        let mut slot = self.inner.replay.lock();
-        let Some(thread) = slot.as_ref() else {
-            return (timeout, true);
-        };
-        while !thread.is_finished() && started.elapsed() < timeout {
+        loop {
+            // The lock is held only to look: other threads' flushes (a `flush(0)` beside a
+            // long one) wait for nothing but their own timeouts.
+            let done = {
+                let mut slot = self.inner.replay.lock();
+                match slot.as_ref() {
+                    None => true,
+                    Some(thread) if thread.is_finished() => {
+                        if let Some(thread) = slot.take() {
+                            let _ = thread.join();
+                        }
+                        true
+                    }
+                    Some(_) => false,
+                }
+            };
+            if done || started.elapsed() >= timeout {
+                return (timeout.saturating_sub(started.elapsed()), done);
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let done = thread.is_finished();
-        if done {
-            if let Some(thread) = slot.take() {
-                let _ = thread.join();
-            }
-        }
-        (timeout.saturating_sub(started.elapsed()), done)
     }
 
     /// [`wait_replay`](Self::wait_replay), then stops a replay not done by then (what it did
