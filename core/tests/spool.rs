@@ -148,20 +148,7 @@ fn kill(mut child: Child) {
 
 /// Opens a producer on the directory (which replays it) and closes it.
 fn drain(emu: &Emulator, dir: &Path) -> loghose::producer::Stats {
-    // A producer closed with requests still in flight lets go of the directory once its I/O
-    // threads have dropped them.
-    let waited = Instant::now();
-    let p = loop {
-        match Producer::new(spool_config(&emu.endpoint(), dir)) {
-            Err(e)
-                if e.to_string().contains("is in use")
-                    && waited.elapsed() < Duration::from_secs(10) =>
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            opened => break opened.unwrap(),
-        }
-    };
+    let p = Producer::new(spool_config(&emu.endpoint(), dir)).unwrap();
     let report = p.close(Duration::from_secs(60));
     assert_eq!(report.undelivered, 0, "{:?}", report.failed.first());
     p.stats()
