@@ -42,7 +42,10 @@ for t in "${targets[@]}"; do
       # Delivered: every thread of the producer (add, lz4, MD5, signing, HTTP) against an
       # emulator in a child process, which callgrind does not follow.
       N=200000 per_add "rust delivered" target/release/examples/encode_cost deliver
-      N=200000 per_add "rust delivered, precision s" target/release/examples/encode_cost deliver-seconds ;;
+      N=200000 per_add "rust delivered, precision s" target/release/examples/encode_cost deliver-seconds
+      cargo build --quiet --release -p loghose --example destination_cost
+      N=8000 per_add "rust add, a topic of its own" target/release/examples/destination_cost topic
+      N=8000 per_add "rust add, 100 topics in turn" target/release/examples/destination_cost topics ;;
     # 8 000 sends stay within one batch (at most 4 MiB), so nothing seals while they are counted.
     python) N=8000 TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
     node) N=8000 TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
