@@ -426,6 +426,7 @@ fn a_held_spool_directory_is_refused_with_the_holders_pid() {
     let emu = Emulator::start_default().unwrap();
     let dir = temp_dir("held");
     let first = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
+    let asked = Instant::now();
     let refused = Producer::new(spool_config(&emu.endpoint(), &dir))
         .err()
         .unwrap();
@@ -435,7 +436,21 @@ fn a_held_spool_directory_is_refused_with_the_holders_pid() {
         text.contains(&dir.display().to_string()) && text.contains(&std::process::id().to_string()),
         "{text}"
     );
+    // Refused at once while the holder is open; once it is closed (its last I/O tasks may
+    // hold the directory a moment longer) an opener waits up to a second for it.
+    assert!(
+        asked.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        asked.elapsed()
+    );
     first.close(Duration::from_secs(10));
+    let asked = Instant::now();
+    assert!(Producer::new(spool_config(&emu.endpoint(), &dir)).is_err());
+    assert!(
+        (Duration::from_millis(900)..Duration::from_secs(5)).contains(&asked.elapsed()),
+        "{:?}",
+        asked.elapsed()
+    );
     drop(first);
     assert!(Producer::new(spool_config(&emu.endpoint(), &dir)).is_ok());
     let _ = std::fs::remove_dir_all(&dir);

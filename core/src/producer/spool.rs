@@ -322,7 +322,7 @@ const MAPPED_IDLE_FILES: usize = 1;
 /// The spool of one producer.
 pub(crate) struct Spool {
     dir: PathBuf,
-    _lock: DirLock,
+    dir_lock: DirLock,
     /// This producer's run number: larger than every run found in the directory.
     run: u64,
     sync: SpoolSync,
@@ -839,7 +839,7 @@ impl Spool {
         let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
             dir: dir.to_owned(),
-            _lock: lock,
+            dir_lock: lock,
             run: found.max_run + 1,
             sync,
             segment_bytes,
@@ -1660,6 +1660,7 @@ impl Spool {
     /// Ends the preparer thread and waits for it (at the producer's close, so that the
     /// directory's lock goes with the producer).
     pub(crate) fn stop_preparer(&self) {
+        self.dir_lock.mark_closed();
         self.prepare.stop.store(true, Ordering::Release);
         self.prepare.notify();
         let preparer = self.preparer.lock().take();
@@ -1879,7 +1880,18 @@ pub(crate) fn allocate(file: &File, size: usize) -> std::io::Result<()> {
 /// Directories held by producers of this process, with the process's id (a process-wide lock
 /// cannot tell two of its own producers apart; a forked child inherits the parent's entries,
 /// which the record lock, not this list, answers for).
-static HELD: Mutex<Vec<(PathBuf, u32)>> = Mutex::new(Vec::new());
+static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+/// One directory held by this process, and whether its producer has closed (its last I/O
+/// tasks may still hold the spool for a moment; an opener then waits for them).
+struct Held {
+    dir: PathBuf,
+    pid: u32,
+    closed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// How long an opener waits for a closed producer of this process to let go of the directory.
+const CLOSED_HOLDER_WAIT: Duration = Duration::from_secs(1);
 
 /// The directory's lock: a POSIX record lock on its `lock` file (held by this process, not
 /// inherited by a forked child, released by the kernel when the process ends, however it
@@ -1889,12 +1901,20 @@ pub(crate) struct DirLock {
     /// Closing it (after `drop` below) releases the record lock.
     _file: File,
     dir: PathBuf,
+    closed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl DirLock {
+    /// Its producer has closed: another producer of this process may wait for the lock.
+    fn mark_closed(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
 }
 
 impl Drop for DirLock {
     fn drop(&mut self) {
         let pid = std::process::id();
-        HELD.lock().retain(|(d, p)| !(d == &self.dir && *p == pid));
+        HELD.lock().retain(|h| !(h.dir == self.dir && h.pid == pid));
     }
 }
 
@@ -1906,10 +1926,21 @@ fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
         pid,
     };
     let pid = std::process::id();
-    let mut held = HELD.lock();
-    if held.iter().any(|(d, p)| d == &canonical && *p == pid) {
-        return Err(locked(pid.to_string()));
-    }
+    let waited = std::time::Instant::now();
+    let mut held = loop {
+        let held = HELD.lock();
+        let Some(holder) = held.iter().find(|h| h.dir == canonical && h.pid == pid) else {
+            break held;
+        };
+        // A producer of this process closed on the directory lets go of it once its last I/O
+        // tasks end (at once, unless the machine is busy): reopening right after a close
+        // waits for that rather than failing.
+        if !holder.closed.load(Ordering::Acquire) || waited.elapsed() >= CLOSED_HOLDER_WAIT {
+            return Err(locked(pid.to_string()));
+        }
+        drop(held);
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let path = dir.join("lock");
     let mut file = OpenOptions::new()
         .read(true)
@@ -1935,10 +1966,16 @@ fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
     }
     let _ = file.set_len(0);
     let _ = write!(file, "{pid}");
-    held.push((canonical.clone(), pid));
+    let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    held.push(Held {
+        dir: canonical.clone(),
+        pid,
+        closed: closed.clone(),
+    });
     Ok(DirLock {
         _file: file,
         dir: canonical,
+        closed,
     })
 }
 
