@@ -4,7 +4,9 @@
 //! topics (the per-tenant or per-device pattern). Batches never seal while it runs. A binary of
 //! its own, so that `encode_cost`'s plain add is compiled as before.
 use loghose::bench::S1Workload;
-use loghose::producer::{Producer, ProducerConfig, SendOptions, Track};
+use loghose::producer::{Producer, SendOptions, Track};
+
+mod support;
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "topic".into());
@@ -16,19 +18,7 @@ fn main() {
         "topics" => (0..100).map(|t| format!("tenant-{t}")).collect(),
         _ => vec!["tenant-7".into()],
     };
-    let config = ProducerConfig {
-        endpoint: "http://127.0.0.1:9".into(),
-        project: "proj".into(),
-        logstore: "logs".into(),
-        access_key_id: "id".into(),
-        access_key_secret: "secret".into(),
-        batch_max_bytes: 4 << 20,
-        batch_max_count: 40_960,
-        buffer_max_bytes: 128 << 20,
-        linger_ms: 600_000,
-        ..ProducerConfig::preset("server").expect("preset")
-    };
-    let p = Producer::new(config).expect("producer");
+    let p = Producer::new(support::unsealed_config()).expect("producer");
     let work = S1Workload::default();
     // At most 8 000 adds: fewer than one batch holds, so nothing seals.
     for i in 0..n.min(8_000) {

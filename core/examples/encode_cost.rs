@@ -66,15 +66,6 @@ fn main() {
         }
         _ => {
             let config = ProducerConfig {
-                endpoint: "http://127.0.0.1:9".into(),
-                project: "proj".into(),
-                logstore: "logs".into(),
-                access_key_id: "id".into(),
-                access_key_secret: "secret".into(),
-                batch_max_bytes: 4 << 20,
-                batch_max_count: 40_960,
-                buffer_max_bytes: 128 << 20,
-                linger_ms: 600_000,
                 spool_dir: (mode == "add-spool").then(|| {
                     let dir = std::env::temp_dir()
                         .join(format!("loghose-encode-cost-{}", std::process::id()));
@@ -85,7 +76,7 @@ fn main() {
                 } else {
                     loghose::producer::TimePrecision::Nanoseconds
                 },
-                ..ProducerConfig::preset("server").expect("preset")
+                ..support::unsealed_config()
             };
             let spool_dir = config.spool_dir.clone();
             let p = Producer::new(config).expect("producer");

@@ -9,6 +9,23 @@ use std::process::{Child, Command, Stdio};
 
 use loghose::emulator::{Emulator, EmulatorConfig};
 
+/// A producer configuration for counting adds: nothing is ever sent (a closed port), and no
+/// batch seals while a count runs (8 000 S1 logs fit one batch and its linger).
+pub fn unsealed_config() -> loghose::producer::ProducerConfig {
+    loghose::producer::ProducerConfig {
+        endpoint: "http://127.0.0.1:9".into(),
+        project: "proj".into(),
+        logstore: "logs".into(),
+        access_key_id: "id".into(),
+        access_key_secret: "secret".into(),
+        batch_max_bytes: 4 << 20,
+        batch_max_count: 40_960,
+        buffer_max_bytes: 128 << 20,
+        linger_ms: 600_000,
+        ..loghose::producer::ProducerConfig::preset("server").expect("preset")
+    }
+}
+
 /// CPU seconds (user + system) of this process, all threads.
 pub fn proc_cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
