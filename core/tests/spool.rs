@@ -146,6 +146,25 @@ fn kill(mut child: Child) {
     let _ = child.wait();
 }
 
+/// Sends `count` records of `run` (with a `pad` field) through a producer made with `config`
+/// while the emulator answers nothing, and closes it: every batch is left in the spool.
+fn leave_in_spool(config: ProducerConfig, run: &str, count: u64, pad: &str) {
+    let producer = Producer::new(config).unwrap();
+    for i in 0..count {
+        let i = i.to_string();
+        producer
+            .send(
+                &[("run", run), ("i", i.as_str()), ("pad", pad)],
+                &SendOptions::default(),
+            )
+            .unwrap();
+    }
+    assert_eq!(
+        producer.close(Duration::from_millis(200)).undelivered,
+        count
+    );
+}
+
 /// Opens a producer on the directory (which replays it) and closes it.
 fn drain(emu: &Emulator, dir: &Path) -> loghose::producer::Stats {
     let p = Producer::new(spool_config(&emu.endpoint(), dir)).unwrap();
@@ -290,20 +309,12 @@ fn a_producer_opened_on_more_than_its_buffer_holds_returns_at_once_and_replays_i
         FaultAction::Hang { ms: Some(30_000) },
         Duration::from_secs(60),
     ));
-    let pad = "p".repeat(200);
-    let first = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
-    for i in 0..2_000 {
-        let i = i.to_string();
-        first
-            .send(
-                &[("run", "3"), ("i", i.as_str()), ("pad", pad.as_str())],
-                &SendOptions::default(),
-            )
-            .unwrap();
-    }
-    // Given up on at close: every batch stays in the spool.
-    assert_eq!(first.close(Duration::from_millis(200)).undelivered, 2_000);
-    drop(first);
+    leave_in_spool(
+        spool_config(&emu.endpoint(), &dir),
+        "3",
+        2_000,
+        &"p".repeat(200),
+    );
 
     let small = ProducerConfig {
         batch_max_bytes: 16 << 10,
@@ -366,22 +377,11 @@ fn a_replay_cut_short_is_not_sent_again_by_the_next_producer() {
     let mut state = 4;
     let pad = incompressible(&mut state, 200);
     // Batches of 20 records (a replay sends each batch as it was).
-    let first = Producer::new(ProducerConfig {
+    let first = ProducerConfig {
         batch_max_count: 20,
         ..spool_config(&emu.endpoint(), &dir)
-    })
-    .unwrap();
-    for i in 0..20_000 {
-        let i = i.to_string();
-        first
-            .send(
-                &[("run", "4"), ("i", i.as_str()), ("pad", pad.as_str())],
-                &SendOptions::default(),
-            )
-            .unwrap();
-    }
-    assert_eq!(first.close(Duration::from_millis(200)).undelivered, 20_000);
-    drop(first);
+    };
+    leave_in_spool(first, "4", 20_000, &pad);
 
     let second = Producer::new(ProducerConfig {
         batch_max_bytes: 16 << 10,
