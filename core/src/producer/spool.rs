@@ -830,6 +830,12 @@ impl Spool {
         // after the files it names; with no old files left it names nothing.
         let ledger = dir.join(REPLAY_LEDGER);
         let replayed = read_replay_ledger(&ledger);
+        // A run the ledger names is never reused, even when its files are gone (a crash while
+        // the old files were being deleted): the ledger would skip the new run's batches.
+        found.max_run = replayed
+            .iter()
+            .map(|(run, _)| *run)
+            .fold(found.max_run, u64::max);
         found.files = entries;
         if found.files.is_empty() {
             let _ = std::fs::remove_file(&ledger);
@@ -2152,6 +2158,46 @@ mod tests {
         drop(spool);
         let (_, again, _) = open(&d, 64 << 20);
         assert!(again.is_empty(), "removed files are not replayed twice");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn batches_the_replay_ledger_names_are_not_recovered_again() {
+        let d = dir("ledger");
+        {
+            let (spool, _, _) = open(&d, 64 << 20);
+            for batch in 1..=3u64 {
+                let mut mark = SpoolMark::default();
+                spool
+                    .record(0, batch, &dest("aaa"), b"tags", b"r", &mut mark)
+                    .unwrap();
+            }
+            // Dropped without closing: what a kill leaves.
+        }
+        {
+            // A replay spooled batch 2 anew, then was cut short; its last entry was torn.
+            let (spool, recovered, _) = open(&d, 64 << 20);
+            assert_eq!(recovered.len(), 3);
+            let origin = recovered[1].origin;
+            assert_eq!(origin, (1, 2));
+            spool.note_replayed(&[origin]).unwrap();
+            // A run the ledger names later than any file's is never reused.
+            spool.note_replayed(&[(9, 1)]).unwrap();
+        }
+        let mut ledger = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.join(REPLAY_LEDGER))
+            .unwrap();
+        ledger.write_all(&[1, 0, 0, 0, 0, 0, 0, 0, 3]).unwrap();
+        drop(ledger);
+        let (spool, recovered, old) = open(&d, 64 << 20);
+        let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
+        assert_eq!(origins, [(1, 1), (1, 3)]);
+        assert_eq!(spool.run(), 10);
+        // The ledger goes with the old files, after them.
+        assert_eq!(old.last(), Some(&d.join(REPLAY_LEDGER)));
+        spool.remove_old(&old);
+        assert!(!d.join(REPLAY_LEDGER).exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 
