@@ -323,6 +323,11 @@ struct Committing {
     wake: Condvar,
 }
 
+/// How long the sync thread gathers files waiting for a commit before it syncs their bodies,
+/// and how many it syncs for at once at most: one `fdatasync` per group, not per file.
+const COMMIT_GATHER: Duration = Duration::from_millis(10);
+const COMMIT_GROUP: usize = 16;
+
 /// Idle batch files kept mapped at rest: the next batch takes it with no page faults (a file
 /// mapped again takes a fault per page); the preparer thread maps another ahead while batches
 /// fill. Under load (batches waiting to be compressed), up to `keep_bytes` of mappings are
@@ -931,6 +936,14 @@ impl Spool {
                             let mut files = committing.files.lock();
                             if files.is_empty() {
                                 committing.wake.wait_until(&mut files, next);
+                            }
+                            // One sync for the files compressed within a short while:
+                            // after a timed sync, every file it took comes this way.
+                            let gathered = (std::time::Instant::now() + COMMIT_GATHER).min(next);
+                            while !files.is_empty()
+                                && files.len() < COMMIT_GROUP
+                                && !committing.wake.wait_until(&mut files, gathered).timed_out()
+                            {
                             }
                             std::mem::take(&mut *files)
                         };
@@ -1551,8 +1564,12 @@ impl Spool {
         let waits = self.reuse_waits_for_commit(mark);
         if let Some(file) = std::mem::replace(mark, staged).file {
             if waits {
-                self.committing.files.lock().push((file, segments));
-                self.committing.wake.notify_one();
+                let mut files = self.committing.files.lock();
+                files.push((file, segments));
+                // Woken to start gathering, and once enough are gathered.
+                if files.len() == 1 || files.len() >= COMMIT_GROUP {
+                    self.committing.wake.notify_one();
+                }
             } else {
                 self.give_back(file);
             }
