@@ -275,8 +275,8 @@ pub(crate) struct SpoolMark {
     opened: bool,
     segments: Vec<u64>,
     file: Option<BatchFile>,
-    /// `FilePool::ticks` when the batch file was taken: unchanged at compression, no timed
-    /// sync made the file's records durable, and nothing needs to be before it is reused.
+    /// `FilePool::ticks` when the batch file was taken. Still the same at compression: no
+    /// sync made the file's records durable, so none is needed before the file is reused.
     file_tick: u64,
 }
 
@@ -297,8 +297,9 @@ struct FilePool {
     idle: Mutex<Vec<Idle>>,
     /// Files of batches not yet done, by sequence: what `interval` syncs.
     live: Mutex<BTreeMap<u64, Arc<File>>>,
-    /// Timed syncs that took the live files (counted under `live`'s lock, as a file taken
-    /// notes it): whether a file's records may be on the disk only in that file.
+    /// Syncs that took the live files (`sync_all`: the timer's, and those before old files
+    /// are deleted), counted under `live`'s lock, where a file taken reads the count: whether
+    /// a file's records may be durable only in that file.
     ticks: AtomicU64,
     /// Names new files.
     made: AtomicU64,
