@@ -282,16 +282,27 @@ impl<'b> LogEncoder<'b> {
             return Err(RecordError::Empty);
         }
         if let Some(ns) = self.time_ns {
-            let mut field = [0x25, 0, 0, 0, 0];
-            field[1..].copy_from_slice(&ns.to_le_bytes());
-            self.buf.extend_from_slice(&field);
+            self.buf.reserve(5);
+            let end = self.buf.len();
+            // SAFETY: `reserve` made room for the 5 bytes written after `end`, which
+            // `set_len` then exposes.
+            unsafe {
+                let p = self.buf.as_mut_ptr().add(end);
+                *p = 0x25;
+                std::ptr::write_unaligned(p.add(1).cast::<u32>(), ns.to_le());
+                self.buf.set_len(end + 5);
+            }
         }
         let body_start = self.start + 1 + LEN_RESERVE;
         let body_len = self.buf.len() - body_start;
         if (1 << 7..1 << 14).contains(&body_len) {
             // The usual log: its length takes exactly the two reserved bytes.
-            self.buf[self.start + 1] = (body_len as u8) | 0x80;
-            self.buf[self.start + 2] = (body_len >> 7) as u8;
+            // SAFETY: `begin` wrote the two reserved bytes at `start + 1`, below the length.
+            unsafe {
+                let p = self.buf.as_mut_ptr().add(self.start + 1);
+                *p = (body_len as u8) | 0x80;
+                *p.add(1) = (body_len >> 7) as u8;
+            }
             return self.done(max_bytes);
         }
         let mut prefix_buf = [0u8; 10];
