@@ -104,6 +104,7 @@ pub struct LogEncoder<'b> {
 
 impl<'b> LogEncoder<'b> {
     /// Starts a log at `time` (unix seconds) at the end of `buf`.
+    #[inline]
     pub fn begin(
         buf: &'b mut BatchBuf,
         time: u32,
