@@ -182,10 +182,18 @@ fn slot_of<'s>(
     }
 }
 
-/// A keyed destination's slot: one hash, nothing moved.
+/// A keyed destination's slot: one hash, nothing moved. The destination is hashed as itself,
+/// which is what its `Arc` in the map hashes to: through the `Arc` the compiler made the hash
+/// a call of its own on every add.
 #[inline(never)]
 fn keyed_slot<'s>(batches: &'s mut Batches, dest: &Arc<Destination>) -> &'s mut Option<OpenBatch> {
-    batches.entry(dest.clone()).or_insert(None)
+    use std::hash::BuildHasher as _;
+    let hash = batches.hasher().hash_one(&**dest);
+    batches
+        .raw_entry_mut()
+        .from_key_hashed_nocheck(hash, dest)
+        .or_insert_with(|| (dest.clone(), None))
+        .1
 }
 
 /// Drops the entry of `dest` (another destination) once an add left its slot empty.
