@@ -289,7 +289,6 @@ fn a_corrupted_record_is_skipped_counted_and_the_rest_delivered() {
         std::thread::sleep(Duration::from_millis(20));
     }
     kill(child);
-    emu.clear_faults();
     // Flip one byte inside the record of index 150 (in a batch file: the producer's own
     // destination's batches are written in files of their own).
     let mut flipped = None;
@@ -313,9 +312,13 @@ fn a_corrupted_record_is_skipped_counted_and_the_rest_delivered() {
         Some("spb"),
         "record 150 not found in a batch file"
     );
-    let stats = drain(&emu, &dir);
+    // Delivered to another emulator: this one, its faults cleared, could still read and store
+    // a request the child had written before it was killed (its socket outlives it), which
+    // would deliver record 150 from memory rather than from the spool.
+    let fresh = Emulator::start_default().unwrap();
+    let stats = drain(&fresh, &dir);
     assert_eq!(stats.spool_corrupt_entries, 1);
-    let seen = held(&emu);
+    let seen = held(&fresh);
     let missing: Vec<u64> = (0..300).filter(|i| !seen.contains_key(&(7, *i))).collect();
     assert_eq!(missing, vec![150], "only the corrupted record is missing");
     let _ = std::fs::remove_dir_all(&dir);
@@ -425,9 +428,13 @@ fn a_replay_cut_short_is_not_sent_again_by_the_next_producer() {
         "the second producer queued {queued} of 1 000 batches: not a replay cut short"
     );
 
-    emu.clear_faults();
-    drain(&emu, &dir);
-    let seen = held(&emu);
+    // The rest is delivered to another emulator: a request the second producer had written
+    // when it closed may still be read and stored by this one once its faults are cleared
+    // (an in-flight batch, which at-least-once sends again), and that is not what is checked
+    // here.
+    let fresh = Emulator::start_default().unwrap();
+    drain(&fresh, &dir);
+    let seen = held(&fresh);
     let missing = (0..20_000).filter(|i| !seen.contains_key(&(4, *i))).count();
     assert_eq!(missing, 0, "records missing");
     // The batches the second producer spooled anew are sent from its files only, not again
