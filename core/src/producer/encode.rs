@@ -95,6 +95,13 @@ const _: () = assert!(LEN_RESERVE == 2);
 /// [`finish`](LogEncoder::finish); dropping it without finishing rolls the buffer back.
 pub struct LogEncoder<'b> {
     buf: &'b mut BatchBuf,
+    /// The buffer's storage, the log's end so far and the capacity, kept here while the log
+    /// is written and given to `buf` once, at `finish`: the bytes are stored through raw
+    /// pointers, which the compiler must assume may change `buf`'s own fields, so a length
+    /// kept there is loaded and stored again for every field.
+    data: *mut u8,
+    len: usize,
+    cap: usize,
     start: usize,
     policy: KeyPolicy,
     fields: u32,
@@ -115,10 +122,12 @@ impl<'b> LogEncoder<'b> {
         // Tag, length reserve, time tag, time varint (at most five bytes).
         let most = 1 + LEN_RESERVE + 1 + 5;
         buf.reserve(most);
-        // SAFETY: room for `most` bytes was reserved; at most that many are written before
-        // `set_len` exposes exactly the bytes written.
-        unsafe {
-            let base = buf.as_mut_ptr().add(start);
+        let data = buf.as_mut_ptr();
+        let cap = buf.capacity();
+        // SAFETY: room for `most` bytes was reserved; at most that many are written, and
+        // `finish` exposes exactly the bytes written.
+        let len = unsafe {
+            let base = data.add(start);
             *base = 0x0a;
             std::ptr::write_bytes(base.add(1), 0, LEN_RESERVE);
             *base.add(1 + LEN_RESERVE) = 0x08;
@@ -137,10 +146,13 @@ impl<'b> LogEncoder<'b> {
             } else {
                 write_varint_raw(at, time as usize)
             };
-            buf.set_len(start + end.offset_from(base) as usize);
-        }
+            start + end.offset_from(base) as usize
+        };
         LogEncoder {
             buf,
+            data,
+            len,
+            cap,
             start,
             policy,
             fields: 0,
@@ -149,21 +161,41 @@ impl<'b> LogEncoder<'b> {
         }
     }
 
+    /// Where the next `n` bytes of the log go, with room for them.
+    #[inline(always)]
+    fn room(&mut self, n: usize) -> *mut u8 {
+        if n > self.cap - self.len {
+            self.grow(n);
+        }
+        // SAFETY: `len` is within the storage `data` points to.
+        unsafe { self.data.add(self.len) }
+    }
+
+    /// Makes room for `n` more bytes in `buf`, which may move its storage: what the log wrote
+    /// so far is handed to `buf` first (its rollback is still `start`).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        // SAFETY: every byte up to `len` was written, within the capacity.
+        unsafe { self.buf.set_len(self.len) };
+        self.buf.reserve(n);
+        self.data = self.buf.as_mut_ptr();
+        self.cap = self.buf.capacity();
+    }
+
     #[inline(always)]
     fn put(&mut self, key: &[u8], value: &[u8]) {
         let (klen, vlen) = (key.len(), value.len());
         let inner = 2 + varint_len(klen) + klen + varint_len(vlen) + vlen;
         let total = 1 + varint_len(inner) + inner;
-        self.buf.reserve(total);
-        let start = self.buf.len();
+        let base = self.room(total);
         // Written through a raw pointer: this is the hottest loop of the producer, and bounds
         // checks and per-piece capacity checks were half its cost.
-        // SAFETY: `reserve` made room for `total` bytes after `start`, and exactly `total`
-        // bytes are written below (the lengths are those `total` was computed from) before
-        // `set_len` exposes them. `key` and `value` are shared borrows, so they cannot point
+        // SAFETY: `room` made room for `total` bytes at `base`, and exactly `total` bytes are
+        // written below (the lengths are those `total` was computed from) before the log's
+        // length takes them in. `key` and `value` are shared borrows, so they cannot point
         // into `self.buf`, which is borrowed mutably.
         unsafe {
-            let base = self.buf.as_mut_ptr().add(start);
             let mut p = base;
             *p = 0x12;
             p = write_varint_raw(p.add(1), inner);
@@ -175,8 +207,8 @@ impl<'b> LogEncoder<'b> {
             p = write_varint_raw(p.add(1), vlen);
             std::ptr::copy_nonoverlapping(value.as_ptr(), p, vlen);
             debug_assert_eq!(p.add(vlen).offset_from(base) as usize, total);
-            self.buf.set_len(start + total);
         }
+        self.len += total;
         self.fields += 1;
     }
 
@@ -197,14 +229,13 @@ impl<'b> LogEncoder<'b> {
             return false;
         }
         let total = 6 + klen + vlen;
-        self.buf.reserve(total);
-        let start = self.buf.len();
-        // SAFETY: `reserve` made room for `total` bytes after `start`; every write below lies
-        // in `base..base + total` (the key's words end at `4 + klen`, the value's moves at
-        // `total`), and `set_len` exposes them only once all are written. `key` and `value`
-        // are shared borrows, so they cannot alias `self.buf`, which is borrowed mutably.
+        let base = self.room(total);
+        // SAFETY: `room` made room for `total` bytes at `base`; every write below lies in
+        // `base..base + total` (the key's words end at `4 + klen`, the value's moves at
+        // `total`), and the log's length takes them in only once all are written. `key` and
+        // `value` are shared borrows, so they cannot alias `self.buf`, which is borrowed
+        // mutably.
         unsafe {
-            let base = self.buf.as_mut_ptr().add(start);
             let (src, dst) = (key.as_ptr(), base.add(4));
             let printable = if klen >= 8 {
                 let head = std::ptr::read_unaligned(src.cast::<u64>());
@@ -230,8 +261,8 @@ impl<'b> LogEncoder<'b> {
             *v = 0x12;
             *v.add(1) = vlen as u8;
             copy_short(value.as_ptr(), v.add(2), vlen);
-            self.buf.set_len(start + total);
         }
+        self.len += total;
         self.fields += 1;
         true
     }
@@ -283,24 +314,23 @@ impl<'b> LogEncoder<'b> {
             return Err(RecordError::Empty);
         }
         if let Some(ns) = self.time_ns {
-            self.buf.reserve(5);
-            let end = self.buf.len();
-            // SAFETY: `reserve` made room for the 5 bytes written after `end`, which
-            // `set_len` then exposes.
+            let p = self.room(5);
+            // SAFETY: `room` made room for the 5 bytes written at `p`.
             unsafe {
-                let p = self.buf.as_mut_ptr().add(end);
                 *p = 0x25;
                 std::ptr::write_unaligned(p.add(1).cast::<u32>(), ns.to_le());
-                self.buf.set_len(end + 5);
             }
+            self.len += 5;
         }
+        // SAFETY: `begin` and the fields wrote every byte up to `len`, within the capacity.
+        unsafe { self.buf.set_len(self.len) };
         let body_start = self.start + 1 + LEN_RESERVE;
-        let body_len = self.buf.len() - body_start;
+        let body_len = self.len - body_start;
         if (1 << 7..1 << 14).contains(&body_len) {
             // The usual log: its length takes exactly the two reserved bytes.
             // SAFETY: `begin` wrote the two reserved bytes at `start + 1`, below the length.
             unsafe {
-                let p = self.buf.as_mut_ptr().add(self.start + 1);
+                let p = self.data.add(self.start + 1);
                 *p = (body_len as u8) | 0x80;
                 *p.add(1) = (body_len >> 7) as u8;
             }
@@ -642,6 +672,14 @@ mod tests {
                 enc.field_str("k", &big),
                 Err(RecordError::ValueTooLarge { .. })
             ));
+        }
+        assert_eq!(&buf[..], b"keep");
+        // A field that moves the buffer's storage, then a bad one.
+        {
+            let mut enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
+            enc.field_str("first", "1").unwrap();
+            enc.field_str("large", &"v".repeat(100_000)).unwrap();
+            assert!(enc.field_str("", "v").is_err());
         }
         assert_eq!(&buf[..], b"keep");
         let enc = LogEncoder::begin(&mut buf, 1, None, KeyPolicy::Service);
