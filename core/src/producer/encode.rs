@@ -7,7 +7,7 @@
 //! was, so one bad record never damages the others. Runs on the caller's thread, lock-free.
 
 use super::buffer::BatchBuf;
-use crate::wire::keys::{check_key, printable_word, KeyPolicy, KeyProblem};
+use crate::wire::keys::{check_key, printable_word, unprintable_bits, KeyPolicy, KeyProblem};
 use crate::wire::limits::MAX_VALUE_BYTES;
 
 /// A record the producer refuses, naming what is wrong; nothing else is affected.
@@ -242,7 +242,7 @@ impl<'b> LogEncoder<'b> {
                 let tail = std::ptr::read_unaligned(src.add(klen - 8).cast::<u64>());
                 std::ptr::write_unaligned(dst.cast::<u64>(), head);
                 std::ptr::write_unaligned(dst.add(klen - 8).cast::<u64>(), tail);
-                printable_word(head) && printable_word(tail)
+                unprintable_bits(head) | unprintable_bits(tail) == 0
             } else {
                 let head = std::ptr::read_unaligned(src.cast::<u32>());
                 let tail = std::ptr::read_unaligned(src.add(klen - 4).cast::<u32>());

@@ -114,6 +114,13 @@ pub fn printable_ascii(bytes: &[u8]) -> bool {
 
 #[inline]
 pub(crate) fn printable_word(x: u64) -> bool {
+    unprintable_bits(x) == 0
+}
+
+/// Zero exactly when every byte of `x` is printable ASCII (two words are checked at once by
+/// OR-ing their answers).
+#[inline]
+pub(crate) fn unprintable_bits(x: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Classic word tricks, exact as a yes/no answer: some byte < 0x20, some byte == 0x7f,
@@ -121,7 +128,7 @@ pub(crate) fn printable_word(x: u64) -> bool {
     let below_space = x.wrapping_sub(0x20 * ONES) & !x & HIGH;
     let del = x ^ (0x7f * ONES);
     let has_del = del.wrapping_sub(ONES) & !del & HIGH;
-    (x & HIGH) | below_space | has_del == 0
+    (x & HIGH) | below_space | has_del
 }
 
 #[cfg(test)]
