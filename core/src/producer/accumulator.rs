@@ -322,7 +322,7 @@ impl Accumulator {
         let encoded = {
             let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, self.key_policy);
             match fill(&mut enc) {
-                Ok(Ok(())) => enc.finish(max_bytes).map(Ok),
+                Ok(Ok(())) => enc.end(max_bytes).map(Ok),
                 // Dropping the encoder rolls the batch back.
                 Ok(Err(declined)) => Ok(Err(declined)),
                 Err(e) => Err(e),

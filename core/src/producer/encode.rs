@@ -104,7 +104,8 @@ pub struct LogEncoder<'b> {
     cap: usize,
     start: usize,
     policy: KeyPolicy,
-    fields: u32,
+    /// Where the fields begin (the log is empty while `len` is here).
+    fields_from: usize,
     time_ns: Option<u32>,
     finished: bool,
 }
@@ -155,7 +156,7 @@ impl<'b> LogEncoder<'b> {
             cap,
             start,
             policy,
-            fields: 0,
+            fields_from: len,
             time_ns,
             finished: false,
         }
@@ -209,7 +210,6 @@ impl<'b> LogEncoder<'b> {
             debug_assert_eq!(p.add(vlen).offset_from(base) as usize, total);
         }
         self.len += total;
-        self.fields += 1;
     }
 
     /// The usual field, written without a call: a key of 4 to 16 bytes checked while it is
@@ -263,7 +263,6 @@ impl<'b> LogEncoder<'b> {
             copy_short(value.as_ptr(), v.add(2), vlen);
         }
         self.len += total;
-        self.fields += 1;
         true
     }
 
@@ -309,8 +308,19 @@ impl<'b> LogEncoder<'b> {
 
     /// Closes the log: writes its length; returns its encoded size. Refuses a log without
     /// fields or larger than `max_bytes`, rolling the buffer back.
+    #[inline]
     pub fn finish(mut self, max_bytes: usize) -> Result<usize, RecordError> {
-        if self.fields == 0 {
+        self.end(max_bytes)
+    }
+
+    /// [`finish`](Self::finish) without moving the encoder, for the producer's own add paths
+    /// (the encoder is dropped right after; a refused log is rolled back then). Moving it into
+    /// `finish` copied it in wide pieces right after its length was stored for the last field,
+    /// a store the copy's loads cannot take forwarded: a stall on every log.
+    #[inline]
+    pub(crate) fn end(&mut self, max_bytes: usize) -> Result<usize, RecordError> {
+        debug_assert!(!self.finished);
+        if self.len == self.fields_from {
             return Err(RecordError::Empty);
         }
         if let Some(ns) = self.time_ns {
@@ -324,8 +334,7 @@ impl<'b> LogEncoder<'b> {
         }
         // SAFETY: `begin` and the fields wrote every byte up to `len`, within the capacity.
         unsafe { self.buf.set_len(self.len) };
-        let body_start = self.start + 1 + LEN_RESERVE;
-        let body_len = self.len - body_start;
+        let body_len = self.len - (self.start + 1 + LEN_RESERVE);
         if (1 << 7..1 << 14).contains(&body_len) {
             // The usual log: its length takes exactly the two reserved bytes.
             // SAFETY: `begin` wrote the two reserved bytes at `start + 1`, below the length.
@@ -334,8 +343,25 @@ impl<'b> LogEncoder<'b> {
                 *p = (body_len as u8) | 0x80;
                 *p.add(1) = (body_len >> 7) as u8;
             }
-            return self.done(max_bytes);
+        } else {
+            self.write_other_length(body_len);
         }
+        let size = self.buf.len() - self.start;
+        if size > max_bytes {
+            return Err(RecordError::RecordTooLarge {
+                size,
+                limit: max_bytes,
+            });
+        }
+        self.finished = true;
+        Ok(size)
+    }
+
+    /// A length that does not take exactly the two reserved bytes: the body is moved to fit it.
+    #[cold]
+    #[inline(never)]
+    fn write_other_length(&mut self, body_len: usize) {
+        let body_start = self.start + 1 + LEN_RESERVE;
         let mut prefix_buf = [0u8; 10];
         let n = write_varint(&mut prefix_buf, body_len);
         let prefix = &prefix_buf[..n];
@@ -355,19 +381,6 @@ impl<'b> LogEncoder<'b> {
                 .copy_within(body_start..old_len, body_start + extra);
             self.buf[self.start + 1..self.start + 1 + n].copy_from_slice(prefix);
         }
-        self.done(max_bytes)
-    }
-
-    fn done(&mut self, max_bytes: usize) -> Result<usize, RecordError> {
-        let size = self.buf.len() - self.start;
-        if size > max_bytes {
-            return Err(RecordError::RecordTooLarge {
-                size,
-                limit: max_bytes,
-            });
-        }
-        self.finished = true;
-        Ok(size)
     }
 }
 
