@@ -125,6 +125,7 @@ impl<'b> LogEncoder<'b> {
         buf.reserve(most);
         let data = buf.as_mut_ptr();
         let cap = buf.capacity();
+        prefetch_for_writing(data, start, cap);
         // SAFETY: room for `most` bytes was reserved; at most that many are written, and
         // `finish` exposes exactly the bytes written.
         let len = unsafe {
@@ -390,6 +391,34 @@ impl Drop for LogEncoder<'_> {
             self.buf.truncate(self.start);
         }
     }
+}
+
+/// Asks the CPU to bring into its cache, for writing, the eight lines from 512 bytes past
+/// `start` (where the logs after this one will go). Without it every line a log writes is a
+/// miss the CPU resolves only when it must (at the shard lock's release, which waits for every
+/// store before it): about a tenth of the time of an add. Eight lines cover a little more than
+/// an S1 log; near the end of the buffer, nothing is asked.
+#[inline(always)]
+fn prefetch_for_writing(data: *mut u8, start: usize, cap: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if start.saturating_add(1024) <= cap {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        // SAFETY: prefetches of addresses inside the buffer's storage (`start + 1024 <= cap`);
+        // a prefetch reads and writes nothing.
+        unsafe {
+            let p = data.add(start + 512).cast::<i8>();
+            _mm_prefetch::<_MM_HINT_ET0>(p);
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(64));
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(128));
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(192));
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(256));
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(320));
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(384));
+            _mm_prefetch::<_MM_HINT_ET0>(p.add(448));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, start, cap);
 }
 
 /// Copies `len` bytes (at most 128) with overlapping unaligned moves instead of a call.
