@@ -6,7 +6,10 @@
 //! `batch_max_bytes` or `batch_max_count` (or at once with `linger_ms = 0`). A record that would
 //! overflow the batch, or whose bytes cannot be reserved without waiting, is copied out and
 //! appended by [`Accumulator::append`], which may wait for room with no lock held. A record
-//! whose fill fails leaves the batch exactly as it was.
+//! whose fill fails leaves the batch exactly as it was. The plain add (no tracking, no spool,
+//! a batch already open that the record does not fill) returns as soon as it is counted, with
+//! nothing to do after; the others go on through the general checks (spool, completions,
+//! sealing, a batch opened or left empty), in the same function, after the one call of `fill`.
 //!
 //! The producer's own destination's batch has a field of its own in each shard (no hashing on
 //! the common add); other destinations' are in a map (foldhash, seeded per process), looked up
@@ -103,6 +106,9 @@ pub(crate) struct AfterAdd {
 
 /// How an in-place add ended.
 pub(crate) enum InPlace<D> {
+    /// Written, reserved and counted, with no completion and nothing to do after: the
+    /// plain add.
+    Plain,
     /// Written, reserved and counted.
     Added(Option<Completion>, AfterAdd),
     /// Encoded, but it did not fit the batch or the budget without waiting: the record's
@@ -311,13 +317,8 @@ impl Accumulator {
         let mut guard = self.shards[shard_index].lock();
         let shard = &mut *guard;
         let slot = slot_of(&mut shard.default_batch, &mut shard.batches, dest);
-        let mut after = AfterAdd {
-            shard: shard_index,
-            deadline: None,
-            sealed: Vec::new(),
-        };
-        let batch =
-            slot.get_or_insert_with(|| self.open_batch(budget, dest, 0, &mut after.deadline));
+        let mut deadline = None;
+        let batch = slot.get_or_insert_with(|| self.open_batch(budget, dest, 0, &mut deadline));
         let before = batch.buf.len();
         let encoded = {
             let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, self.key_policy);
@@ -328,8 +329,30 @@ impl Accumulator {
                 Err(e) => Err(e),
             }
         };
-        // The fast path needs the record to fit the batch and its bytes to be reserved without
-        // waiting; otherwise the record is copied out and appended without the lock.
+        // The plain add ends here: a record with no tracking and no spool, added to a batch
+        // that was open already and that it does not fill, its bytes reserved without
+        // waiting. Nothing is left to do after it.
+        if let Ok(Ok(n)) = encoded {
+            if track == Track::None
+                && self.spool.is_none()
+                && self.linger.is_some()
+                && batch.records > 0
+                && batch.records + 1 < self.batch_max_count
+                && before + n < max_bytes
+                && budget.reserve_now(&mut shard.credit, n)
+            {
+                batch.records += 1;
+                shard.accepted += 1;
+                return InPlace::Plain;
+            }
+        }
+        let mut after = AfterAdd {
+            shard: shard_index,
+            deadline,
+            sealed: Vec::new(),
+        };
+        // The general add: the record must fit the batch and its bytes be reserved without
+        // waiting; otherwise it is copied out and appended without the lock.
         let fast = match &encoded {
             Ok(Ok(n)) => {
                 let n = *n;
@@ -736,6 +759,72 @@ mod tests {
             }
             Ok(Ok(()))
         })
+    }
+
+    fn add_default(acc: &Accumulator, budget: &Budget, track: Track, value: &str) -> InPlace<()> {
+        acc.add_in_place(budget, &None, 1, None, track, |enc| {
+            enc.field_str("k", value)?;
+            Ok(Ok(()))
+        })
+    }
+
+    /// What each add of a run ended as (`plain`, `opened`: a batch and its deadline, `added`,
+    /// or the records of the batch it sealed), and the tickets of the batches sealed.
+    fn outcomes(acc: &Accumulator, budget: &Budget, tracks: &[Track]) -> (Vec<String>, Vec<u64>) {
+        let mut tickets = Vec::new();
+        let ends = tracks
+            .iter()
+            .map(|&track| match add_default(acc, budget, track, "value") {
+                InPlace::Plain => "plain".to_owned(),
+                InPlace::Added(_, after) => match after.sealed.as_slice() {
+                    [batch] => {
+                        tickets.extend(&batch.tickets);
+                        format!("sealed {}", batch.records)
+                    }
+                    [] if after.deadline.is_some() => "opened".to_owned(),
+                    [] => "added".to_owned(),
+                    _ => "sealed several".to_owned(),
+                },
+                _ => "not in place".to_owned(),
+            })
+            .collect();
+        (ends, tickets)
+    }
+
+    #[test]
+    fn the_plain_add_leaves_opening_filling_and_tracking_to_the_general_add() {
+        let config = ProducerConfig {
+            batch_max_count: 3,
+            ..ProducerConfig::new("http://127.0.0.1:1", "proj", "store")
+        };
+        let router = Router::new(&config, "src".into());
+        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
+        let budget = Budget::new(&config, 1);
+        // By count: the batch's last record seals it; the one after opens the next.
+        let (ends, _) = outcomes(&acc, &budget, &[Track::None; 7]);
+        assert_eq!(
+            ends,
+            ["opened", "plain", "sealed 3", "opened", "plain", "sealed 3", "opened"]
+        );
+        // A tracked record is never a plain one, and its ticket is kept.
+        let tracks = [Track::Ticket(1), Track::None, Track::Ticket(2)];
+        let (ends, tickets) = outcomes(&acc, &budget, &tracks);
+        assert_eq!(ends, ["added", "sealed 3", "opened"]);
+        assert_eq!(tickets, [1]);
+        assert_eq!(acc.shards[0].lock().accepted, 10);
+        // By bytes: three records fill the batch exactly; the third seals it.
+        let mut one = BatchBuf::new();
+        let mut enc = LogEncoder::begin(&mut one, 1, None, KeyPolicy::Service);
+        enc.field_str("k", "value").unwrap();
+        let size = enc.finish(usize::MAX).unwrap();
+        let config = ProducerConfig {
+            batch_max_bytes: 3 * size,
+            batch_max_count: 100,
+            ..config
+        };
+        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
+        let (ends, _) = outcomes(&acc, &budget, &[Track::None; 4]);
+        assert_eq!(ends, ["opened", "plain", "sealed 3", "opened"]);
     }
 
     #[test]

@@ -478,6 +478,7 @@ impl Producer {
             .accumulator
             .add_in_place(inner.budget(), &dest, secs, nanos, track, fill);
         match added {
+            InPlace::Plain => Ok(Ok(None)),
             InPlace::Added(completion, after) => {
                 inner.after_add(&dest, after);
                 Ok(Ok(completion))
