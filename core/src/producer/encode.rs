@@ -167,22 +167,10 @@ impl<'b> LogEncoder<'b> {
     #[inline(always)]
     fn room(&mut self, n: usize) -> *mut u8 {
         if n > self.cap - self.len {
-            self.grow(n);
+            (self.data, self.cap) = grow(self.buf, self.len, n);
         }
         // SAFETY: `len` is within the storage `data` points to.
         unsafe { self.data.add(self.len) }
-    }
-
-    /// Makes room for `n` more bytes in `buf`, which may move its storage: what the log wrote
-    /// so far is handed to `buf` first (its rollback is still `start`).
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, n: usize) {
-        // SAFETY: every byte up to `len` was written, within the capacity.
-        unsafe { self.buf.set_len(self.len) };
-        self.buf.reserve(n);
-        self.data = self.buf.as_mut_ptr();
-        self.cap = self.buf.capacity();
     }
 
     #[inline(always)]
@@ -345,7 +333,7 @@ impl<'b> LogEncoder<'b> {
                 *p.add(1) = (body_len >> 7) as u8;
             }
         } else {
-            self.write_other_length(body_len);
+            write_other_length(self.buf, self.start, body_len);
         }
         let size = self.buf.len() - self.start;
         if size > max_bytes {
@@ -357,32 +345,45 @@ impl<'b> LogEncoder<'b> {
         self.finished = true;
         Ok(size)
     }
+}
 
-    /// A length that does not take exactly the two reserved bytes: the body is moved to fit it.
-    #[cold]
-    #[inline(never)]
-    fn write_other_length(&mut self, body_len: usize) {
-        let body_start = self.start + 1 + LEN_RESERVE;
-        let mut prefix_buf = [0u8; 10];
-        let n = write_varint(&mut prefix_buf, body_len);
-        let prefix = &prefix_buf[..n];
-        if n <= LEN_RESERVE {
-            // Shift the body left over the unused reserve, then write the prefix.
-            let gap = LEN_RESERVE - n;
-            if gap > 0 {
-                self.buf.copy_within(body_start.., body_start - gap);
-                self.buf.truncate(self.buf.len() - gap);
-            }
-            self.buf[self.start + 1..self.start + 1 + n].copy_from_slice(prefix);
-        } else {
-            let extra = n - LEN_RESERVE;
-            let old_len = self.buf.len();
-            self.buf.resize(old_len + extra, 0);
-            self.buf
-                .copy_within(body_start..old_len, body_start + extra);
-            self.buf[self.start + 1..self.start + 1 + n].copy_from_slice(prefix);
+/// A log's length that does not take exactly the two reserved bytes (the log starts at
+/// `start` in `buf`, which holds all of it): the body is moved to fit it.
+#[cold]
+#[inline(never)]
+fn write_other_length(buf: &mut BatchBuf, start: usize, body_len: usize) {
+    let body_start = start + 1 + LEN_RESERVE;
+    let mut prefix_buf = [0u8; 10];
+    let n = write_varint(&mut prefix_buf, body_len);
+    let prefix = &prefix_buf[..n];
+    if n <= LEN_RESERVE {
+        // Shift the body left over the unused reserve, then write the prefix.
+        let gap = LEN_RESERVE - n;
+        if gap > 0 {
+            buf.copy_within(body_start.., body_start - gap);
+            buf.truncate(buf.len() - gap);
         }
+        buf[start + 1..start + 1 + n].copy_from_slice(prefix);
+    } else {
+        let extra = n - LEN_RESERVE;
+        let old_len = buf.len();
+        buf.resize(old_len + extra, 0);
+        buf.copy_within(body_start..old_len, body_start + extra);
+        buf[start + 1..start + 1 + n].copy_from_slice(prefix);
     }
+}
+
+/// Makes room for `n` more bytes past `len` in `buf`, which may move its storage: the bytes
+/// of the log written so far are handed to `buf` first (its rollback is still the log's start).
+/// The new storage and capacity. A function of its own, not a method: a call that takes the
+/// encoder's address keeps the encoder in memory, where every field reloads its fields.
+#[cold]
+#[inline(never)]
+fn grow(buf: &mut BatchBuf, len: usize, n: usize) -> (*mut u8, usize) {
+    // SAFETY: every byte up to `len` was written, within the capacity.
+    unsafe { buf.set_len(len) };
+    buf.reserve(n);
+    (buf.as_mut_ptr(), buf.capacity())
 }
 
 impl Drop for LogEncoder<'_> {
