@@ -67,12 +67,19 @@ impl Budget {
 
     /// Reserves `n` bytes without waiting: from `credit` when it has enough, else a chunk from
     /// the shared budget (the rest becomes credit), else exactly `n`.
-    #[inline]
+    // The credit test is inlined into every add; the shared budget is reached out of line.
+    #[inline(always)]
     pub(crate) fn reserve_now(&self, credit: &mut usize, n: usize) -> bool {
         if *credit >= n {
             *credit -= n;
             return true;
         }
+        self.reserve_now_shared(credit, n)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reserve_now_shared(&self, credit: &mut usize, n: usize) -> bool {
         let chunk = n.max(self.credit_chunk);
         if self.try_reserve(chunk) {
             *credit += chunk - n;
