@@ -90,6 +90,8 @@ fn value_too_large(key: &[u8], len: usize) -> RecordError {
 const LEN_RESERVE: usize = 2;
 // `finish` writes the usual two-byte length in place of the reserve.
 const _: () = assert!(LEN_RESERVE == 2);
+// A checked key is copied with `copy_short`, which takes at most 128 bytes.
+const _: () = assert!(crate::wire::limits::MAX_KEY_BYTES <= 128);
 
 /// Writes one log into a buffer. Create with [`LogEncoder::begin`], add fields, then
 /// [`finish`](LogEncoder::finish); dropping it without finishing rolls the buffer back.
@@ -173,9 +175,11 @@ impl<'b> LogEncoder<'b> {
         unsafe { self.data.add(self.len) }
     }
 
+    /// Writes a field whose key was checked (so at most `MAX_KEY_BYTES`, 128).
     #[inline(always)]
     fn put(&mut self, key: &[u8], value: &[u8]) {
         let (klen, vlen) = (key.len(), value.len());
+        debug_assert!(klen <= crate::wire::limits::MAX_KEY_BYTES);
         let inner = 2 + varint_len(klen) + klen + varint_len(vlen) + vlen;
         let total = 1 + varint_len(inner) + inner;
         let base = self.room(total);
@@ -191,11 +195,16 @@ impl<'b> LogEncoder<'b> {
             p = write_varint_raw(p.add(1), inner);
             *p = 0x0a;
             p = write_varint_raw(p.add(1), klen);
-            std::ptr::copy_nonoverlapping(key.as_ptr(), p, klen);
+            // A checked key is at most 128 bytes: copied inline, like a value that short.
+            copy_short(key.as_ptr(), p, klen);
             p = p.add(klen);
             *p = 0x12;
             p = write_varint_raw(p.add(1), vlen);
-            std::ptr::copy_nonoverlapping(value.as_ptr(), p, vlen);
+            if vlen <= 128 {
+                copy_short(value.as_ptr(), p, vlen);
+            } else {
+                std::ptr::copy_nonoverlapping(value.as_ptr(), p, vlen);
+            }
             debug_assert_eq!(p.add(vlen).offset_from(base) as usize, total);
         }
         self.len += total;
