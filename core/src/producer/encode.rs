@@ -384,8 +384,8 @@ fn write_other_length(buf: &mut BatchBuf, start: usize, body_len: usize) {
 
 /// Makes room for `n` more bytes past `len` in `buf`, which may move its storage: the bytes
 /// of the log written so far are handed to `buf` first (its rollback is still the log's start).
-/// The new storage and capacity. A function of its own, not a method: a call that takes the
-/// encoder's address keeps the encoder in memory, where every field reloads its fields.
+/// Answers the new storage and capacity. A function of its own, not a method: a call that took
+/// the encoder's address would keep the encoder in memory, reloaded for every field.
 #[cold]
 #[inline(never)]
 fn grow(buf: &mut BatchBuf, len: usize, n: usize) -> (*mut u8, usize) {
