@@ -761,6 +761,19 @@ mod tests {
         })
     }
 
+    /// A one-shard accumulator (and its config, router and budget) whose batches seal at
+    /// `batch_max_count` records.
+    fn one_shard(batch_max_count: usize) -> (ProducerConfig, Router, Accumulator, Budget) {
+        let config = ProducerConfig {
+            batch_max_count,
+            ..ProducerConfig::new("http://127.0.0.1:1", "proj", "store")
+        };
+        let router = Router::new(&config, "src".into());
+        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
+        let budget = Budget::new(&config, 1);
+        (config, router, acc, budget)
+    }
+
     fn add_default(acc: &Accumulator, budget: &Budget, track: Track, value: &str) -> InPlace<()> {
         acc.add_in_place(budget, &None, 1, None, track, |enc| {
             enc.field_str("k", value)?;
@@ -793,13 +806,7 @@ mod tests {
 
     #[test]
     fn the_plain_add_leaves_opening_filling_and_tracking_to_the_general_add() {
-        let config = ProducerConfig {
-            batch_max_count: 3,
-            ..ProducerConfig::new("http://127.0.0.1:1", "proj", "store")
-        };
-        let router = Router::new(&config, "src".into());
-        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
-        let budget = Budget::new(&config, 1);
+        let (config, router, acc, budget) = one_shard(3);
         // By count: the batch's last record seals it; the one after opens the next.
         let (ends, _) = outcomes(&acc, &budget, &[Track::None; 7]);
         assert_eq!(
@@ -829,13 +836,7 @@ mod tests {
 
     #[test]
     fn another_destinations_entry_lasts_only_while_it_has_a_batch_open() {
-        let config = ProducerConfig {
-            batch_max_count: 2,
-            ..ProducerConfig::new("http://127.0.0.1:1", "proj", "store")
-        };
-        let router = Router::new(&config, "src".into());
-        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
-        let budget = Budget::new(&config, 1);
+        let (_, router, acc, budget) = one_shard(2);
         let entries = || acc.shards[0].lock().batches.len();
         let mut sealed = Vec::new();
         // Three topics in turn, two records a batch: t0 seals twice, t1 and t2 once each and
