@@ -218,13 +218,13 @@ impl<'b> LogEncoder<'b> {
     #[inline(always)]
     fn put_short(&mut self, key: &[u8], value: &[u8]) -> bool {
         let (klen, vlen) = (key.len(), value.len());
-        // Both lengths and the field's own length below 128: one byte each.
-        if self.policy != KeyPolicy::Service
-            || !(4..=16).contains(&klen)
-            || klen + vlen > 123
-            || key[0] == b'_'
-        {
+        if self.policy != KeyPolicy::Service || !(4..=16).contains(&klen) || key[0] == b'_' {
             return false;
+        }
+        // Both lengths and the field's own length below 128: one byte each. Longer values
+        // take the two-byte shape, in a block of its own so this one is not longer for it.
+        if klen + vlen > 123 {
+            return self.put_medium(key, value);
         }
         let total = 6 + klen + vlen;
         let base = self.room(total);
@@ -234,16 +234,7 @@ impl<'b> LogEncoder<'b> {
         // `value` are shared borrows, so they cannot alias `self.buf`, which is borrowed
         // mutably.
         unsafe {
-            let (src, dst) = (key.as_ptr(), base.add(4));
-            let printable = if klen >= 8 {
-                copy_key_8_to_16(src, dst, klen)
-            } else {
-                let head = std::ptr::read_unaligned(src.cast::<u32>());
-                let tail = std::ptr::read_unaligned(src.add(klen - 4).cast::<u32>());
-                std::ptr::write_unaligned(dst.cast::<u32>(), head);
-                std::ptr::write_unaligned(dst.add(klen - 4).cast::<u32>(), tail);
-                printable_word(u64::from(head) | u64::from(tail) << 32)
-            };
+            let printable = copy_short_key(key.as_ptr(), base.add(4), klen);
             if !printable {
                 return false;
             }
@@ -255,6 +246,44 @@ impl<'b> LogEncoder<'b> {
             *v = 0x12;
             *v.add(1) = vlen as u8;
             copy_short(value.as_ptr(), v.add(2), vlen);
+        }
+        self.len += total;
+        true
+    }
+
+    /// [`put_short`](Self::put_short)'s second shape: a value of 128 bytes or more whose field
+    /// stays below 16 KiB, so both the value's and the field's lengths are two-byte varints
+    /// (a log's message, a URL, a stack trace). Same key rules and the same answer: `false`,
+    /// having exposed nothing, for anything else.
+    #[inline(always)]
+    fn put_medium(&mut self, key: &[u8], value: &[u8]) -> bool {
+        let (klen, vlen) = (key.len(), value.len());
+        // Tag, two length bytes, key tag, key length, key, value tag, two length bytes, value.
+        let total = 8 + klen + vlen;
+        if vlen < 128 || total - 3 >= 1 << 14 {
+            return false;
+        }
+        let base = self.room(total);
+        // SAFETY: `room` made room for `total` bytes at `base`; the key's words end at
+        // `5 + klen`, the value at `total`, and the log's length takes them in only once all
+        // are written. `key` and `value` are shared borrows, so they cannot alias `self.buf`,
+        // which is borrowed mutably.
+        unsafe {
+            let printable = copy_short_key(key.as_ptr(), base.add(5), klen);
+            if !printable {
+                return false;
+            }
+            let inner = total - 3;
+            *base = 0x12;
+            *base.add(1) = (inner as u8) | 0x80;
+            *base.add(2) = (inner >> 7) as u8;
+            *base.add(3) = 0x0a;
+            *base.add(4) = klen as u8;
+            let v = base.add(5 + klen);
+            *v = 0x12;
+            *v.add(1) = (vlen as u8) | 0x80;
+            *v.add(2) = (vlen >> 7) as u8;
+            std::ptr::copy_nonoverlapping(value.as_ptr(), v.add(3), vlen);
         }
         self.len += total;
         true
@@ -468,6 +497,28 @@ unsafe fn copy_short(src: *const u8, dst: *mut u8, len: usize) {
             for i in 0..len {
                 *dst.add(i) = *src.add(i);
             }
+        }
+    }
+}
+
+/// Copies a key of 4 to 16 bytes and answers whether every byte is printable ASCII.
+///
+/// # Safety
+/// `4 <= klen <= 16`; `src` must be valid for reading and `dst` for writing `klen` bytes, not
+/// overlapping.
+#[inline(always)]
+unsafe fn copy_short_key(src: *const u8, dst: *mut u8, klen: usize) -> bool {
+    debug_assert!((4..=16).contains(&klen));
+    // SAFETY: the caller's bounds; each move lies within `0..klen`.
+    unsafe {
+        if klen >= 8 {
+            copy_key_8_to_16(src, dst, klen)
+        } else {
+            let head = std::ptr::read_unaligned(src.cast::<u32>());
+            let tail = std::ptr::read_unaligned(src.add(klen - 4).cast::<u32>());
+            std::ptr::write_unaligned(dst.cast::<u32>(), head);
+            std::ptr::write_unaligned(dst.add(klen - 4).cast::<u32>(), tail);
+            printable_word(u64::from(head) | u64::from(tail) << 32)
         }
     }
 }
@@ -688,25 +739,76 @@ mod tests {
     }
 
     #[test]
+    fn values_around_the_two_byte_shape_encode_as_prost_does() {
+        // The two-byte shape takes keys of 4..=16 bytes with values of 128 bytes or more
+        // while the field stays below 16 KiB (4 + key + value < 16 384): every bound from
+        // both sides, with keys inside and outside its range.
+        let text: String = (0..20_000u32)
+            .map(|i| char::from(b'!' + (i * 7 % 90) as u8))
+            .collect();
+        for klen in [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 20] {
+            let key = format!("k{}", &text[..klen - 1]).replace('_', "-");
+            let edge = 16_380 - klen; // the first value whose field needs three length bytes
+            for vlen in [
+                100,
+                119,
+                123,
+                124,
+                127,
+                128,
+                129,
+                145,
+                255,
+                256,
+                257,
+                4_096,
+                edge - 2,
+                edge - 1,
+                edge,
+                edge + 1,
+                16_383,
+                16_384,
+                19_000,
+            ] {
+                let fields = vec![
+                    (key.clone(), text[5..5 + vlen].to_owned()),
+                    ("after".to_owned(), "x".to_owned()),
+                ];
+                let refs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (&**k, &**v)).collect();
+                assert_eq!(
+                    encode(&refs, Some(7)),
+                    prost_log(&fields, Some(7)),
+                    "key {klen} value {vlen}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_bad_byte_anywhere_in_a_short_key_is_refused_by_name_and_leaves_nothing() {
-        for klen in 1..=18 {
-            for at in 0..klen {
-                for bad in [0x01u8, 0x7f, 0xff] {
-                    let mut key = vec![b'k'; klen];
-                    key[at] = bad;
-                    let mut buf = BatchBuf::new();
-                    let mut enc =
-                        LogEncoder::begin(&mut buf, 1_700_000_000, None, KeyPolicy::Service);
-                    enc.field_str("good", "v").unwrap();
-                    let err = enc.field_bytes_utf8(&key, "value").unwrap_err();
-                    assert!(
-                        matches!(err, RecordError::InvalidKey { .. }),
-                        "{klen} {at} {bad}: {err}"
-                    );
-                    // The refused field left nothing: the log still holds only the good one.
-                    enc.finish(usize::MAX).unwrap();
-                    let fields = vec![("good".to_owned(), "v".to_owned())];
-                    assert_eq!(buf.to_vec(), prost_log(&fields, None));
+        // With a short value (one-byte lengths) and a 200-byte one (two-byte lengths).
+        let long = "v".repeat(200);
+        for value in ["value", &long] {
+            for klen in 1..=18 {
+                for at in 0..klen {
+                    for bad in [0x01u8, 0x7f, 0xff] {
+                        let mut key = vec![b'k'; klen];
+                        key[at] = bad;
+                        let mut buf = BatchBuf::new();
+                        let mut enc =
+                            LogEncoder::begin(&mut buf, 1_700_000_000, None, KeyPolicy::Service);
+                        enc.field_str("good", "v").unwrap();
+                        let err = enc.field_bytes_utf8(&key, value).unwrap_err();
+                        assert!(
+                            matches!(err, RecordError::InvalidKey { .. }),
+                            "{klen} {at} {bad} {}: {err}",
+                            value.len()
+                        );
+                        // The refused field left nothing: the log holds only the good one.
+                        enc.finish(usize::MAX).unwrap();
+                        let fields = vec![("good".to_owned(), "v".to_owned())];
+                        assert_eq!(buf.to_vec(), prost_log(&fields, None));
+                    }
                 }
             }
         }
