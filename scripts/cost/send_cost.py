@@ -8,7 +8,8 @@ import sys
 
 import loghose
 
-A = {f"content_key_{d}": f"{d}abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+" for d in range(1, 10)}
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+A = {"content_key_1": "1" + ALPHABET * 3} | {f"content_key_{d}": f"{d}{ALPHABET}" for d in range(2, 10)}
 A["index"] = "12345"
 B = {"LogHub": "Real-time log collection and consumption",
      "Search/Analytics": "Query and real-time analysis",
