@@ -72,5 +72,5 @@ pub fn to_http(req: &SignedRequest) -> hyper::http::Request<bytes::Bytes> {
     for (k, v) in &req.headers {
         builder = builder.header(k.as_str(), v.as_str());
     }
-    builder.body(bytes::Bytes::from(req.body.clone())).unwrap()
+    builder.body(req.body.clone()).unwrap()
 }

@@ -301,7 +301,7 @@ async fn a_body_no_signature_covers_is_refused() {
     resign(&emu, &mut swapped);
     let mut other = sample_group(2);
     other.logs[0].contents[1].value = "HELLO WORLD".into();
-    swapped.body = other.encode_to_vec();
+    swapped.body = other.encode_to_vec().into();
     assert_eq!(swapped.body.len(), signed.body.len());
     let reply = send(&client(), &emu, &swapped).await;
     assert_eq!(
@@ -310,7 +310,7 @@ async fn a_body_no_signature_covers_is_refused() {
     );
     // With Content-MD5 kept, a swapped body breaks it.
     let mut tampered = signed.clone();
-    tampered.body = other.encode_to_vec();
+    tampered.body = other.encode_to_vec().into();
     let reply = send(&client(), &emu, &tampered).await;
     assert_eq!(
         (reply.status, reply.error_code().as_str()),

@@ -16,6 +16,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use super::accumulator::SealedBatch;
 use super::budget::Budget;
 use super::config::ProducerConfig;
@@ -133,7 +135,8 @@ impl Delivery {
             .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));
         self.release_raw(&mut batch);
         let body = match compressed {
-            Ok(b) => b,
+            // Shared from here on: every attempt sends these bytes without a copy.
+            Ok(b) => Bytes::from(b),
             Err(e) => {
                 let failure = Failure {
                     code: "CompressionFailed".into(),
@@ -175,7 +178,7 @@ impl Delivery {
     async fn attempts(
         &self,
         batch: &SealedBatch,
-        body: &[u8],
+        body: &Bytes,
         attempts: &mut u32,
         request_id: &mut Option<String>,
     ) -> Result<(), Failure> {

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use chrono::DateTime;
 
 use super::config::{self, ProducerConfig, SignatureVersion};
@@ -173,7 +174,7 @@ impl Transport {
     }
 
     /// One signed PutLogs of a compressed body; what came back.
-    pub(crate) async fn put(&self, dest: &Destination, body: &[u8], raw_len: usize) -> Answer {
+    pub(crate) async fn put(&self, dest: &Destination, body: &Bytes, raw_len: usize) -> Answer {
         let credentials = match self.auth() {
             Ok(a) => a,
             Err(message) => return Answer::credentials_unavailable(message),
@@ -186,7 +187,7 @@ impl Transport {
         };
         let req = request::put_logs_compressed(
             target,
-            body.to_vec(),
+            body.clone(),
             raw_len,
             self.compression,
             &credentials,

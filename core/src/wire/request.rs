@@ -8,6 +8,7 @@
 
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use md5::Digest as _;
 
@@ -53,8 +54,8 @@ pub struct SignedRequest {
     pub query: Vec<(String, String)>,
     /// Headers in send order, including `Host` and `Authorization`.
     pub headers: Vec<(String, String)>,
-    /// The body as sent.
-    pub body: Vec<u8>,
+    /// The body as sent (shared: a retry sends the same bytes without copying them).
+    pub body: Bytes,
 }
 
 impl SignedRequest {
@@ -103,7 +104,7 @@ pub fn put_logs(
     let body = compress::compress(compression, raw)?;
     Ok(put_logs_compressed(
         target,
-        body,
+        body.into(),
         raw.len(),
         compression,
         auth,
@@ -114,7 +115,7 @@ pub fn put_logs(
 /// Builds the signed PutLogs request for a body already compressed with `compression`.
 pub fn put_logs_compressed(
     target: PutLogsTarget<'_>,
-    body: Vec<u8>,
+    body: Bytes,
     raw_len: usize,
     compression: Compression,
     auth: &Auth,
@@ -177,7 +178,7 @@ pub fn get(
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         headers,
-        body: Vec::new(),
+        body: Bytes::new(),
     };
     authorize(&mut request, auth, now);
     request
