@@ -212,9 +212,10 @@ impl<'b> LogEncoder<'b> {
 
     /// The usual field, written without a call: a key of 4 to 16 bytes checked while it is
     /// copied (two overlapping words), a value copied with overlapping moves, every length a
-    /// single byte. Answers `false`, having exposed nothing, for any other field, or a key
-    /// that is not plain printable ASCII or starts with `_` (the general path then checks it
-    /// and names what is wrong).
+    /// single byte; or, for a value of 128 bytes up to a 16 KiB field, every length two bytes
+    /// ([`put_medium`](Self::put_medium)). Answers `false`, having exposed nothing, for any
+    /// other field, or a key that is not plain printable ASCII or starts with `_` (the general
+    /// path then checks it and names what is wrong).
     #[inline(always)]
     fn put_short(&mut self, key: &[u8], value: &[u8]) -> bool {
         let (klen, vlen) = (key.len(), value.len());
