@@ -53,6 +53,36 @@ def test_every_record_arrives_once_with_converted_values(emu):
     assert (pairs["topic"], pairs["time"], pairs["time_ns"]) == ("other", 1_700_000_000, 250_000_000)
 
 
+def test_each_route_of_send_stores_its_time_and_refuses_the_same_way(emu):
+    """`send(d)` and `send(d, time=None)` take the engine's plain add (no options read);
+    `send(d, time=t)` and any other keyword take the general one; a dict that needs converting
+    takes the scratch path. Each must store its record with the right time, and refuse a bad
+    key by name and a closed producer alike."""
+    p = producer(emu, topic="routes")
+    before = int(time.time())
+    p.send({"id": "plain"})
+    p.send({"id": "plain-none"}, time=None)
+    p.send({"id": "timed"}, time=1_700_000_000.5)
+    p.send({"id": "plain-scratch", "raw": b"bytes"})
+    p.send({"id": "method"}, topic=None)
+    for bad in ({"__time__": "1"}, ({"id": "x", "__time__": 1})):
+        with pytest.raises(loghose.InvalidRecordError, match="__time__"):
+            p.send(bad)
+    assert p.flush(30) == 0
+    after = int(time.time())
+    logs = {contents(log)["id"]: log for log in emu.logs("loghose", "logs")}
+    assert sorted(logs) == ["method", "plain", "plain-none", "plain-scratch", "timed"]
+    assert (logs["timed"]["time"], logs["timed"]["time_ns"]) == (1_700_000_000, 500_000_000)
+    for name in ("plain", "plain-none", "plain-scratch", "method"):
+        assert before <= logs[name]["time"] <= after, name
+        assert logs[name]["topic"] == "routes"
+    assert p.stats()["invalid"] == 2
+    p.close()
+    for args, kwargs in (((({"id": "late"}),), {}), (({"id": "late"},), {"time": 1})):
+        with pytest.raises(loghose.ProducerClosedError):
+            p.send(*args, **kwargs)
+
+
 def test_dicts_read_the_same_on_the_direct_path_and_the_general_one(emu):
     """A dict's str keys and values are read straight from CPython; every other value takes the
     general conversion, which may run Python code. Both must store the same fields."""

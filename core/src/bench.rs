@@ -108,13 +108,7 @@ impl S1Workload {
         producer: &crate::producer::Producer,
         n: u64,
     ) -> Result<(), crate::producer::ProducerError> {
-        producer
-            .send_with(
-                &crate::producer::SendOptions::default(),
-                crate::producer::Track::None,
-                |enc| self.fill(enc, n),
-            )
-            .map(drop)
+        producer.add_with(|enc| self.fill(enc, n))
     }
 
     /// Raw bytes (keys + values) of log number `n`.

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
 use loghose::producer::{
@@ -17,6 +17,7 @@ use loghose::wire::sign::Credentials;
 
 mod common;
 
+use common::now_secs;
 use common::producer::{config, ids, incompressible, wait_until, WAIT};
 
 #[test]
@@ -339,6 +340,77 @@ fn a_declined_in_place_add_leaves_no_trace() {
     let stats = p.stats();
     assert_eq!((stats.invalid, stats.dropped, stats.delivered), (0, 0, 2));
     assert_eq!(ids(&emu, "declined"), vec![1, 2]);
+}
+
+#[test]
+fn the_plain_add_stores_what_send_stores_and_refuses_as_send_does() {
+    // `add_with` and `try_add_in_place` read no options: the producer's own destination, the
+    // time now, no completion. They must store exactly what `send` with default options does,
+    // and refuse and count exactly as it does.
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        logstore: "plain".into(),
+        topic: "t-plain".into(),
+        tags: vec![("env".into(), "test".into())],
+        ..config(&emu)
+    })
+    .unwrap();
+    let before = now_secs();
+    let long = "v".repeat(200);
+    for i in 0..3u64 {
+        p.add_with(|enc| {
+            enc.field_str("id", &i.to_string())?;
+            enc.field_str("message", &long)
+        })
+        .unwrap();
+    }
+    p.send(&[("id", "3"), ("message", &long)], &SendOptions::default())
+        .unwrap();
+    // A bad record is refused by name and leaves the batch as it was.
+    let refused = p.add_with(|enc| {
+        enc.field_str("id", "bad")?;
+        enc.field_str("__time__", "1")
+    });
+    assert!(
+        matches!(&refused, Err(ProducerError::Record(RecordError::InvalidKey { key, problem: KeyProblem::Reserved })) if key == "__time__"),
+        "{refused:?}"
+    );
+    // A declining fill writes and counts nothing; one that keeps its record is stored.
+    let declined = p.try_add_in_place(|enc| {
+        enc.field_str("id", "half")?;
+        Ok(false)
+    });
+    assert!(!declined.unwrap());
+    let kept = p.try_add_in_place(|enc| {
+        enc.field_str("id", "4")?;
+        enc.field_str("message", &long)?;
+        Ok(true)
+    });
+    assert!(kept.unwrap());
+    assert_eq!(p.flush(WAIT), 0);
+    let after = now_secs();
+    let logs = emu.logs("proj", "plain");
+    assert_eq!(ids(&emu, "plain"), vec![0, 1, 2, 3, 4]);
+    for log in &logs {
+        assert_eq!(log.get("message"), Some(long.as_str()));
+        assert_eq!(log.topic.as_deref(), Some("t-plain"));
+        assert_eq!(log.tag("env"), Some("test"));
+        assert!((before..=after).contains(&log.time), "{}", log.time);
+        assert!(log.time_ns.is_some());
+    }
+    let stats = p.stats();
+    assert_eq!((stats.invalid, stats.dropped, stats.delivered), (1, 0, 5));
+    // Closed: refused and counted as dropped, as `send` is.
+    p.close(WAIT);
+    assert!(matches!(
+        p.add_with(|enc| enc.field_str("id", "5")),
+        Err(ProducerError::Closed)
+    ));
+    assert!(matches!(
+        p.try_add_in_place(|enc| enc.field_str("id", "6").map(|()| true)),
+        Err(ProducerError::Closed)
+    ));
+    assert_eq!(p.stats().dropped, 2);
 }
 
 #[test]
@@ -1439,10 +1511,7 @@ fn time_precision_decides_the_sub_second_part_written() {
             ..config(&emu)
         })
         .unwrap();
-        let before = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as u32;
+        let before = now_secs();
         // A given time and the clock's time, through the in-place add and a record set.
         let given = SendOptions {
             time: Some(1_800_000_000),
@@ -1453,12 +1522,15 @@ fn time_precision_decides_the_sub_second_part_written() {
         producer
             .send(&[("k", "clock")], &SendOptions::default())
             .unwrap();
+        producer
+            .add_with(|enc| enc.field_str("k", "clock"))
+            .unwrap();
         let mut set = producer.record_set();
         set.push(&given, |enc| enc.field_str("k", "set")).unwrap();
         producer.send_all(&set, &SendOptions::default()).unwrap();
         assert_eq!(producer.flush(WAIT), 0);
         let logs = emu.logs("proj", logstore);
-        assert_eq!(logs.len(), 3, "{logstore}");
+        assert_eq!(logs.len(), 4, "{logstore}");
         for log in &logs {
             match log.get("k") {
                 Some("clock") => match precision {

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use loghose::producer::{Producer, SendOptions, Track};
+use loghose::producer::Producer;
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, Error, JsValue, Result};
 
@@ -268,7 +268,7 @@ fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool>
         return Ok(false);
     }
     producer
-        .try_send_in_place(&SendOptions::default(), Track::None, |enc| {
+        .try_add_in_place(|enc| {
             let mut key = "";
             let split = split_by_utf16_lengths(text, lengths, |i, piece| {
                 if i % 2 == 0 {
@@ -281,7 +281,6 @@ fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool>
             // A framing that does not hold declines: what was written is rolled back.
             split.map_or(Ok(false), |written| written.map(|()| true))
         })
-        .map(|added| added.is_some())
         .map_err(producer_error)
 }
 

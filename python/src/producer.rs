@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::errors::producer_error;
-use crate::record::{self, send_record, split_time};
+use crate::record::{self, send_record, split_time, Route};
 use crate::report::PyDeliveryReport;
 
 fn deadline_of(timeout: Option<f64>) -> Option<Instant> {
@@ -201,21 +201,24 @@ unsafe fn send_one_body(
         let native = native.cast_unchecked::<NativeProducer>();
         let native = native.get();
         let contents = pyo3::Borrowed::from_ptr(py, *args);
-        let mut opts = SendOptions::default();
-        if time_only {
-            let time = pyo3::Borrowed::from_ptr(py, *args.add(1));
-            if !time.is_none() {
-                (opts.time, opts.time_ns) = split_time(py, Some(&time))?;
+        let convert = native.convert.as_ref().map(|c| c.bind(py));
+        let time = time_only
+            .then(|| pyo3::Borrowed::from_ptr(py, *args.add(1)))
+            .filter(|time| !time.is_none());
+        let opts;
+        let route = match time {
+            None => Route::Plain,
+            Some(time) => {
+                let (time, time_ns) = split_time(py, Some(&time))?;
+                opts = SendOptions {
+                    time,
+                    time_ns,
+                    ..SendOptions::default()
+                };
+                Route::With(&opts, Track::None)
             }
-        }
-        send_record(
-            py,
-            &native.producer,
-            &opts,
-            Track::None,
-            &contents,
-            native.convert.as_ref().map(|c| c.bind(py)),
-        )?;
+        };
+        send_record(py, &native.producer, route, &contents, convert)?;
         Ok(pyo3::ffi::Py_NewRef(pyo3::ffi::Py_None()))
     }
 }
@@ -269,11 +272,15 @@ impl NativeProducer {
             logstore,
         };
         let track = ticket.map_or(Track::None, Track::Ticket);
+        let route = if track == Track::None && opts.is_empty() {
+            Route::Plain
+        } else {
+            Route::With(&opts, track)
+        };
         send_record(
             py,
             &self.producer,
-            &opts,
-            track,
+            route,
             contents,
             self.convert.as_ref().map(|c| c.bind(py)),
         )

@@ -18,23 +18,44 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 
 use crate::errors::{producer_error, FillError};
 
+/// How a record is added.
+#[derive(Clone, Copy)]
+pub(crate) enum Route<'a> {
+    /// No option and no tracking (`send(contents)`, what the logging integrations call): the
+    /// engine's plain add, which reads no options.
+    Plain,
+    /// With these options and this tracking.
+    With(&'a SendOptions<'a>, Track),
+}
+
 /// Queues one record: a dict of `str` is written straight into its batch; anything else (or a
 /// dict holding other values) goes through the engine's scratch path.
 pub(crate) fn send_record(
     py: Python<'_>,
     producer: &Producer,
-    opts: &SendOptions<'_>,
-    track: Track,
+    route: Route<'_>,
     contents: &Bound<'_, PyAny>,
     convert: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     if let Ok(dict) = contents.cast::<PyDict>() {
-        match producer.try_send_in_place(opts, track, |enc| put_dict_direct(enc, dict)) {
-            Ok(Some(_)) => return Ok(()),
-            Ok(None) => {}
+        let fill = |enc: &mut LogEncoder<'_>| put_dict_direct(enc, dict);
+        let in_place = match route {
+            Route::Plain => producer.try_add_in_place(fill),
+            Route::With(opts, track) => producer
+                .try_send_in_place(opts, track, fill)
+                .map(|added| added.is_some()),
+        };
+        match in_place {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
             Err(e) => return Err(producer_error(py, e)),
         }
     }
+    let plain = SendOptions::default();
+    let (opts, track) = match route {
+        Route::Plain => (&plain, Track::None),
+        Route::With(opts, track) => (opts, track),
+    };
     producer
         .send_with_scratch(opts, track, |enc| put_contents(enc, contents, convert))
         .map(drop)

@@ -122,6 +122,8 @@ pub(crate) enum InPlace<D> {
 
 /// The open batches of a producer.
 pub(crate) struct Accumulator {
+    /// A power of two of them, so a thread's shard is its hint masked (a division took a
+    /// tenth of an add's time).
     shards: Vec<Mutex<Shard>>,
     default_dest: Arc<Destination>,
     next_batch: AtomicU64,
@@ -234,6 +236,7 @@ impl Accumulator {
                 &tags,
             );
         }
+        let shard_count = shard_count.max(1).next_power_of_two();
         Accumulator {
             shards: (0..shard_count)
                 .map(|_| Mutex::new(Shard::default()))
@@ -296,6 +299,12 @@ impl Accumulator {
             .map_err(ProducerError::from)
     }
 
+    /// The shard this thread adds to.
+    #[inline(always)]
+    fn this_threads_shard(&self) -> usize {
+        shard_hint() & (self.shards.len() - 1)
+    }
+
     /// Writes a record in place: `fill` writes its fields straight at the end of the open batch
     /// of `dest` (`None`: the producer's own), under the shard's lock. `fill` may decline with
     /// `Ok(Err(d))`; what it wrote is rolled back.
@@ -313,7 +322,7 @@ impl Accumulator {
         F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
     {
         let max_bytes = self.batch_max_bytes;
-        let shard_index = shard_hint() % self.shards.len();
+        let shard_index = self.this_threads_shard();
         let mut guard = self.shards[shard_index].lock();
         let shard = &mut *guard;
         let slot = slot_of(&mut shard.default_batch, &mut shard.batches, dest);
@@ -427,7 +436,7 @@ impl Accumulator {
                 });
             }
         }
-        let shard_index = shard_hint() % self.shards.len();
+        let shard_index = self.this_threads_shard();
         let mut guard = self.shards[shard_index].lock();
         if !budget.reserve_now(&mut guard.credit, total) {
             drop(guard);

@@ -275,7 +275,8 @@ impl Producer {
         let router = Router::new(&config, source);
         let shard_count = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
-            .clamp(2, 16);
+            .clamp(2, 16)
+            .next_power_of_two();
         let pack_seed = format!(
             "{}-{}-{:?}-{}",
             config.logstore,
@@ -436,7 +437,8 @@ impl Producer {
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
     {
-        match self.add_in_place(opts, track, |enc| fill(enc).map(Ok::<(), Infallible>))? {
+        let prepared = self.prepare(opts)?;
+        match self.add_in_place(prepared, track, |enc| fill(enc).map(Ok::<(), Infallible>))? {
             Ok(completion) => Ok(completion),
             Err(never) => match never {},
         }
@@ -455,17 +457,50 @@ impl Producer {
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
     {
-        let added = self.add_in_place(opts, track, |enc| {
+        let prepared = self.prepare(opts)?;
+        let added = self.add_in_place(prepared, track, |enc| {
             fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
         })?;
         Ok(added.ok())
     }
 
-    /// The in-place add behind `send_with` and `try_send_in_place`.
+    /// The plain add: `fill` writes the record's fields straight into the producer's own
+    /// destination's open batch, timed now, its outcome counted in stats and reports (no
+    /// completion). What [`send_with`](Producer::send_with) does with default options and
+    /// [`Track::None`], without reading either: the path of a logging integration's records
+    /// and of every add that names no option. Same rules for `fill`.
+    pub fn add_with<F>(&self, fill: F) -> Result<(), ProducerError>
+    where
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
+    {
+        let prepared = self.prepare_plain()?;
+        match self.add_in_place(prepared, Track::None, |enc| {
+            fill(enc).map(Ok::<(), Infallible>)
+        })? {
+            Ok(_) => Ok(()),
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`add_with`](Producer::add_with) whose `fill` may decline, as with
+    /// [`try_send_in_place`](Producer::try_send_in_place): `Ok(false)` when it did, nothing
+    /// written or counted.
+    pub fn try_add_in_place<F>(&self, fill: F) -> Result<bool, ProducerError>
+    where
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
+    {
+        let prepared = self.prepare_plain()?;
+        let added = self.add_in_place(prepared, Track::None, |enc| {
+            fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
+        })?;
+        Ok(added.is_ok())
+    }
+
+    /// The in-place add behind `send_with`, `try_send_in_place` and the plain adds.
     #[inline]
     fn add_in_place<D, F>(
         &self,
-        opts: &SendOptions<'_>,
+        (dest, secs, nanos): Prepared,
         track: Track,
         fill: F,
     ) -> Result<Result<Option<Completion>, D>, ProducerError>
@@ -473,7 +508,6 @@ impl Producer {
         F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
     {
         let inner = &*self.inner;
-        let (dest, secs, nanos) = self.prepare(opts)?;
         let added = inner
             .accumulator
             .add_in_place(inner.budget(), &dest, secs, nanos, track, fill);
@@ -566,6 +600,21 @@ impl Producer {
         };
         let nanos = inner.config.time_precision.apply(nanos);
         Ok((dest, secs, nanos))
+    }
+
+    /// [`prepare`](Self::prepare) for the plain add: the producer's own destination, the
+    /// time now at the configured precision.
+    #[inline]
+    fn prepare_plain(&self) -> Result<Prepared, ProducerError> {
+        let inner = &*self.inner;
+        if !inner.delivery.lifecycle.is_running() {
+            inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
+            return Err(ProducerError::Closed);
+        }
+        self.ensure_owned()?;
+        let precision = inner.config.time_precision;
+        let (secs, nanos) = routing::now_for(precision);
+        Ok((None, secs, precision.apply(Some(nanos))))
     }
 
     /// Appends an encoded record to its batch (see [`Accumulator::append`]).

@@ -37,6 +37,13 @@ pub struct SendOptions<'a> {
 }
 
 impl SendOptions<'_> {
+    /// Whether no option is set: a record that can take the plain add
+    /// ([`Producer::add_with`](super::Producer::add_with)).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.time.is_none() && self.time_ns.is_none() && self.is_default_destination()
+    }
+
     /// Whether the record goes to the producer's own destination.
     #[inline]
     pub(crate) fn is_default_destination(&self) -> bool {
