@@ -24,3 +24,8 @@ pub mod cli;
 pub mod emulator;
 pub mod producer;
 pub mod wire;
+
+/// The README's Rust code blocks, run as doctests: each must work as pasted.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
