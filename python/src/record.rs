@@ -21,7 +21,7 @@ use crate::errors::{producer_error, FillError};
 /// How a record is added.
 #[derive(Clone, Copy)]
 pub(crate) enum Route<'a> {
-    /// No option and no tracking (`send(contents)`, what the logging integrations call): the
+    /// No option and no tracking (`send(contents)`, `send(contents, time=None)`): the
     /// engine's plain add, which reads no options.
     Plain,
     /// With these options and this tracking.

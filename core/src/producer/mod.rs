@@ -467,8 +467,8 @@ impl Producer {
     /// The plain add: `fill` writes the record's fields straight into the producer's own
     /// destination's open batch, timed now, its outcome counted in stats and reports (no
     /// completion). What [`send_with`](Producer::send_with) does with default options and
-    /// [`Track::None`], without reading either: the path of a logging integration's records
-    /// and of every add that names no option. Same rules for `fill`.
+    /// [`Track::None`], without reading either: the path of every add that names no option
+    /// (Python's `send(d)`, Node's `send` of plain fields). Same rules for `fill`.
     pub fn add_with<F>(&self, fill: F) -> Result<(), ProducerError>
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
