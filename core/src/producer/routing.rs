@@ -255,6 +255,44 @@ mod tests {
     }
 
     #[test]
+    fn options_are_empty_only_when_none_is_set() {
+        assert!(SendOptions::default().is_empty());
+        let each = [
+            SendOptions {
+                time: Some(1),
+                ..Default::default()
+            },
+            SendOptions {
+                time_ns: Some(1),
+                ..Default::default()
+            },
+            SendOptions {
+                topic: Some(""),
+                ..Default::default()
+            },
+            SendOptions {
+                source: Some("s"),
+                ..Default::default()
+            },
+            SendOptions {
+                shard_key: Some("0a"),
+                ..Default::default()
+            },
+            SendOptions {
+                project: Some("p"),
+                ..Default::default()
+            },
+            SendOptions {
+                logstore: Some("l"),
+                ..Default::default()
+            },
+        ];
+        for opts in each {
+            assert!(!opts.is_empty(), "{opts:?}");
+        }
+    }
+
+    #[test]
     fn bad_options_name_themselves() {
         let r = router(false);
         let long = "x".repeat(129);
