@@ -575,11 +575,7 @@ impl Producer {
     #[inline]
     fn prepare(&self, opts: &SendOptions<'_>) -> Result<Prepared, ProducerError> {
         let inner = &*self.inner;
-        if !inner.delivery.lifecycle.is_running() {
-            inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(ProducerError::Closed);
-        }
-        self.ensure_owned()?;
+        self.check_open()?;
         let dest = if opts.is_default_destination() {
             None
         } else {
@@ -602,16 +598,23 @@ impl Producer {
         Ok((dest, secs, nanos))
     }
 
+    /// Refuses an add when the producer is not running (counted as dropped) or was inherited
+    /// through `fork`.
+    #[inline]
+    fn check_open(&self) -> Result<(), ProducerError> {
+        if !self.inner.delivery.lifecycle.is_running() {
+            self.inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
+            return Err(ProducerError::Closed);
+        }
+        self.ensure_owned()
+    }
+
     /// [`prepare`](Self::prepare) for the plain add: the producer's own destination, the
     /// time now at the configured precision.
     #[inline]
     fn prepare_plain(&self) -> Result<Prepared, ProducerError> {
         let inner = &*self.inner;
-        if !inner.delivery.lifecycle.is_running() {
-            inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(ProducerError::Closed);
-        }
-        self.ensure_owned()?;
+        self.check_open()?;
         let precision = inner.config.time_precision;
         let (secs, nanos) = routing::now_for(precision);
         Ok((None, secs, precision.apply(Some(nanos))))
