@@ -11,10 +11,12 @@ The engine is native (``loghose._native``); this package is its thin Python fron
 Threading: ``send`` may be called from any thread. Reports (``on_delivery``, futures) are
 delivered on the producer's reporter thread, in batches; asyncio futures are resolved on their
 own loop with one ``call_soon_threadsafe`` per batch of reports. ``flush``/``close`` release the
-GIL and can be interrupted with Ctrl-C. Producers still open at interpreter exit are closed
-with a short bound; on SIGTERM and SIGINT they deliver within ``close_on_signal_ms`` before the
-signal takes its usual course (see ``loghose._signals``); a producer inherited through
-``fork()`` raises :class:`LoghoseError` in the child (create a new one there).
+GIL and can be interrupted with Ctrl-C. Producers still open when the process ends deliver
+within their exit timeout: at interpreter exit, and at the end of a multiprocessing or celery
+child, which skips ``atexit`` (see ``loghose._exit``); on SIGTERM and SIGINT they deliver within
+``close_on_signal_ms`` before the signal takes its usual course (see ``loghose._signals``); a
+producer inherited through ``fork()`` raises :class:`LoghoseError` in the child (create a new
+one there).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _credentials, _native, _signals, _values
+from . import _credentials, _exit, _native, _signals, _values
 from ._native import DeliveryReport, engine_version
 from ._options import ProducerOptions
 
@@ -100,7 +102,8 @@ def _weak_reports(producer: Producer) -> Any:
     return on_reports
 
 
-#: Seconds a producer still open at interpreter exit may take to deliver what it holds.
+#: Seconds a producer still open when the process ends may take to deliver what it holds,
+#: unless it says otherwise (``exit_timeout=``, or the ``close_timeout`` of a handler using it).
 EXIT_TIMEOUT = 5.0
 
 _live: weakref.WeakSet[Producer] = weakref.WeakSet()
@@ -136,6 +139,9 @@ class Producer:
     ``ALIBABA_CLOUD_ACCESS_KEY_ID``, ``ALIBABA_CLOUD_ACCESS_KEY_SECRET`` and
     ``ALIBABA_CLOUD_SECURITY_TOKEN``.
 
+    ``exit_timeout``: seconds this producer may take, when the process ends with it still
+    open, to deliver what it holds (default ``loghose.EXIT_TIMEOUT``, 5).
+
     Values: str, bytes, int, float and bool are stored as they are; dicts and lists as compact
     JSON, dates as ISO 8601, ``UUID``/``Decimal``/``Path`` as text, an ``Enum`` as its value,
     ``None`` as ``null``; anything else goes to ``default`` (as ``json.dumps`` takes it) or
@@ -144,8 +150,10 @@ class Producer:
 
     def __init__(self, *, on_delivery: Callable[[list[DeliveryReport]], object] | None = None,
                  credentials_provider: Any = None, default: Callable[[Any], Any] | None = None,
-                 **options: Unpack[ProducerOptions]) -> None:
+                 exit_timeout: float | None = None, **options: Unpack[ProducerOptions]) -> None:
         self._on_delivery = on_delivery
+        #: Seconds this producer may take to deliver when the process ends (None: ``EXIT_TIMEOUT``).
+        self._exit_timeout = exit_timeout
         self._futures: dict[int, Any] = {}
         self._futures_lock = threading.Lock()
         self._tickets = itertools.count(1)
@@ -161,6 +169,7 @@ class Producer:
         # The hot path goes straight to native code: `send` bound to this producer.
         self.send = self._native.sender()  # type: ignore[method-assign]
         _live.add(self)
+        _exit.arm(_close_at_exit)
         self._close_on_signal_ms = self._native.close_on_signal_ms
         if self._close_on_signal_ms > 0:
             _signals.install(lambda: list(_live))
@@ -299,8 +308,9 @@ class AsyncProducer:
     the same arguments as :class:`Producer`."""
 
     def __init__(self, *, credentials_provider: Any = None, default: Callable[[Any], Any] | None = None,
-                 **options: Unpack[ProducerOptions]) -> None:
-        self._producer = Producer(credentials_provider=credentials_provider, default=default, **options)
+                 exit_timeout: float | None = None, **options: Unpack[ProducerOptions]) -> None:
+        self._producer = Producer(credentials_provider=credentials_provider, default=default,
+                                  exit_timeout=exit_timeout, **options)
 
     @classmethod
     def from_preset(cls, preset: str, **options: Any) -> AsyncProducer:
@@ -407,14 +417,9 @@ class Emulator:
 
 @atexit.register
 def _close_at_exit() -> None:
-    # Before the interpreter finalises: deliver what is held, within a bound, and stop threads.
-    for producer in list(_live):
-        if producer._pid != os.getpid():
-            continue
-        try:
-            producer.close(timeout=EXIT_TIMEOUT)
-        except BaseException:  # noqa: BLE001 - never fail interpreter exit
-            pass
+    # Before the interpreter finalises (or a multiprocessing or celery child ends): deliver
+    # what is held, each producer within its exit timeout, and stop threads.
+    _exit.close_all(list(_live), EXIT_TIMEOUT)
 
 
 def _after_fork_in_child() -> None:

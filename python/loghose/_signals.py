@@ -14,7 +14,13 @@ one handler on SIGTERM and SIGINT for the whole process, unless the signal is ig
   before the producer), waits within the bound for the records accepted before the signal, then
   calls the previous handler, which goes on as it would have: ``KeyboardInterrupt`` still
   reaches the application, its handler still runs. What the application sends after that is
-  delivered by ``close`` or at exit, as usual.
+  delivered by ``close`` or at exit, as usual; and if the application then ends the process by
+  the signal itself, putting the default back and raising it again (as servers that capture
+  signals before importing the application do: uvicorn), that goes through this handler too:
+  from the first such signal on, ``signal.signal(SIGTERM or SIGINT, SIG_DFL)`` installs this
+  handler with the default as the one to pass on to, so the re-raised signal closes every
+  producer within the bound before it ends the process. (``signal.getsignal`` then answers
+  this handler, as it does whenever the default was in place when a producer was made.)
 
 Two cases go straight to the previous handler: a second signal while the first is being
 handled (a second Ctrl-C, or a second SIGTERM, ends things at once), and SIGINT while the main
@@ -28,6 +34,7 @@ one never install anything (Python allows handlers only there).
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -110,7 +117,36 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
         _deliver(ends_process)
     finally:
         _handling = False
+    if not ends_process:
+        _watch_restores()
     _pass_on(signum, frame, previous)
+
+
+#: ``signal.signal`` as it was before ``_watch_restores`` (None: not watching).
+_real_signal: Any = None
+
+
+def _watch_restores() -> None:
+    """From now on, the default put back on a handled signal keeps delivery in front of it."""
+    global _real_signal
+    if _real_signal is not None:
+        return
+    real = _real_signal = signal.signal
+
+    @functools.wraps(real)
+    def signal_keeping_delivery(signalnum: Any, handler: Any) -> Any:
+        if handler == signal.SIG_DFL and signalnum in _previous and _holds_producers():
+            old = real(signalnum, _on_signal)
+            _previous[signal.Signals(signalnum)] = signal.SIG_DFL
+            return old
+        return real(signalnum, handler)
+
+    signal.signal = signal_keeping_delivery
+
+
+def _holds_producers() -> bool:
+    pid = os.getpid()
+    return any(p._pid == pid and p._close_on_signal_ms > 0 for p in _producers())
 
 
 def _deliver(ends_process: bool) -> None:
@@ -131,7 +167,7 @@ def _deliver(ends_process: bool) -> None:
 def _pass_on(signum: int, frame: FrameType | None, previous: Any) -> None:
     """The signal's own course: the previous handler, or the default action."""
     if previous is signal.SIG_DFL:
-        signal.signal(signum, signal.SIG_DFL)
+        (_real_signal or signal.signal)(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     elif callable(previous):
         previous(signum, frame)

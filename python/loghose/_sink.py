@@ -1,6 +1,7 @@
 """What the ``logging`` handler, the structlog processor and the loguru sink share: a producer
 of their own (built from the producer's options) or one passed in, renewed in a forked child,
-and closed within a bound.
+and closed within a bound, ``close_timeout``, which is also how long the producer may take to
+deliver when the process ends (see ``loghose._exit``).
 
 Runs on the thread that logs. A handler that built its own producer builds a new one on a
 forked child's first record (the parent's producer and its threads stay the parent's), and on
@@ -34,12 +35,14 @@ if hasattr(os, "register_at_fork"):
 class OwnedProducer:
     """A producer built from ``options`` (and closed by :meth:`close`), or ``producer``."""
 
-    def __init__(self, producer: Producer | None, options: dict[str, Any]) -> None:
+    def __init__(self, producer: Producer | None, options: dict[str, Any], close_timeout: float) -> None:
         if producer is not None and options:
             raise TypeError(f"pass either producer= or the producer's options, not both: {sorted(options)}")
         self._options = options
         self.owns = producer is None
+        self._close_timeout = close_timeout
         self._producer = producer if producer is not None else Producer(**options)
+        self._hold_at_exit(self._producer)
         self._pid = os.getpid()
         self._forks = _forks
         self._renew = threading.Lock()
@@ -48,6 +51,23 @@ class OwnedProducer:
     def producer(self) -> Producer:
         """The producer records went to last (see :meth:`live`)."""
         return self._producer
+
+    @property
+    def close_timeout(self) -> float:
+        return self._close_timeout
+
+    @close_timeout.setter
+    def close_timeout(self, value: float) -> None:
+        self._close_timeout = value
+        self._hold_at_exit(self._producer)
+
+    def _hold_at_exit(self, producer: Producer) -> None:
+        # The producer waits at exit as long as ``close`` would: exactly, when it is this
+        # object's own; when it was passed in, as long as the longest of its users asks.
+        if self.owns or producer._exit_timeout is None:
+            producer._exit_timeout = self._close_timeout
+        else:
+            producer._exit_timeout = max(producer._exit_timeout, self._close_timeout)
 
     def live(self) -> Producer:
         """The producer the next record goes to: in a forked child, the child's own; after
@@ -59,6 +79,7 @@ class OwnedProducer:
                 if self._forks != _forks or self._producer.closed:
                     # The parent's producer and its threads stay the parent's.
                     self._producer = Producer(**self._options)
+                    self._hold_at_exit(self._producer)
                     self._pid = os.getpid()
                     self._forks = _forks
                 producer = self._producer
@@ -81,6 +102,31 @@ class OwnedProducer:
                 self._producer.close(timeout)
         except Exception:  # noqa: BLE001 - close runs from shutdown hooks at exit
             pass
+
+
+class ProducerSink:
+    """The base of the three integrations: the producer they send to, ``close_timeout`` and
+    ``failures``."""
+
+    def __init__(self, producer: Producer | None, options: dict[str, Any], close_timeout: float) -> None:
+        # A value without a text form is written with str(): logging never fails a record for it.
+        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {}, close_timeout)
+        #: Records that could not be sent.
+        self.failures = 0
+
+    @property
+    def producer(self) -> Producer:
+        """The producer records went to last (a new one is built in a forked child, and after close)."""
+        return self._owned.producer
+
+    @property
+    def close_timeout(self) -> float:
+        """Seconds ``close`` waits for delivery, and the producer at the process's end."""
+        return self._owned.close_timeout
+
+    @close_timeout.setter
+    def close_timeout(self, value: float) -> None:
+        self._owned.close_timeout = value
 
 
 def exception_text(exc_info: Any) -> str | None:

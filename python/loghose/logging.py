@@ -32,7 +32,9 @@ producer) goes to ``handleError`` (the standard "--- Logging error ---" report u
 ``logging.raiseExceptions`` is off) and is counted in ``failures``. It never blocks longer than
 the producer's ``max_block_ms`` (0 by default: a full buffer fails at once). ``flush`` waits up
 to ``flush_timeout`` seconds, ``close`` (and ``logging.shutdown()``, at exit) up to
-``close_timeout``. Fork-safe: in a forked child, a handler that built its own producer builds
+``close_timeout``, which is also how long its producer may take to deliver when the process
+ends in ways that skip ``logging.shutdown`` (a multiprocessing or celery child; see
+``loghose._exit``). Fork-safe: in a forked child, a handler that built its own producer builds
 a new one on the child's first record (a producer passed in stays the caller's business).
 """
 
@@ -45,7 +47,7 @@ import re
 from typing import Any
 
 from . import Producer
-from ._sink import OwnedProducer, exception_text
+from ._sink import ProducerSink, exception_text
 
 #: Attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
@@ -65,28 +67,20 @@ def key_values(message: str) -> dict[str, str]:
     return pairs
 
 
-class LoghoseHandler(logging.Handler):
-    """Sends each record to Log Service through a ``loghose.Producer``; see the module text."""
+class LoghoseHandler(ProducerSink, logging.Handler):
+    """Sends each record to Log Service through a ``loghose.Producer``; see the module text.
+    ``failures`` counts the records that could not be sent (each went to ``handleError``)."""
 
     def __init__(self, level: int | str = logging.NOTSET, *, producer: Producer | None = None,
                  flush_timeout: float = 5.0, close_timeout: float = 10.0, extract_json: bool = False,
                  extract_kv: bool = False, **options: Any) -> None:
         # The producer first: a handler whose producer cannot be built must not be registered
         # with logging (which would call its flush and close at shutdown).
-        # A value without a text form is written with str(): logging never fails a record for it.
-        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
-        super().__init__(level)
+        ProducerSink.__init__(self, producer, options, close_timeout)
+        logging.Handler.__init__(self, level)
         self.flush_timeout = flush_timeout
-        self.close_timeout = close_timeout
         self.extract_json = extract_json
         self.extract_kv = extract_kv
-        #: Records that could not be sent (each went to ``handleError``).
-        self.failures = 0
-
-    @property
-    def producer(self) -> Producer:
-        """The producer records went to last (a new one is built in a forked child, and after close)."""
-        return self._owned.producer
 
     def fields(self, record: logging.LogRecord) -> dict[str, Any]:
         """The log's fields for ``record`` (override to choose others)."""

@@ -27,21 +27,15 @@ from __future__ import annotations
 from typing import Any
 
 from . import Producer
-from ._sink import OwnedProducer, exception_text
+from ._sink import ProducerSink, exception_text
 
 
-class LoghoseSink:
-    """A loguru sink sending each message to Log Service; see the module text."""
+class LoghoseSink(ProducerSink):
+    """A loguru sink sending each message to Log Service; see the module text. ``failures``
+    counts the messages that could not be sent."""
 
     def __init__(self, *, producer: Producer | None = None, close_timeout: float = 10.0, **options: Any) -> None:
-        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
-        self.close_timeout = close_timeout
-        #: Messages that could not be sent.
-        self.failures = 0
-
-    @property
-    def producer(self) -> Producer:
-        return self._owned.producer
+        super().__init__(producer, options, close_timeout)
 
     def write(self, message: Any) -> None:
         record = message.record

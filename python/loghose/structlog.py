@@ -28,26 +28,20 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from . import Producer
-from ._sink import OwnedProducer, exception_text
+from ._sink import ProducerSink, exception_text
 
 _log = logging.getLogger("loghose")
 
 
-class LoghoseProcessor:
-    """A structlog processor sending each event to Log Service; see the module text."""
+class LoghoseProcessor(ProducerSink):
+    """A structlog processor sending each event to Log Service; see the module text.
+    ``failures`` counts the events that could not be sent."""
 
     def __init__(self, *, producer: Producer | None = None, drop: bool = False, close_timeout: float = 10.0,
                  **options: Any) -> None:
-        self._owned = OwnedProducer(producer, {"default": str, **options} if options else {})
+        super().__init__(producer, options, close_timeout)
         self.drop = drop
-        self.close_timeout = close_timeout
-        #: Events that could not be sent.
-        self.failures = 0
         self._reported: set[type] = set()
-
-    @property
-    def producer(self) -> Producer:
-        return self._owned.producer
 
     def __call__(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> Any:
         fields = dict(event_dict)

@@ -1,0 +1,185 @@
+"""Services as they really run: multiprocessing in every start method, celery's prefork pool,
+uvicorn workers, gunicorn with a spool, a server that captures signals before the application,
+and the exit timeout. Each starts the real server or pool (the applications are in
+``tests-py/servers``) against an emulator in this process and counts every record that
+arrives; none may be lost, and none may arrive twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import loghose
+import pytest
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform == "win32", reason="needs fork and signals")]
+
+SERVERS = Path(__file__).resolve().parent / "servers"
+
+
+def environment(emu: loghose.Emulator, logstore: str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(SERVERS), LOGHOSE_TEST_ENDPOINT=emu.endpoint,
+               LOGHOSE_TEST_KEY_ID=emu.access_key_id, LOGHOSE_TEST_KEY_SECRET=emu.access_key_secret,
+               LOGHOSE_TEST_LOGSTORE=logstore)
+    env.update(extra)
+    return env
+
+
+def messages(emu: loghose.Emulator, logstore: str) -> Counter[str]:
+    return Counter(dict(log["contents"])["message"] for log in emu.logs("proj", logstore))
+
+
+def kinds(seen: Counter[str]) -> Counter[str]:
+    """How many records of each kind (a message's first word) arrived."""
+    counted: Counter[str] = Counter()
+    for message, n in seen.items():
+        counted[message.split()[0]] += n
+    return counted
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_serving(port: int, server: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert server.poll() is None, "the server ended before it served"
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the server never answered")
+
+
+def requests(port: int, count: int) -> list[threading.Thread]:
+    """``count`` requests at once, each on a thread of its own (started, not joined)."""
+    threads = [threading.Thread(target=lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read())
+               for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+@pytest.mark.parametrize("shape", ["closejoin", "with", "recycle", "process"])
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_multiprocessing_children_deliver_every_record(method, shape):
+    # Fork and forkserver children end with os._exit, skipping atexit: multiprocessing's own
+    # finalizers deliver. `with Pool` terminates its workers by SIGTERM; `recycle` replaces
+    # each worker after one task; `process` is a single Process child.
+    with loghose.Emulator() as emu:
+        logstore = f"pool-{method}-{shape}"
+        result = subprocess.run([sys.executable, str(SERVERS / "pool_app.py"), method, shape],
+                                env=environment(emu, logstore), capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "Logging error" not in result.stderr, result.stderr
+        seen = messages(emu, logstore)
+    tasks = 1 if shape == "process" else 4
+    assert sum(seen.values()) == tasks * 1000
+    assert len(seen) == tasks * 1000  # every record once
+
+
+def test_celery_prefork_children_recycled_every_two_tasks_deliver_every_record(tmp_path):
+    # billiard ends a pool child with os._exit, skipping even multiprocessing's finalizers;
+    # celery's worker_process_shutdown signal comes just before.
+    celery_app = pytest.importorskip("celery")
+    assert celery_app
+    broker = tmp_path / "broker"
+    broker.mkdir()
+    with loghose.Emulator() as emu:
+        env = environment(emu, "celery", LOGHOSE_TEST_BROKER=str(broker))
+        send = "import celery_app\nfor n in range(8): celery_app.work.delay(n)"
+        sender = subprocess.run([sys.executable, "-c", send], env=env, cwd=tmp_path, capture_output=True, text=True,
+                                timeout=60)
+        assert sender.returncode == 0, sender.stderr
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "celery_app", "worker", "--pool=prefork",
+                                   "--concurrency=2", "--max-tasks-per-child=2", "--loglevel=WARNING",
+                                   "--without-heartbeat", "--without-mingle", "--without-gossip"],
+                                  env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while any(broker.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not any(broker.iterdir()), "the worker did not take every task"
+            # The last tasks taken are done, and their child recycled, within a few seconds.
+            deadline = time.monotonic() + 30
+            while sum(messages(emu, "celery").values()) < 4000 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            output, _ = worker.communicate(timeout=60)
+        seen = messages(emu, "celery")
+    tasks = Counter(message for message in seen if message.startswith("task "))
+    assert sum(tasks.values()) == 4000, output[-3000:]
+    assert len(tasks) == 4000
+
+
+def test_uvicorn_workers_deliver_what_requests_in_flight_and_the_shutdown_log_after_sigterm():
+    # uvicorn captures SIGTERM before it imports the application, restores the default when
+    # it has shut down, and raises the signal again: the worker dies by it, with no atexit.
+    pytest.importorskip("uvicorn")
+    port = free_port()
+    with loghose.Emulator() as emu:
+        server = subprocess.Popen([sys.executable, "-m", "uvicorn", "asgi_app:app", "--workers", "2", "--port",
+                                   str(port), "--log-level", "warning"], env=environment(emu, "uvicorn"),
+                                  cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_until_serving(port, server)
+            in_flight = requests(port, 20)
+            time.sleep(0.5)  # every request started, none ended
+        finally:
+            server.send_signal(signal.SIGTERM)
+            output, _ = server.communicate(timeout=60)
+        for thread in in_flight:
+            thread.join(timeout=30)
+        seen = kinds(messages(emu, "uvicorn"))
+    assert server.returncode == 0, output
+    assert seen["startup"] == 2, output
+    assert seen["request"] == 2 * 21, output  # the first request (the readiness check) and 20 in flight
+    assert seen["shutdown"] == 2 * 100, output
+
+
+def test_a_signal_captured_before_the_handler_then_raised_again_loses_nothing():
+    with loghose.Emulator() as emu:
+        result = subprocess.run([sys.executable, str(SERVERS / "captured_signal.py")],
+                                env=environment(emu, "captured"), capture_output=True, text=True, timeout=60)
+        seen = kinds(messages(emu, "captured"))
+    assert result.returncode == -signal.SIGTERM, result.stderr  # ended by the signal, as it would have
+    assert seen == {"before": 100, "after": 100}
+
+
+def test_the_exit_waits_for_the_handlers_close_timeout_and_no_longer_than_the_records_need():
+    with loghose.Emulator() as emu:
+        emu.inject("latency", ms=2500, logstore="slow-handler")
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, str(SERVERS / "slow_exit.py"), "handler"],
+                                env=environment(emu, "slow-handler", LOGHOSE_TEST_CLOSE_TIMEOUT="30"),
+                                capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+        assert result.returncode == 0, result.stderr
+        assert emu.totals("proj", "slow-handler")["logs"] == 1000
+    # More than the global default (1 s here), as long as the records needed, far below 30 s.
+    assert 2.5 <= took < 15, took
+
+
+def test_a_producer_without_a_timeout_of_its_own_gets_the_default_and_says_what_it_gave_up():
+    with loghose.Emulator() as emu:
+        emu.inject("latency", ms=4000, logstore="slow-producer")
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, str(SERVERS / "slow_exit.py"), "producer"],
+                                env=environment(emu, "slow-producer"), capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert took < 3.5, took  # the one-second default, not the four seconds the records need
+    assert "1000 record(s) for proj/slow-producer failed for good" in result.stderr, result.stderr
