@@ -93,9 +93,13 @@ export interface ProducerOptions {
   /** How long closing at environment exit waits for delivery (ms). Default 2000. */
   dropTimeoutMs?: number
   /** A directory where accepted records are kept until delivered: a killed process loses
-   *  nothing, the next producer on the directory sends what was left. Default: none. */
+   *  nothing, the next producer on the directory sends what was left. Producers (the workers
+   *  of a cluster, say) share it: each takes a slot directory of its own under it. Default: none. */
   spoolDir?: string
-  /** Bytes of spool files at most (default 1 GiB); beyond it sends fail or wait like a full buffer. */
+  /** How many producers may hold a slot of `spoolDir` at once (default 64, 1 to 1024); one
+   *  more is refused with a `SpoolLockedError`. */
+  spoolSlots?: number
+  /** Bytes of spool files at most, per producer (default 1 GiB); beyond it sends fail or wait like a full buffer. */
   spoolMaxBytes?: number
   /** 'none' (default: survives the process), 'batch' (synced as each batch seals) or 'interval:<ms>'. */
   spoolSync?: string
@@ -173,6 +177,9 @@ export declare class ConfigError extends LoghoseError {}
 export declare class InvalidRecordError extends LoghoseError {}
 export declare class BufferFullError extends LoghoseError {}
 export declare class ProducerClosedError extends LoghoseError {}
+/** Every slot of `spoolDir` is held by another producer (see `spoolSlots`); the message names
+ *  the directory and a holder's pid. */
+export declare class SpoolLockedError extends LoghoseError {}
 export declare class DeliveryError extends LoghoseError {
   requestId: string | null
   httpStatus: number | null

@@ -46,9 +46,10 @@ class ConfigError extends LoghoseError {}
 class InvalidRecordError extends LoghoseError {}
 class BufferFullError extends LoghoseError {}
 class ProducerClosedError extends LoghoseError {}
+class SpoolLockedError extends LoghoseError {}
 class DeliveryError extends LoghoseError {}
 
-const ERRORS = { LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError }
+const ERRORS = { LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError, SpoolLockedError }
 
 function translate(err) {
   const match = err && typeof err.message === 'string' ? /^(\w+)\|([\s\S]*)$/.exec(err.message) : null
@@ -56,7 +57,7 @@ function translate(err) {
   if (match[1] === 'TypeError') return new TypeError(match[2])
   const Cls = ERRORS[match[1]] || LoghoseError
   // The engine names options as Rust spells them (`linger_ms`); JavaScript callers gave `lingerMs`.
-  const message = Cls === ConfigError ? match[2].replace(/`([a-z][a-z0-9_]*)`/g, (_, name) => `\`${camel(name)}\``) : match[2]
+  const message = Cls === ConfigError || Cls === SpoolLockedError ? match[2].replace(/`([a-z][a-z0-9_]*)`/g, (_, name) => `\`${camel(name)}\``) : match[2]
   return new Cls(message, { code: match[1] })
 }
 
@@ -787,6 +788,7 @@ module.exports = {
   InvalidRecordError,
   BufferFullError,
   ProducerClosedError,
+  SpoolLockedError,
   DeliveryError,
   engineVersion: native.engineVersion,
 }

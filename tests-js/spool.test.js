@@ -71,17 +71,30 @@ test('SIGKILL five times loses nothing acknowledged', async () => {
   expect(marks.reduce((a, b) => a + b, 0)).toBeGreaterThan(0)
   expect(lost).toBe(0)
   expect(emu.counters().duplicateGroups).toBeLessThanOrEqual(5 * 8)
-  expect(fs.readdirSync(spool).filter((f) => f.endsWith('.spl') || f.endsWith('.spb'))).toEqual([])
+  expect(fs.readdirSync(spool, { recursive: true }).filter((f) => f.endsWith('.spl') || f.endsWith('.spb'))).toEqual([])
   emu.close()
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-test('a held spool directory is refused with the holder named', async () => {
+test('producers share a spool directory in slots; one past spoolSlots is refused with the holder named', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-spool-'))
   const emu = new lh.Emulator()
   const p = new lh.Producer({ ...emu.producerOptions(), spoolDir: dir })
-  expect(() => new lh.Producer({ ...emu.producerOptions(), spoolDir: dir })).toThrow(new RegExp(`in use by process ${process.pid}`))
+  const second = new lh.Producer({ ...emu.producerOptions(), spoolDir: dir })
+  const refused = (() => {
+    try {
+      new lh.Producer({ ...emu.producerOptions(), spoolDir: dir, spoolSlots: 2 })
+    } catch (err) {
+      return err
+    }
+  })()
+  expect(refused).toBeInstanceOf(lh.SpoolLockedError)
+  expect(refused).not.toBeInstanceOf(lh.ConfigError)
+  expect(refused.code).toBe('SpoolLockedError')
+  expect(refused.message).toMatch(new RegExp(`all 2 of its slots .*process ${process.pid}.*\\`spoolSlots\\``))
   expect(() => new lh.Producer({ ...emu.producerOptions(), spoolDir: dir, spoolSync: 'often' })).toThrow(lh.ConfigError)
+  expect(fs.readdirSync(dir).sort()).toEqual(['slot-0', 'slot-1'])
+  await second.close()
   await p.close()
   emu.close()
   fs.rmSync(dir, { recursive: true, force: true })

@@ -183,3 +183,62 @@ def test_a_producer_without_a_timeout_of_its_own_gets_the_default_and_says_what_
     assert result.returncode == 0, result.stderr
     assert took < 3.5, took  # the one-second default, not the four seconds the records need
     assert "1000 record(s) for proj/slow-producer failed for good" in result.stderr, result.stderr
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def get(port: int, request: int) -> None:
+    urllib.request.urlopen(f"http://127.0.0.1:{port}/?id={request}", timeout=30).read()
+
+
+@pytest.mark.parametrize("preload", [True, False], ids=["preload", "no-preload"])
+def test_gunicorn_workers_share_one_spool_dir_and_a_killed_workers_records_arrive_once(tmp_path, preload):
+    # Every worker takes a slot of its own under the one spool_dir (the master too, with
+    # --preload). A worker SIGKILLed with its records still in the open batch leaves its slot
+    # to the worker that replaces it, which sends them.
+    pytest.importorskip("gunicorn")
+    port = free_port()
+    spool = tmp_path / "spool"
+    with loghose.Emulator() as emu:
+        env = environment(emu, "gunicorn", LOGHOSE_TEST_SPOOL=str(spool), LOGHOSE_TEST_LINGER_MS="60000")
+        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "3", "-b", f"127.0.0.1:{port}",
+                                   "--graceful-timeout", "30", *(["--preload"] if preload else []), "wsgi_app:app"],
+                                  env=env, cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_until_serving(port, server)
+            for n in range(300):
+                get(port, n)
+            workers = children(server.pid)
+            assert len(workers) == 3, workers
+            os.kill(workers[0], signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while (len(children(server.pid)) < 3 or workers[0] in children(server.pid)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for n in range(300, 600):
+                get(port, n)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            output, _ = server.communicate(timeout=60)
+        seen = messages(emu, "gunicorn")
+    assert "Logging error" not in output, output
+    assert server.returncode == 0, output
+    answered = Counter(message for message in seen if message != "request -")
+    assert sorted(int(m.split()[1]) for m in answered) == list(range(600)), output[-3000:]
+    assert max(answered.values()) == 1  # none twice
+    # A slot per producer at once: three workers and, with --preload, the master; the
+    # replacement took the dead worker's slot (the lowest free one).
+    slots = sorted(p.name for p in spool.iterdir())
+    assert slots == [f"slot-{n}" for n in range(4 if preload else 3)], slots
+    assert not any(p.suffix in (".spl", ".spb") for p in spool.rglob("*")), "a clean stop leaves no spool file"

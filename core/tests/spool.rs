@@ -18,11 +18,17 @@ use common::producer::incompressible;
 
 const CHILD_ENV: &str = "LOGHOSE_SPOOL_CHILD";
 
-/// The files of `dir` with one of `extensions` (segments `spl`, batch files `spb`).
+/// The files under `dir` (in it and in its producers' slot directories) with one of
+/// `extensions` (segments `spl`, batch files `spb`, the replay ledger `log`).
 fn spool_files(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let listing = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    listing(dir)
+        .into_iter()
+        .flat_map(|p| if p.is_dir() { listing(&p) } else { vec![p] })
         .filter(|p| {
             p.extension()
                 .is_some_and(|x| extensions.iter().any(|e| x == *e))
@@ -292,11 +298,7 @@ fn a_corrupted_record_is_skipped_counted_and_the_rest_delivered() {
     // Flip one byte inside the record of index 150 (in a batch file: the producer's own
     // destination's batches are written in files of their own).
     let mut flipped = None;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|x| x != "spl" && x != "spb") {
-            continue;
-        }
+    for path in spool_files(&dir, &["spl", "spb"]) {
         let mut bytes = std::fs::read(&path).unwrap();
         // The field `i = "150"` as the record holds it: key 1 "i", value 2 "150".
         let needle = b"\x0a\x01i\x12\x03150";
@@ -445,22 +447,24 @@ fn a_replay_cut_short_is_not_sent_again_by_the_next_producer() {
         "records sent twice ({queued} batches were queued before the cut)"
     );
     assert!(
-        !dir.join("replayed.log").exists(),
+        spool_files(&dir, &["log"]).is_empty(),
         "the ledger outlived the files it names"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
-fn a_held_spool_directory_is_refused_with_the_holders_pid() {
+fn a_directory_whose_every_slot_is_held_is_refused_with_the_holders_pid() {
     let emu = Emulator::start_default().unwrap();
     let dir = temp_dir("held");
-    let first = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
+    let one_slot = || ProducerConfig {
+        spool_slots: 1,
+        ..spool_config(&emu.endpoint(), &dir)
+    };
+    let first = Producer::new(one_slot()).unwrap();
     let asked = Instant::now();
-    let refused = Producer::new(spool_config(&emu.endpoint(), &dir))
-        .err()
-        .unwrap();
-    assert_eq!(refused.kind(), ErrorKind::Config);
+    let refused = Producer::new(one_slot()).err().unwrap();
+    assert_eq!(refused.kind(), ErrorKind::SpoolLocked);
     let text = refused.to_string();
     assert!(
         text.contains(&dir.display().to_string()) && text.contains(&std::process::id().to_string()),
@@ -475,14 +479,14 @@ fn a_held_spool_directory_is_refused_with_the_holders_pid() {
     );
     first.close(Duration::from_secs(10));
     let asked = Instant::now();
-    assert!(Producer::new(spool_config(&emu.endpoint(), &dir)).is_err());
+    assert!(Producer::new(one_slot()).is_err());
     assert!(
         (Duration::from_millis(900)..Duration::from_secs(5)).contains(&asked.elapsed()),
         "{:?}",
         asked.elapsed()
     );
     drop(first);
-    assert!(Producer::new(spool_config(&emu.endpoint(), &dir)).is_ok());
+    assert!(Producer::new(one_slot()).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -47,6 +47,7 @@ from .errors import (
     InvalidRecordError,
     LoghoseError,
     ProducerClosedError,
+    SpoolLockedError,
 )
 
 logger = _stdlib_logging.getLogger("loghose")
@@ -443,6 +444,7 @@ __all__ = [
     "Producer",
     "ProducerClosedError",
     "ProducerOptions",
+    "SpoolLockedError",
     "__version__",
     "engine_version",
 ]

@@ -51,6 +51,7 @@ class ProducerOptions(TypedDict, total=False):
     key_policy: Literal["service", "strict"]
     drop_timeout_ms: int
     spool_dir: str | None
+    spool_slots: int
     spool_max_bytes: int
     spool_sync: str
     close_on_signal_ms: int

@@ -25,6 +25,11 @@ class ProducerClosedError(LoghoseError):
     """The producer is closed; the record was not queued."""
 
 
+class SpoolLockedError(LoghoseError):
+    """Every slot of ``spool_dir`` is held by another producer (see ``spool_slots``); the message
+    names the directory and a holder's pid."""
+
+
 class DeliveryError(LoghoseError):
     """A record's batch was not delivered. Carries the final report's details."""
 
@@ -65,4 +70,5 @@ __all__ = [
     "InvalidRecordError",
     "LoghoseError",
     "ProducerClosedError",
+    "SpoolLockedError",
 ]

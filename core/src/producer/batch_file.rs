@@ -26,7 +26,7 @@
 //! delivered within the kernel's writeback delay (30 s by default) leaves pages the next batch
 //! overwrites before they are ever written to disk.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -123,7 +123,7 @@ pub(crate) struct Idle {
 impl Idle {
     /// Makes a new file at `path`, its blocks allocated.
     pub(crate) fn create(path: PathBuf, shape: Shape) -> std::io::Result<Idle> {
-        let file = OpenOptions::new()
+        let file = super::spool::private_file()
             .read(true)
             .write(true)
             .create_new(true)

@@ -153,10 +153,17 @@ pub struct ProducerConfig {
     pub drop_timeout_ms: u64,
     /// A directory where every accepted record is also kept until its batch is delivered, so
     /// that a killed process loses nothing: the next producer opened on the directory sends
-    /// what was left. Default none (memory only). One producer per directory.
+    /// what was left. Default none (memory only). Producers share it: each takes a slot
+    /// directory of its own under it (`slot-<n>`), so the worker processes of a pre-fork
+    /// server can all be given the same `spool_dir`; a slot left by a process that died is
+    /// sent by the next producer that takes it (or that finds it unheld).
     pub spool_dir: Option<String>,
-    /// Most bytes of spool files on disk; beyond it records wait or fail as for a full buffer.
-    /// Default 1 GiB; at least 1 MiB.
+    /// How many producers may hold a slot of `spool_dir` at once; one more is refused with
+    /// the spool-locked error naming the directory and a holder's pid. Default 64; 1 to 1024
+    /// (1: one producer per directory).
+    pub spool_slots: u32,
+    /// Most bytes of spool files on disk, per producer (per slot); beyond it records wait or
+    /// fail as for a full buffer. Default 1 GiB; at least 1 MiB.
     pub spool_max_bytes: u64,
     /// How far the spool is synced to disk: `none` (survives the process's death, not a
     /// power loss), `batch` (each batch synced when it seals, before it is sent) or
@@ -222,6 +229,7 @@ impl Default for ProducerConfig {
             key_policy: KeyPolicy::Service,
             drop_timeout_ms: 2000,
             spool_dir: None,
+            spool_slots: 64,
             spool_max_bytes: 1 << 30,
             spool_sync: "none".into(),
             close_on_signal_ms: 5000,
@@ -567,6 +575,7 @@ impl ProducerConfig {
         )?;
         range("max_block_ms", self.max_block_ms, 0, 3_600_000)?;
         range("spool_max_bytes", self.spool_max_bytes, 1 << 20, 1 << 50)?;
+        range("spool_slots", u64::from(self.spool_slots), 1, 1024)?;
         if super::spool::SpoolSync::parse(&self.spool_sync).is_none() {
             return Err(ConfigError::Invalid {
                 key: "spool_sync",

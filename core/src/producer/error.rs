@@ -43,7 +43,8 @@ pub enum ProducerError {
         /// The disk ran out of space before the limit was reached.
         disk_full: bool,
     },
-    /// The spool directory cannot be used (held by another producer, or a file error).
+    /// The spool directory cannot be used (every slot held by other producers, or a file
+    /// error).
     #[error(transparent)]
     Spool(#[from] super::spool::SpoolError),
     /// The producer is closed; the record was not accepted.
@@ -86,6 +87,8 @@ pub enum ErrorKind {
     /// The engine cannot serve the call: a thread or runtime could not start, or the
     /// producer was inherited through `fork`.
     Engine,
+    /// Every slot of `spool_dir` is held by another producer (`spool_slots`).
+    SpoolLocked,
 }
 
 impl ErrorKind {
@@ -98,6 +101,7 @@ impl ErrorKind {
             ErrorKind::BufferFull => "BufferFullError",
             ErrorKind::Closed => "ProducerClosedError",
             ErrorKind::Engine => "LoghoseError",
+            ErrorKind::SpoolLocked => "SpoolLockedError",
         }
     }
 }
@@ -106,6 +110,7 @@ impl ProducerError {
     /// The class of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
+            ProducerError::Spool(super::spool::SpoolError::Locked { .. }) => ErrorKind::SpoolLocked,
             ProducerError::Config(_)
             | ProducerError::CaFile { .. }
             | ProducerError::Tls(_)
@@ -148,6 +153,22 @@ mod tests {
             (ProducerError::Closed, ErrorKind::Closed),
             (ProducerError::Engine("x".into()), ErrorKind::Engine),
             (ProducerError::Inherited, ErrorKind::Engine),
+            (
+                ProducerError::Spool(super::super::spool::SpoolError::Locked {
+                    dir: "/s".into(),
+                    slots: 1,
+                    pid: "7".into(),
+                }),
+                ErrorKind::SpoolLocked,
+            ),
+            (
+                ProducerError::Spool(super::super::spool::SpoolError::Io {
+                    dir: "/s".into(),
+                    what: "cannot list it",
+                    source: std::io::Error::other("x"),
+                }),
+                ErrorKind::Config,
+            ),
         ];
         for (error, kind) in cases {
             assert_eq!(error.kind(), kind, "{error}");

@@ -288,6 +288,7 @@ impl Producer {
             None => None,
             Some(dir) => Some(spool::Spool::open(
                 std::path::Path::new(dir),
+                config.spool_slots,
                 shard_count,
                 usize::try_from(config.spool_max_bytes).unwrap_or(usize::MAX),
                 config.buffer_max_bytes.saturating_mul(2),
@@ -324,8 +325,10 @@ impl Producer {
         runtime.spawn(linger::run(Arc::downgrade(&inner)));
         let producer = Producer { inner };
         if let Some(opened) = opened {
-            if opened.recovered.is_empty() {
-                opened.spool.remove_old(&opened.old_files);
+            if opened.nothing_to_replay() {
+                for leftover in &opened.leftovers {
+                    opened.spool.remove_old(leftover);
+                }
             } else {
                 // Off the constructor: a spool larger than the buffer is fed in as deliveries
                 // make room, which takes as long as the endpoint does (all of
@@ -839,27 +842,39 @@ impl Producer {
     }
 }
 
-/// Sends again what an earlier producer left in the spool (on the `loghose-replay` thread):
-/// each batch is spooled anew under this producer and queued for delivery as room in the
-/// buffer allows; the old files are deleted once every batch is in the new ones. A batch that
-/// cannot be spooled anew (the disk failed) is left in the old files, which are then kept: the
-/// next producer on the directory sends it. Stops when the producer closes; what was not
-/// queued stays in the old files, and the replay ledger names what was, so that the next
-/// producer sends those from this one's files only.
+/// Sends again what earlier producers left in the spool (on the `loghose-replay` thread):
+/// this producer's slot first, then each orphan's. Each batch is spooled anew under this
+/// producer and queued for delivery as room in the buffer allows; a directory's old files are
+/// deleted once every batch of it is in the new ones (and an orphan then let go). A batch that
+/// cannot be spooled anew (the disk failed) is left in the old files, which are then kept:
+/// the next producer on the directory sends it. Stops when the producer closes; what was not
+/// queued stays in the old files, and each directory's replay ledger names what was, so that
+/// the next producer sends those from this one's files only.
 fn replay(inner: &Inner, opened: spool::Opened) {
+    let spool::Opened { spool, leftovers } = opened;
+    for mut leftover in leftovers {
+        if !replay_leftover(inner, &spool, &mut leftover) {
+            return;
+        }
+    }
+}
+
+/// Replays one directory's batches; false when the producer closed meanwhile.
+fn replay_leftover(inner: &Inner, spool: &spool::Spool, leftover: &mut spool::Leftover) -> bool {
     let ledger = inner.ledger();
     let mut complete = true;
     // Batches spooled anew and not yet written in the replay ledger: each one at once without
     // syncing (`none`), else in groups, as each group costs a sync of the new files.
     let mut noted = Vec::new();
-    let group = if opened.spool.syncs() { 64 } else { 1 };
-    for mut recovered in opened.recovered {
+    let group = if spool.syncs() { 64 } else { 1 };
+    let recovered = std::mem::take(&mut leftover.recovered);
+    for mut recovered in recovered {
         if !inner.delivery.lifecycle.is_running() {
             complete = false;
             break;
         }
         // One batch decoded at a time: a spool larger than memory replays.
-        recovered.decode(&opened.spool);
+        recovered.decode(spool);
         if recovered.records.is_empty() {
             continue;
         }
@@ -890,14 +905,15 @@ fn replay(inner: &Inner, opened: spool::Opened) {
         noted.push(origin);
         if noted.len() >= group {
             // Not written (the disk failed): the next producer may send these again.
-            let _ = opened.spool.note_replayed(&noted);
+            let _ = spool.note_replayed(leftover, &noted);
             noted.clear();
         }
     }
-    let _ = opened.spool.note_replayed(&noted);
+    let _ = spool.note_replayed(leftover, &noted);
     if complete {
-        opened.spool.remove_old(&opened.old_files);
+        spool.remove_old(leftover);
     }
+    inner.delivery.lifecycle.is_running()
 }
 
 impl Drop for Producer {

@@ -47,9 +47,9 @@
 //! new records wait for room (up to `max_block_ms`) or fail with the buffer-full error, like
 //! the memory budget. Segments are allocated whole when made (`posix_fallocate`), so a full
 //! disk is an error when a segment is made, never a fault while writing into one. One producer
-//! per directory: a POSIX lock on its `lock` file (which names the holder's pid) keeps other
-//! processes out and is not inherited by a forked child; a list keeps this process's other
-//! producers out.
+//! per directory, and many per `spool_dir`: each producer takes a slot directory of its own
+//! under it, held by a lock, and sends what unheld slots left (see `lock`). Everything this
+//! makes is private to the user (directories 0700, files 0600).
 //!
 //! Threads: entries are appended by the adding threads (under the shard's lock, through the
 //! shard's writer mutex, uncontended) and `Done` by the I/O runtime; the timer thread syncs.
@@ -76,6 +76,10 @@ use super::batch_file::{self, BatchFile, Idle, Shape};
 use super::buffer::BatchBuf;
 use super::routing::Destination;
 use crate::wire::compress::Compression;
+
+mod lock;
+
+use lock::{DirLock, Held};
 
 /// First bytes of every segment file.
 const SEGMENT_MAGIC: &[u8; 8] = b"LGHSPL01";
@@ -119,12 +123,17 @@ impl SpoolSync {
 /// Why the spool could not be opened or written.
 #[derive(Debug, thiserror::Error)]
 pub enum SpoolError {
-    /// Another live producer holds the directory.
-    #[error("spool_dir {dir} is in use by process {pid} (one producer per spool directory)")]
+    /// Other live producers hold every slot of the directory (`spool_slots`).
+    #[error(
+        "spool_dir {dir} is in use: all {slots} of its slots are held by other producers \
+         (the last by process {pid}); raise `spool_slots` or give this producer another directory"
+    )]
     Locked {
         /// The directory.
         dir: PathBuf,
-        /// The holder's pid, as its lock file says.
+        /// How many slots it has (`spool_slots`).
+        slots: u32,
+        /// The last slot's holder's pid, as its lock file says.
         pid: String,
     },
     /// A file operation failed.
@@ -369,16 +378,33 @@ pub(crate) struct Spool {
     files: Arc<std::sync::OnceLock<FilePool>>,
     /// Batch files waiting for their bodies to be synced (`interval`).
     committing: Arc<Committing>,
-    /// The replay ledger, opened at the first batch this producer sends again.
-    replayed: Mutex<Option<File>>,
 }
 
-/// A spool just opened: itself, the batches to send again, and the files they came from
-/// (for [`Spool::remove_old`] once they are spooled again).
+/// A spool just opened: itself, and what earlier producers left to send again (its own
+/// slot's first, then each orphan's).
 pub(crate) struct Opened {
     pub(crate) spool: Arc<Spool>,
+    pub(crate) leftovers: Vec<Leftover>,
+}
+
+impl Opened {
+    /// Whether nothing is to be sent again.
+    pub(crate) fn nothing_to_replay(&self) -> bool {
+        self.leftovers.iter().all(|l| l.recovered.is_empty())
+    }
+}
+
+/// What one directory (this producer's slot, or an orphan) held: the batches to send again,
+/// the files they came from (for [`Spool::remove_old`] once they are spooled again), and
+/// its replay ledger.
+pub(crate) struct Leftover {
+    dir: PathBuf,
+    /// An orphan's lock, held until its batches are spooled anew and its files deleted.
+    _lock: Option<DirLock>,
     pub(crate) recovered: Vec<Recovered>,
     pub(crate) old_files: Vec<PathBuf>,
+    /// The replay ledger, opened at the first batch sent again.
+    ledger: Option<File>,
 }
 
 /// A batch found in the directory, ready to be sent again.
@@ -484,7 +510,6 @@ struct Found {
     corrupt: u64,
     max_run: u64,
     max_seq: u64,
-    files: Vec<PathBuf>,
 }
 
 #[derive(Default)]
@@ -787,82 +812,144 @@ fn next_entry(bytes: &[u8], from: usize, seq: u64) -> Option<usize> {
     None
 }
 
+/// What one directory held: its batches not done (in the order they were opened), its
+/// spool files and ledger, the highest run and segment sequence found, and the entries
+/// skipped as corrupt.
+struct Scan {
+    recovered: Vec<Recovered>,
+    files: Vec<PathBuf>,
+    max_run: u64,
+    max_seq: u64,
+    corrupt: u64,
+}
+
+/// Reads what earlier producers left in `dir` (which this producer holds).
+fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
+    let mut found = Found::default();
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io(dir, "cannot list it"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "spl" || x == batch_file::EXTENSION)
+        })
+        .collect();
+    // Scanned in the order the segments were begun (the sequence in each header; file
+    // names say nothing, as a segment file is reused under its name), so that a batch's
+    // records, which may span segments, come back in order.
+    let mut maps = Vec::with_capacity(entries.len());
+    for path in &entries {
+        if path.extension().is_some_and(|x| x == batch_file::EXTENSION) {
+            scan_batch_file(dir, path, &mut found)?;
+            continue;
+        }
+        let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
+        if file.metadata().map_or(0, |m| m.len()) == 0 {
+            // Made and not yet allocated (a spare the preparer was making at a kill):
+            // nothing was ever written in it.
+            continue;
+        }
+        // SAFETY: old segments are only read; the directory's lock keeps other producers
+        // from writing or truncating them meanwhile.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a segment"))?;
+        let seq = map
+            .get(20..28)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        maps.push((seq, Arc::new(map)));
+    }
+    maps.sort_by_key(|(seq, _)| *seq);
+    for (_, map) in &maps {
+        scan_segment(map, &mut found);
+        forget_pages(map);
+    }
+    // Batches an interrupted replay had already spooled anew (their copies are in a later
+    // run's files, or were delivered from there) are not sent again. The ledger goes last,
+    // after the files it names; with no old files left it names nothing.
+    let ledger = dir.join(REPLAY_LEDGER);
+    let replayed = read_replay_ledger(&ledger);
+    // A run the ledger names is never reused, even when its files are gone (a crash while
+    // the old files were being deleted): the ledger would skip the new run's batches.
+    let max_run = replayed
+        .iter()
+        .map(|(run, _)| *run)
+        .fold(found.max_run, u64::max);
+    let mut files = entries;
+    if files.is_empty() {
+        let _ = std::fs::remove_file(&ledger);
+    } else {
+        files.push(ledger);
+    }
+    let recovered = found
+        .batches
+        .into_iter()
+        .filter(|(id, b)| {
+            !b.done && (b.body.is_some() || !b.records.is_empty()) && !replayed.contains(id)
+        })
+        .filter_map(|(origin, b)| {
+            let (dest, tags) = b.open?;
+            Some(Recovered {
+                origin,
+                dest,
+                tags,
+                records: b.records,
+                pack_id: b.pack_id,
+                body: b.body,
+            })
+        })
+        .collect();
+    Ok(Scan {
+        recovered,
+        files,
+        max_run,
+        max_seq: found.max_seq,
+        corrupt: found.corrupt,
+    })
+}
+
 impl Spool {
-    /// Opens (creating) `dir` for one producer with `shards` writers: takes the lock, scans
-    /// what earlier producers left, and answers the batches to send again.
-    /// `keep_bytes` bounds the settled segments kept for reuse (twice the producer's memory
-    /// budget: the segments in use at a peak hold its records plus their entry headers, and
-    /// settle in order, so they exceed the budget itself).
+    /// Opens a spool under `root` for one producer with `shards` writers: takes a slot of
+    /// its own and the orphans (see `lock`), scans what earlier producers left in them, and
+    /// answers the batches to send again. `keep_bytes` bounds the settled segments kept for
+    /// reuse (twice the producer's memory budget: the segments in use at a peak hold its
+    /// records plus their entry headers, and settle in order, so they exceed the budget
+    /// itself).
     pub(crate) fn open(
-        dir: &Path,
+        root: &Path,
+        slots: u32,
         shards: usize,
         max_bytes: usize,
         keep_bytes: usize,
         sync: SpoolSync,
     ) -> Result<Opened, SpoolError> {
-        std::fs::create_dir_all(dir).map_err(io(dir, "cannot create it"))?;
-        let lock = lock_dir(dir)?;
-        let mut found = Found::default();
-        let entries: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(io(dir, "cannot list it"))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension()
-                    .is_some_and(|x| x == "spl" || x == batch_file::EXTENSION)
-            })
-            .collect();
-        // Scanned in the order the segments were begun (the sequence in each header; file
-        // names say nothing, as a segment file is reused under its name), so that a batch's
-        // records, which may span segments, come back in order.
-        let mut maps = Vec::with_capacity(entries.len());
-        for path in &entries {
-            if path.extension().is_some_and(|x| x == batch_file::EXTENSION) {
-                scan_batch_file(dir, path, &mut found)?;
-                continue;
-            }
-            let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
-            if file.metadata().map_or(0, |m| m.len()) == 0 {
-                // Made and not yet allocated (a spare the preparer was making at a kill):
-                // nothing was ever written in it.
-                continue;
-            }
-            // SAFETY: old segments are only read; the directory's lock keeps other producers
-            // from writing or truncating them meanwhile.
-            let map =
-                unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a segment"))?;
-            let seq = map
-                .get(20..28)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_le_bytes);
-            maps.push((seq, Arc::new(map)));
+        let claim = lock::claim(root, slots)?;
+        let own = scan_dir(&claim.own.dir)?;
+        let mut corrupt = own.corrupt;
+        let dir = claim.own.dir;
+        let mut leftovers = vec![Leftover {
+            dir: dir.clone(),
+            _lock: None,
+            recovered: own.recovered,
+            old_files: own.files,
+            ledger: None,
+        }];
+        for Held { dir, lock } in claim.orphans {
+            let orphan = scan_dir(&dir)?;
+            corrupt += orphan.corrupt;
+            leftovers.push(Leftover {
+                dir,
+                _lock: Some(lock),
+                recovered: orphan.recovered,
+                old_files: orphan.files,
+                ledger: None,
+            });
         }
-        maps.sort_by_key(|(seq, _)| *seq);
-        for (_, map) in &maps {
-            scan_segment(map, &mut found);
-            forget_pages(map);
-        }
-        // Batches an interrupted replay had already spooled anew (their copies are in a later
-        // run's files, or were delivered from there) are not sent again. The ledger goes last,
-        // after the files it names; with no old files left it names nothing.
-        let ledger = dir.join(REPLAY_LEDGER);
-        let replayed = read_replay_ledger(&ledger);
-        // A run the ledger names is never reused, even when its files are gone (a crash while
-        // the old files were being deleted): the ledger would skip the new run's batches.
-        found.max_run = replayed
-            .iter()
-            .map(|(run, _)| *run)
-            .fold(found.max_run, u64::max);
-        found.files = entries;
-        if found.files.is_empty() {
-            let _ = std::fs::remove_file(&ledger);
-        } else {
-            found.files.push(ledger);
-        }
+        let lock = claim.own.lock;
         let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
-            dir: dir.to_owned(),
+            dir: dir.clone(),
             dir_lock: lock,
-            run: found.max_run + 1,
+            run: own.max_run + 1,
             sync,
             segment_bytes,
             max_bytes,
@@ -870,7 +957,7 @@ impl Spool {
             keep_bytes,
             used: Arc::new(AtomicUsize::new(0)),
             disk_room: Arc::new(AtomicUsize::new(usize::MAX)),
-            next_seq: AtomicU64::new(found.max_seq + 1),
+            next_seq: AtomicU64::new(own.max_seq + 1),
             writers: (0..shards).map(|_| Mutex::new(None)).collect(),
             state: Arc::new(Mutex::new(State {
                 segments: BTreeMap::new(),
@@ -884,33 +971,14 @@ impl Spool {
             preparer: Mutex::new(None),
             room: Condvar::new(),
             room_lock: Mutex::new(()),
-            corrupt_entries: AtomicU64::new(found.corrupt),
+            corrupt_entries: AtomicU64::new(corrupt),
             files: Arc::default(),
             committing: Arc::default(),
-            replayed: Mutex::new(None),
         });
-        let recovered = found
-            .batches
-            .into_iter()
-            .filter(|(id, b)| {
-                !b.done && (b.body.is_some() || !b.records.is_empty()) && !replayed.contains(id)
-            })
-            .filter_map(|(origin, b)| {
-                let (dest, tags) = b.open?;
-                Some(Recovered {
-                    origin,
-                    dest,
-                    tags,
-                    records: b.records,
-                    pack_id: b.pack_id,
-                    body: b.body,
-                })
-            })
-            .collect();
         let preparer = Preparer {
             state: spool.state.clone(),
             signal: spool.prepare.clone(),
-            dir: dir.to_owned(),
+            dir,
             run: spool.run,
             segment_bytes,
             max_bytes,
@@ -957,11 +1025,7 @@ impl Spool {
                     }
                 });
         }
-        Ok(Opened {
-            spool,
-            recovered,
-            old_files: found.files,
-        })
+        Ok(Opened { spool, leftovers })
     }
 
     /// This producer's run number.
@@ -975,11 +1039,15 @@ impl Spool {
         self.sync != SpoolSync::None
     }
 
-    /// Writes in the replay ledger that these batches of earlier runs are now in this run's
+    /// Writes in `from`'s replay ledger that these of its batches are now in this run's
     /// files, so that a producer opened after this one stops mid-replay does not send them
     /// again. With `batch` or `interval` syncing, this run's files are synced first and the
     /// ledger after, so that a power loss never keeps the ledger's word without the copies.
-    pub(crate) fn note_replayed(&self, origins: &[(u64, u64)]) -> std::io::Result<()> {
+    pub(crate) fn note_replayed(
+        &self,
+        from: &mut Leftover,
+        origins: &[(u64, u64)],
+    ) -> std::io::Result<()> {
         if origins.is_empty() {
             return Ok(());
         }
@@ -995,14 +1063,12 @@ impl Spool {
             entries.extend_from_slice(&crc.to_le_bytes());
             entries.extend_from_slice(&[0; 4]);
         }
-        let mut slot = self.replayed.lock();
-        let file = match &mut *slot {
+        let file = match &mut from.ledger {
             Some(file) => file,
             empty => empty.insert(
-                OpenOptions::new()
-                    .create(true)
+                private_file()
                     .append(true)
-                    .open(self.dir.join(REPLAY_LEDGER))?,
+                    .open(from.dir.join(REPLAY_LEDGER))?,
             ),
         };
         file.write_all(&entries)?;
@@ -1012,12 +1078,13 @@ impl Spool {
         Ok(())
     }
 
-    /// Deletes the files an earlier producer left, once their batches are in this run's.
-    pub(crate) fn remove_old(&self, files: &[PathBuf]) {
+    /// Deletes the files an earlier producer left in `from`, once their batches are in this
+    /// run's (an orphan is let go when `from` is dropped).
+    pub(crate) fn remove_old(&self, from: &Leftover) {
         if self.sync != SpoolSync::None {
             self.sync_all();
         }
-        for f in files {
+        for f in &from.old_files {
             let _ = std::fs::remove_file(f);
         }
     }
@@ -1091,7 +1158,7 @@ impl Spool {
                 Ok((free.file, free.map))
             }
             None => (|| -> std::io::Result<(Arc<File>, MmapMut)> {
-                let file = OpenOptions::new()
+                let file = private_file()
                     .read(true)
                     .write(true)
                     .create_new(true)
@@ -1865,7 +1932,7 @@ impl Preparer {
     fn make_spare(&self, n: u64) -> bool {
         let path = self.dir.join(format!("seg-{:016x}-s{n}.spl", self.run));
         let made = (|| -> std::io::Result<(Arc<File>, MmapMut)> {
-            let file = OpenOptions::new()
+            let file = private_file()
                 .read(true)
                 .write(true)
                 .create_new(true)
@@ -1914,6 +1981,16 @@ fn is_disk_full(error: &std::io::Error) -> bool {
         || error.kind() == std::io::ErrorKind::QuotaExceeded
 }
 
+/// Options that create a file readable and writable by the user only (log records are
+/// nobody else's business).
+pub(crate) fn private_file() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+}
+
 /// Gives a new segment file its size with its blocks allocated, so that writing into its
 /// mapping can never meet a full disk.
 pub(crate) fn allocate(file: &File, size: usize) -> std::io::Result<()> {
@@ -1930,108 +2007,6 @@ pub(crate) fn allocate(file: &File, size: usize) -> std::io::Result<()> {
         }
     }
     file.set_len(size as u64)
-}
-
-/// Directories held by producers of this process, with the process's id (a process-wide lock
-/// cannot tell two of its own producers apart; a forked child inherits the parent's entries,
-/// which the record lock, not this list, answers for).
-static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
-
-/// One directory held by this process, and whether its producer has closed (its last I/O
-/// tasks may still hold the spool for a moment; an opener then waits for them).
-struct Held {
-    dir: PathBuf,
-    pid: u32,
-    closed: Arc<std::sync::atomic::AtomicBool>,
-}
-
-/// How long an opener waits for a closed producer of this process to let go of the directory.
-const CLOSED_HOLDER_WAIT: Duration = Duration::from_secs(1);
-
-/// The directory's lock: a POSIX record lock on its `lock` file (held by this process, not
-/// inherited by a forked child, released by the kernel when the process ends, however it
-/// ends) plus this process's own list. Released when dropped. POSIX semantics also release it
-/// when this process closes *any* descriptor of that file, so nothing else here opens it.
-pub(crate) struct DirLock {
-    /// Closing it (after `drop` below) releases the record lock.
-    _file: File,
-    dir: PathBuf,
-    closed: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl DirLock {
-    /// Its producer has closed: another producer of this process may wait for the lock.
-    fn mark_closed(&self) {
-        self.closed.store(true, Ordering::Release);
-    }
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        let pid = std::process::id();
-        HELD.lock().retain(|h| !(h.dir == self.dir && h.pid == pid));
-    }
-}
-
-/// Takes the directory's lock, or says who holds it.
-fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
-    let canonical = dir.canonicalize().map_err(io(dir, "cannot resolve it"))?;
-    let locked = |pid: String| SpoolError::Locked {
-        dir: dir.to_owned(),
-        pid,
-    };
-    let pid = std::process::id();
-    let waited = std::time::Instant::now();
-    let mut held = loop {
-        let held = HELD.lock();
-        let Some(holder) = held.iter().find(|h| h.dir == canonical && h.pid == pid) else {
-            break held;
-        };
-        // A producer of this process closed on the directory lets go of it once its last I/O
-        // tasks end (at once, unless the machine is busy): reopening right after a close
-        // waits for that rather than failing.
-        if !holder.closed.load(Ordering::Acquire) || waited.elapsed() >= CLOSED_HOLDER_WAIT {
-            return Err(locked(pid.to_string()));
-        }
-        drop(held);
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let path = dir.join("lock");
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io(dir, "cannot open its lock file"))?;
-    #[cfg(unix)]
-    {
-        use std::io::Read as _;
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: a zeroed flock struct is valid; fcntl reads the one it is given.
-        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-        lock.l_type = libc::F_WRLCK as _;
-        lock.l_whence = libc::SEEK_SET as _;
-        // SAFETY: fcntl on a descriptor this function owns.
-        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } != 0 {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            return Err(locked(pid.trim().to_owned()));
-        }
-    }
-    let _ = file.set_len(0);
-    let _ = write!(file, "{pid}");
-    let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    held.push(Held {
-        dir: canonical.clone(),
-        pid,
-        closed: closed.clone(),
-    });
-    Ok(DirLock {
-        _file: file,
-        dir: canonical,
-        closed,
-    })
 }
 
 #[cfg(test)]
@@ -2058,9 +2033,18 @@ mod tests {
         d
     }
 
-    fn open(d: &Path, max: usize) -> (Arc<Spool>, Vec<Recovered>, Vec<PathBuf>) {
-        let o = Spool::open(d, 2, max, 64 << 20, SpoolSync::None).unwrap();
-        (o.spool, o.recovered, o.old_files)
+    /// Opens a spool under `d` (in its first slot, as the only producer there): the spool,
+    /// the batches its slot held, and the rest of what the slot held (its files, its ledger).
+    fn open(d: &Path, max: usize) -> (Arc<Spool>, Vec<Recovered>, Leftover) {
+        let mut o = Spool::open(d, 64, 2, max, 64 << 20, SpoolSync::None).unwrap();
+        assert_eq!(o.leftovers.len(), 1, "no orphans here");
+        let mut own = o.leftovers.remove(0);
+        (o.spool, std::mem::take(&mut own.recovered), own)
+    }
+
+    /// The slot directory a spool opened by `open` writes in.
+    fn slot(d: &Path) -> PathBuf {
+        d.join("slot-0")
     }
 
     #[test]
@@ -2140,6 +2124,7 @@ mod tests {
         // An interval no test outlasts: the timed syncs are the test's own calls.
         let o = Spool::open(
             &d,
+            64,
             1,
             64 << 20,
             64 << 20,
@@ -2261,7 +2246,7 @@ mod tests {
             .find(|r| &*r.dest.logstore == "bbb")
             .unwrap();
         assert_eq!((b.records.len(), b.pack_id.as_deref()), (100, None));
-        assert!(!old.is_empty());
+        assert!(!old.old_files.is_empty());
         spool.remove_old(&old);
         drop(spool);
         let (_, again, _) = open(&d, 64 << 20);
@@ -2284,17 +2269,17 @@ mod tests {
         }
         {
             // A replay spooled batch 2 anew, then was cut short; its last entry was torn.
-            let (spool, recovered, _) = open(&d, 64 << 20);
+            let (spool, recovered, mut left) = open(&d, 64 << 20);
             assert_eq!(recovered.len(), 3);
             let origin = recovered[1].origin;
             assert_eq!(origin, (1, 2));
-            spool.note_replayed(&[origin]).unwrap();
+            spool.note_replayed(&mut left, &[origin]).unwrap();
             // A run the ledger names later than any file's is never reused.
-            spool.note_replayed(&[(9, 1)]).unwrap();
+            spool.note_replayed(&mut left, &[(9, 1)]).unwrap();
         }
         let mut ledger = std::fs::OpenOptions::new()
             .append(true)
-            .open(d.join(REPLAY_LEDGER))
+            .open(slot(&d).join(REPLAY_LEDGER))
             .unwrap();
         ledger.write_all(&[1, 0, 0, 0, 0, 0, 0, 0, 3]).unwrap();
         drop(ledger);
@@ -2303,9 +2288,9 @@ mod tests {
         assert_eq!(origins, [(1, 1), (1, 3)]);
         assert_eq!(spool.run(), 10);
         // The ledger goes with the old files, after them.
-        assert_eq!(old.last(), Some(&d.join(REPLAY_LEDGER)));
+        assert_eq!(old.old_files.last(), Some(&slot(&d).join(REPLAY_LEDGER)));
         spool.remove_old(&old);
-        assert!(!d.join(REPLAY_LEDGER).exists());
+        assert!(!slot(&d).join(REPLAY_LEDGER).exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -2328,7 +2313,7 @@ mod tests {
                     .unwrap();
             }
         }
-        let seg = std::fs::read_dir(&d)
+        let seg = std::fs::read_dir(slot(&d))
             .unwrap()
             .map(|e| e.unwrap().path())
             .find(|p| {
@@ -2358,26 +2343,67 @@ mod tests {
     }
 
     #[test]
-    fn one_producer_per_directory() {
-        let d = dir("lock");
-        let (first, _, _) = open(&d, 1 << 20);
-        match Spool::open(&d, 2, 1 << 20, 64 << 20, SpoolSync::None) {
-            Err(SpoolError::Locked { dir, pid }) => {
-                assert_eq!(dir, d);
+    fn producers_share_a_directory_in_slots_and_recover_every_unheld_one() {
+        let d = dir("slots");
+        let write = |spool: &Spool, logstore: &str| {
+            let mut mark = SpoolMark::default();
+            spool
+                .record(0, 1, &dest(logstore), b"tags", b"r", &mut mark)
+                .unwrap();
+        };
+        let (a, _, _) = open(&d, 1 << 20);
+        let b = Spool::open(&d, 64, 2, 1 << 20, 64 << 20, SpoolSync::None)
+            .unwrap()
+            .spool;
+        assert_eq!((a.dir.clone(), b.dir.clone()), (slot(&d), d.join("slot-1")));
+        write(&a, "aaa");
+        write(&b, "bbb");
+        // With one slot allowed, a third producer is refused, naming the directory and a holder.
+        match Spool::open(&d, 1, 2, 1 << 20, 64 << 20, SpoolSync::None) {
+            Err(SpoolError::Locked { dir, slots, pid }) => {
+                assert_eq!((dir, slots), (d.clone(), 1));
                 assert_eq!(pid, std::process::id().to_string());
             }
             Err(other) => panic!("{other}"),
-            Ok(_) => panic!("a second producer opened a held spool"),
+            Ok(_) => panic!("a producer took a held slot"),
         }
-        drop(first);
-        assert!(Spool::open(&d, 2, 1 << 20, 64 << 20, SpoolSync::None).is_ok());
+        // Both die (dropped without closing: what a kill leaves). The next producer takes
+        // slot 0 as its own and slot 1 as an orphan, and recovers both.
+        drop((a, b));
+        let mut o = Spool::open(&d, 64, 2, 1 << 20, 64 << 20, SpoolSync::None).unwrap();
+        let found: Vec<(PathBuf, Vec<String>)> = o
+            .leftovers
+            .iter()
+            .map(|l| {
+                let stores = l.recovered.iter().map(|r| r.dest.logstore.to_string());
+                (l.dir.clone(), stores.collect())
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (slot(&d), vec!["aaa".to_owned()]),
+                (d.join("slot-1"), vec!["bbb".to_owned()])
+            ]
+        );
+        // The orphan stays held until its files are gone and it is let go.
+        let busy = Spool::open(&d, 64, 2, 1 << 20, 64 << 20, SpoolSync::None).unwrap();
+        assert_eq!(busy.spool.dir, d.join("slot-2"));
+        assert!(busy.leftovers.iter().all(|l| l.recovered.is_empty()));
+        drop(busy);
+        let orphan = o.leftovers.pop().unwrap();
+        o.spool.remove_old(&orphan);
+        drop(orphan);
+        let next = Spool::open(&d, 64, 2, 1 << 20, 64 << 20, SpoolSync::None).unwrap();
+        assert_eq!(next.spool.dir, d.join("slot-1"));
+        assert!(next.nothing_to_replay(), "the orphan was sent once");
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn a_full_spool_refuses_until_done_batches_free_their_segments() {
         let d = dir("full");
-        let spool = Spool::open(&d, 1, 512 << 10, 64 << 20, SpoolSync::Batch)
+        let spool = Spool::open(&d, 64, 1, 512 << 10, 64 << 20, SpoolSync::Batch)
             .unwrap()
             .spool;
         let record = vec![b'x'; 1000];
@@ -2404,7 +2430,7 @@ mod tests {
         assert!(spool.wait_room(Duration::from_millis(20)));
         // Only the current segment and those kept for reuse are left on disk; after close, none.
         let files = || {
-            std::fs::read_dir(&d)
+            std::fs::read_dir(slot(&d))
                 .unwrap()
                 .filter(|e| {
                     e.as_ref()
