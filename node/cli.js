@@ -22,7 +22,7 @@ const USAGE =
   '                     [--preset server|pi] [--param NAME=JSON]... [--json] [--compare N]\n' +
   '       loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
   '       loghose logging [--rounds N] [--records N]\n' +
-  '(loghose COMMAND --help for the options of send, pipe and emulator)'
+  '(loghose COMMAND --help for the options of each command)'
 
 const DEFAULTS = {
   middleware: { seconds: 10, connections: 50, phases: 'none,loghose,console' },
@@ -36,6 +36,7 @@ const FLAGS = {
 
 /** The command's flags, camelCased; an unknown flag or a bad value is a usage error. */
 function args(command, argv) {
+  answerHelp(command, argv)
   const kinds = FLAGS[command]
   const { parseArgs } = require('node:util')
   let values
@@ -57,6 +58,35 @@ function args(command, argv) {
     }
   }
   return out
+}
+
+/** Each benchmark command's help, printed by `loghose COMMAND --help`. */
+const HELP = {
+  bench:
+    'usage: loghose bench [options]\n' +
+    'Runs a benchmark scenario from Node against the emulator (in a child process, at nice 10) and prints its tables.\n' +
+    '  --scenario s1|s2|s4|s5|s6   the scenario (default s1)\n' +
+    '  --rates 1000,200000         throttled rates, logs/s (S1)\n' +
+    '  --seconds N                 seconds per throttled rate\n' +
+    '  --unthrottled-seconds N     seconds of the unthrottled run\n' +
+    '  --preset server|pi          the producer preset\n' +
+    '  --param NAME=JSON           any other scenario parameter (repeatable); --params JSON sets several\n' +
+    '  --compare N                 also compare an object, an array of pairs and sendMany, N records each\n' +
+    '  --json                      the rows as JSON instead of tables\n' +
+    '  --events                    with the event loop delay\n' +
+    '  --no-progress               no progress line',
+  middleware:
+    'usage: loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
+    'Scenario S3: an HTTP service that logs every request, loaded from a second process, per phase.',
+  logging: 'usage: loghose logging [--rounds N] [--records N]\nThe cost of a record through pino and winston into loghose.',
+}
+
+/** Prints `command`'s help and ends the process when `argv` asks for it. */
+function answerHelp(command, argv) {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(HELP[command])
+    process.exit(0)
+  }
 }
 
 function usageError(message) {
@@ -124,6 +154,7 @@ function markdown(rows) {
 }
 
 async function bench(argv) {
+  answerHelp('bench', argv)
   const { parseArgs } = require('node:util')
   let values
   try {

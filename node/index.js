@@ -440,7 +440,7 @@ class Producer extends EventEmitter {
     }
     this._closed = false
     this._closeOnSignalMs = this._native.closeOnSignalMs
-    if (this._closeOnSignalMs > 0 && isMainThread) signals.register(this)
+    if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
     this._framing = false
@@ -541,17 +541,25 @@ class Producer extends EventEmitter {
 
   _startKeepAlive() {
     // Keeps the loop alive while records are pending, so they are delivered before a natural
-    // exit; gives up after exitTimeoutMs without progress.
-    let last = Infinity
-    let lastProgress = Date.now()
+    // exit: while a sendAsync() promise is unsettled (someone awaits it; it settles within
+    // deliveryTimeoutMs), and otherwise until exitTimeoutMs have passed with no sign of life
+    // (no record accepted, none settled). A program that awaits each send in turn is never
+    // cut off; one whose endpoint is unreachable ends after exitTimeoutMs, and its exit event
+    // says what was not delivered.
+    let lastPending = -1
+    let lastAccepted = -1
+    let lastLife = Date.now()
     this._keepAlive = setInterval(() => {
       const pending = this._native.pending()
+      if (pending === 0 && this._tickets.size === 0) return this._stopKeepAlive()
+      const accepted = this._native.accepted()
       const now = Date.now()
-      if (pending < last) {
-        last = pending
-        lastProgress = now
+      if (pending !== lastPending || accepted !== lastAccepted) {
+        lastPending = pending
+        lastAccepted = accepted
+        lastLife = now
       }
-      if (pending === 0 || now - lastProgress > this._exitTimeoutMs) this._stopKeepAlive()
+      if (this._tickets.size === 0 && now - lastLife > this._exitTimeoutMs) this._stopKeepAlive()
     }, 25)
   }
 

@@ -17,6 +17,10 @@
 // A second signal while the first is handled cannot arrive (the loop is blocked); a signal
 // the application handles arrives as usual every time.
 //
+// In a worker thread (signals reach the main thread only), the `exit` event alone: when the
+// worker ends, its producers are closed within the bound and what they could not deliver is
+// said on stderr, as on the main thread.
+//
 // Producers are held weakly (a WeakRef each), so this registry never keeps one alive.
 
 const producers = new Set()
@@ -64,13 +68,16 @@ function uninstall() {
   installed = false
 }
 
-/** Registers a producer whose `_closeOnSignalMs` is above 0; installs the listeners once. */
-function register(producer) {
+/** Registers a producer whose `_closeOnSignalMs` is above 0; installs the listeners once
+ * (the signals' only on the main thread). */
+function register(producer, mainThread) {
   producers.add(new WeakRef(producer))
   if (installed) return
   installed = true
-  process.on('SIGTERM', onSignal)
-  process.on('SIGINT', onSignal)
+  if (mainThread) {
+    process.on('SIGTERM', onSignal)
+    process.on('SIGINT', onSignal)
+  }
   process.on('exit', onExit)
 }
 

@@ -25,6 +25,18 @@ test.each([
   expect(done.stdout).toBe('')
 })
 
+test.each([
+  [['bench', '--help'], /usage: loghose bench \[options\][\s\S]*--scenario s1\|s2\|s4\|s5\|s6[\s\S]*--compare N/],
+  [['middleware', '-h'], /usage: loghose middleware/],
+  [['logging', '--help'], /usage: loghose logging/],
+  [['pipe', '--help'], /--follow/],
+])('%j prints the command\'s help and exits 0', (args, help) => {
+  const done = run(...args)
+  expect(done.status).toBe(0)
+  expect(done.stdout).toMatch(help)
+  expect(done.stderr).toBe('')
+})
+
 // The engine's command (send, pipe) from the npm package's `loghose`, against the emulator.
 test('send and pipe reach the emulator; the exit status says whether they were delivered', () => {
   const emu = new Emulator()

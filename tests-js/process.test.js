@@ -26,6 +26,62 @@ test('a script that ends with pending records delivers them and exits 0', () => 
   emu.close()
 })
 
+test('a CommonJS script awaiting each sendAsync in turn is never cut off by the exit timer', () => {
+  // Each send waits out the linger; the next starts as the previous resolves, so pending
+  // stays at 1 across the timer's checks for longer than exitTimeoutMs.
+  const emu = new lh.Emulator()
+  const script = `
+    const lh = require(${JSON.stringify(ENTRY)})
+    const p = new lh.Producer({ ...${JSON.stringify(emu.producerOptions('awaited', 'logs'))}, lingerMs: 700, exitTimeoutMs: 1000 })
+    ;(async () => {
+      for (let i = 0; i < 5; i++) await p.sendAsync({ i: String(i) })
+      console.log('after the loop')
+    })()
+  `
+  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 })
+  expect(result.status).toBe(0)
+  expect(result.stdout).toBe('after the loop\n')
+  expect(emu.totals('awaited', 'logs').logs).toBe(5)
+  emu.close()
+})
+
+test('fire-and-forget records to an unreachable endpoint end the script after exitTimeoutMs, said on stderr', () => {
+  const script = `
+    const lh = require(${JSON.stringify(ENTRY)})
+    const p = new lh.Producer({ endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'unreachable',
+      accessKeyId: 'a', accessKeySecret: 'b', exitTimeoutMs: 500, closeOnSignalMs: 500 })
+    for (let i = 0; i < 1000; i++) p.send({ i: String(i) })
+  `
+  const started = Date.now()
+  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 })
+  expect(result.status).toBe(0)
+  expect(Date.now() - started).toBeLessThan(10000)
+  expect(result.stderr).toMatch(/LOGHOSE_UNDELIVERED.*1000 record\(s\) for proj\/unreachable failed for good/)
+})
+
+test('a worker thread says what it could not deliver when it ends, as the main thread does', () => {
+  const script = `
+    const { Worker, isMainThread } = require('node:worker_threads')
+    if (isMainThread) {
+      new Worker(__filename)
+    } else {
+      const lh = require(${JSON.stringify(ENTRY)})
+      const p = new lh.Producer({ endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'worker',
+        accessKeyId: 'a', accessKeySecret: 'b', exitTimeoutMs: 500, closeOnSignalMs: 500 })
+      for (let i = 0; i < 1000; i++) p.send({ i: String(i) })
+    }
+  `
+  const file = path.join(require('node:os').tmpdir(), `loghose-worker-${process.pid}.cjs`)
+  require('node:fs').writeFileSync(file, script)
+  try {
+    const result = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 60000 })
+    expect(result.status).toBe(0)
+    expect(result.stderr).toMatch(/LOGHOSE_UNDELIVERED.*1000 record\(s\) for proj\/worker failed for good/)
+  } finally {
+    require('node:fs').rmSync(file, { force: true })
+  }
+})
+
 test('an idle producer does not keep the process alive', () => {
   const emu = new lh.Emulator()
   const script = `

@@ -270,6 +270,12 @@ impl NativeProducer {
         self.get().map_or(0.0, |p| p.pending() as f64)
     }
 
+    /// Records accepted so far.
+    #[napi]
+    pub fn accepted(&self) -> f64 {
+        self.get().map_or(0.0, |p| p.accepted() as f64)
+    }
+
     /// Seals everything and waits (on the libuv pool) up to `timeoutMs`; resolves with the
     /// records still pending.
     #[napi]

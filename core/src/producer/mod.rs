@@ -794,6 +794,12 @@ impl Producer {
         self.inner.pending()
     }
 
+    /// Records accepted so far (cheaper than `stats`): with [`pending`](Self::pending), a
+    /// sign of life a front's exit timer watches.
+    pub fn accepted(&self) -> u64 {
+        self.inner.accumulator.accepted()
+    }
+
     /// Where the producer is in its life.
     pub fn state(&self) -> State {
         self.inner.delivery.lifecycle.state()
