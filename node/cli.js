@@ -482,6 +482,9 @@ if (ENGINE_COMMANDS.includes(command)) {
   const stop = () => native.cliStop()
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+  // Under npx (npm exec), a SIGTERM (docker stop) ends npm and the shell it started, not this
+  // command, which would run on orphaned: it ends with its parent instead (Linux).
+  if (process.env.npm_command === 'exec') native.cliStopWithParent()
   native.cliMain(['loghose', ...process.argv.slice(2)]).then((code) => {
     process.removeListener('SIGINT', stop)
     process.removeListener('SIGTERM', stop)

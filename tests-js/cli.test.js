@@ -91,3 +91,40 @@ test('the emulator command serves until SIGTERM, which Node keeps and passes on'
     if (child.exitCode === null) child.kill('SIGKILL')
   }
 }, 30000)
+
+test('started by npx, `pipe --follow` ends with the shell npm ran it in, delivering what it read', async () => {
+  // npm exec runs the command in a shell and, stopped by SIGTERM, ends itself and that shell
+  // but not the command; the shell killed here stands for both.
+  const { spawn } = require('node:child_process')
+  const emu = new Emulator()
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-npx-'))
+  const file = path.join(home, 'app.log')
+  fs.writeFileSync(file, '')
+  const env = {
+    PATH: process.env.PATH,
+    HOME: home,
+    npm_command: 'exec',
+    LOGHOSE_ENDPOINT: emu.endpoint,
+    LOGHOSE_PROJECT: 'loghose',
+    LOGHOSE_LOGSTORE: 'followed',
+    ALIBABA_CLOUD_ACCESS_KEY_ID: emu.accessKeyId,
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET: emu.accessKeySecret,
+  }
+  const shell = spawn('sh', ['-c', `"${process.execPath}" "${CLI}" pipe --follow "${file}"; echo ended`], { env, stdio: 'ignore' })
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    fs.appendFileSync(file, 'first line\nsecond line\n')
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    shell.kill('SIGKILL')
+    // The command gets SIGTERM from the kernel as its parent ends, delivers and exits.
+    const running = () => spawnSync('pgrep', ['-f', `${CLI} pipe --follow ${file}`], { encoding: 'utf8' }).stdout.trim()
+    const deadline = Date.now() + 15000
+    while (Date.now() < deadline && running() !== '') await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(running()).toBe('')
+    expect(emu.totals('loghose', 'followed').logs).toBe(2)
+  } finally {
+    spawnSync('pkill', ['-f', `${CLI} pipe --follow ${file}`])
+    emu.close()
+    fs.rmSync(home, { recursive: true, force: true })
+  }
+}, 30000)

@@ -242,3 +242,29 @@ def test_gunicorn_workers_share_one_spool_dir_and_a_killed_workers_records_arriv
     slots = sorted(p.name for p in spool.iterdir())
     assert slots == [f"slot-{n}" for n in range(4 if preload else 3)], slots
     assert not any(p.suffix in (".spl", ".spb") for p in spool.rglob("*")), "a clean stop leaves no spool file"
+
+
+@pytest.mark.parametrize("spooled", [False, True], ids=["memory", "spool"])
+def test_os_exit_loses_the_open_batches_unless_a_spool_keeps_them(tmp_path, spooled):
+    spool = tmp_path / "spool"
+    with loghose.Emulator() as emu:
+        env = environment(emu, "hard-exit", **({"LOGHOSE_TEST_SPOOL": str(spool)} if spooled else {}))
+        result = subprocess.run([sys.executable, str(SERVERS / "hard_exit.py")], env=env, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        before = sum(messages(emu, "hard-exit").values())
+        if spooled:
+            with loghose.Producer(**emu.producer_options("proj", "hard-exit"), spool_dir=str(spool)) as next_one:
+                assert next_one.flush(30) == 0
+        seen = messages(emu, "hard-exit")
+    # Full batches were sent as they filled; nothing ran at the exit, so the open batches went
+    # with the process.
+    assert 0 < before < 10_000
+    if spooled:
+        # Every record, from the spool; a batch in flight at the exit may be sent again.
+        assert set(seen) == {f"record {i}" for i in range(10_000)}
+        twice = sum(seen.values()) - 10_000
+        print(f"os._exit with a spool: {twice} records sent twice")
+        assert twice <= before  # only batches sent before the exit, again
+    else:
+        assert sum(seen.values()) == before

@@ -52,6 +52,13 @@ pub fn cli_stop() {
     loghose::cli::request_stop();
 }
 
+/// Ends the command (as `cliStop` does) when the process's parent ends (Linux): for a
+/// command started by `npx`, whose SIGTERM ends npm and its shell but not the command.
+#[napi]
+pub fn cli_stop_with_parent() -> bool {
+    loghose::cli::stop_with_parent()
+}
+
 #[napi]
 pub fn engine_version() -> &'static str {
     env!("CARGO_PKG_VERSION")

@@ -93,6 +93,30 @@ pub fn request_stop() {
     stop_notify().notify_one();
 }
 
+/// Asks the kernel to send this process SIGTERM when its parent ends (Linux; elsewhere
+/// nothing), and stops at once if the parent has already ended. For a command started by a
+/// launcher that does not pass signals on and leaves its children running when it is
+/// stopped (`npx`: a SIGTERM ends npm and its shell, not the command), so that the command
+/// ends with it, delivering what it holds, instead of running on orphaned. Returns whether
+/// the request was made.
+pub fn stop_with_parent() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getppid and prctl take no pointers; PR_SET_PDEATHSIG takes a signal number.
+        let parent = unsafe { libc::getppid() };
+        // SAFETY: as above.
+        let set = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) } == 0;
+        // SAFETY: as above.
+        if set && unsafe { libc::getppid() } != parent {
+            // The parent ended before the request: its signal will never come.
+            request_stop();
+        }
+        set
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
 /// Until SIGINT or SIGTERM (Ctrl-C where there are no Unix signals), or [`request_stop`].
 pub(crate) async fn wait_for_stop() {
     if HOST_SIGNALS.load(std::sync::atomic::Ordering::Acquire) {
