@@ -125,14 +125,18 @@ def test_celery_prefork_children_recycled_every_two_tasks_deliver_every_record(t
     assert len(tasks) == 4000
 
 
-def test_uvicorn_workers_deliver_what_requests_in_flight_and_the_shutdown_log_after_sigterm():
+@pytest.mark.parametrize("spooled", [False, True], ids=["memory", "spool"])
+def test_uvicorn_workers_deliver_what_requests_in_flight_and_the_shutdown_log_after_sigterm(tmp_path, spooled):
     # uvicorn captures SIGTERM before it imports the application, restores the default when
     # it has shut down, and raises the signal again: the worker dies by it, with no atexit.
+    # With a spool, both workers share one spool_dir (a slot each).
     pytest.importorskip("uvicorn")
     port = free_port()
+    spool = tmp_path / "spool"
     with loghose.Emulator() as emu:
+        env = environment(emu, "uvicorn", **({"LOGHOSE_TEST_SPOOL": str(spool)} if spooled else {}))
         server = subprocess.Popen([sys.executable, "-m", "uvicorn", "asgi_app:app", "--workers", "2", "--port",
-                                   str(port), "--log-level", "warning"], env=environment(emu, "uvicorn"),
+                                   str(port), "--log-level", "warning"], env=env,
                                   cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             wait_until_serving(port, server)
@@ -148,6 +152,9 @@ def test_uvicorn_workers_deliver_what_requests_in_flight_and_the_shutdown_log_af
     assert seen["startup"] == 2, output
     assert seen["request"] == 2 * 21, output  # the first request (the readiness check) and 20 in flight
     assert seen["shutdown"] == 2 * 100, output
+    if spooled:
+        assert sorted(p.name for p in spool.iterdir()) == ["slot-0", "slot-1"]
+        assert not any(p.suffix in (".spl", ".spb") for p in spool.rglob("*"))
 
 
 def test_a_signal_captured_before_the_handler_then_raised_again_loses_nothing():
