@@ -135,6 +135,9 @@ export interface DeliveryReport {
   project: string
   logstore: string
   delivered: boolean
+  /** Not delivered before the producer closed, and kept in the spool: the next producer on
+   *  `spoolDir` sends it (`code` is `'KeptInSpool'`). Not a failure. */
+  kept: boolean
   code: string | null
   message: string | null
   httpStatus: number | null
@@ -150,10 +153,22 @@ export interface DeliveryReport {
   replayed: boolean
 }
 
+/** What `close()` resolves with. */
+export interface CloseResult {
+  /** Records neither delivered nor kept: failed for good, or given up without a spool (0: nothing lost). */
+  undelivered: number
+  /** Records not delivered before the timeout and left in the spool for the next producer on `spoolDir`. */
+  kept: number
+  /** The reports of the batches that failed. */
+  failed: DeliveryReport[]
+}
+
 export interface Stats {
   accepted: number
   delivered: number
   failed: number
+  /** Records left in the spool at close, for the next producer on `spoolDir`. */
+  kept: number
   retried: number
   dropped: number
   invalid: number
@@ -208,7 +223,7 @@ export declare class Producer extends EventEmitter {
   flush(timeoutMs?: number): Promise<number>
   /** Whether `close` was called. */
   readonly closed: boolean
-  close(options?: { timeoutMs?: number }): Promise<{ undelivered: number; failed: DeliveryReport[] }>
+  close(options?: { timeoutMs?: number }): Promise<CloseResult>
   stats(): Stats
   on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this
   on(event: 'error', listener: (error: unknown) => void): this
@@ -268,7 +283,7 @@ export declare function pinoDestination(options: ProducerOptions | Producer): {
   /** Resolves with the records not delivered (0: all delivered). */
   flush(callback?: (err?: unknown) => void): Promise<number>
   /** Delivers what is pending and closes the producer. */
-  end(callback?: (err?: unknown) => void): Promise<{ undelivered: number; failed: DeliveryReport[] }>
+  end(callback?: (err?: unknown) => void): Promise<CloseResult>
 }
 
 export declare function engineVersion(): string

@@ -411,9 +411,11 @@ class UnhandledFailures {
   }
 
   static warn(records, report, atOnce = false) {
-    const text =
-      `loghose: ${records} record(s) for ${report.project}/${report.logstore} failed for good: ${report.code}: ${report.message} ` +
-      "(nothing else was told; listen to 'delivery' or use sendAsync() to handle failures)"
+    const text = report.kept
+      ? `loghose: ${records} record(s) for ${report.project}/${report.logstore} were not delivered before the producer closed (${report.message}); ` +
+        'they are kept in spoolDir and the next producer on it sends them: nothing is lost, do not send them again'
+      : `loghose: ${records} record(s) for ${report.project}/${report.logstore} failed for good: ${report.code}: ${report.message} ` +
+        "(nothing else was told; listen to 'delivery' or use sendAsync() to handle failures)"
     // stderr is synchronous for files, pipes and terminals on POSIX.
     if (atOnce) process.stderr.write(`(node:${process.pid}) [LOGHOSE_UNDELIVERED] Warning: ${text}\n`)
     else process.emitWarning(text, { code: 'LOGHOSE_UNDELIVERED' })
@@ -619,7 +621,8 @@ class Producer extends EventEmitter {
   }
 
   /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with
-   * `{ undelivered, failed }`. */
+   * `{ undelivered, kept, failed }`: records neither delivered nor kept (0: nothing lost),
+   * records left in the spool for the next producer on `spoolDir`, failed reports. */
   async close({ timeoutMs = 10000 } = {}) {
     this._beginClose()
     return this._endClose(JSON.parse(await this._native.close(timeoutMs)))
@@ -650,7 +653,7 @@ class Producer extends EventEmitter {
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._unhandled.flush(atOnce)
     if (result.stats) this._finalStats = camelKeys(result.stats)
-    return { undelivered: result.undelivered, failed: result.failed }
+    return { undelivered: result.undelivered, kept: result.kept, failed: result.failed }
   }
 
   /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,

@@ -99,3 +99,47 @@ test('producers share a spool directory in slots; one past spoolSlots is refused
   emu.close()
   fs.rmSync(dir, { recursive: true, force: true })
 })
+
+test('records a close leaves in the spool are kept, not failed, and the next producer sends them once', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-spool-'))
+  const emu = new lh.Emulator()
+  const warnings = []
+  const emitWarning = jest.spyOn(process, 'emitWarning').mockImplementation((text) => warnings.push(String(text)))
+  try {
+    emu.inject('hang', { ms: 20000, windowMs: 3000 })
+    const options = { ...emu.producerOptions('proj', 'kept'), spoolDir: dir, lingerMs: 50, requestTimeoutMs: 20000 }
+    const p = new lh.Producer(options)
+    const refused = p.sendAsync({ i: 'tracked' }).catch((err) => err)
+    for (let i = 0; i < 99; i++) p.send({ i: String(i) })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const closed = await p.close({ timeoutMs: 1000 })
+    expect([closed.undelivered, closed.kept, closed.failed.length]).toEqual([0, 100, 0])
+    const stats = p.stats()
+    expect([stats.failed, stats.kept, stats.failuresByCode]).toEqual([0, 100, {}])
+    const err = await refused
+    expect(err).toBeInstanceOf(lh.DeliveryError)
+    expect(err.code).toBe('KeptInSpool')
+    expect(err.report.kept).toBe(true)
+    // The reports of the kept batches arrive as the close ends; the warning follows them.
+    for (let waited = 0; waited < 5000 && warnings.length === 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50))
+    const text = warnings.join('\n')
+    expect(text).toMatch(/99 record\(s\) for proj\/kept were not delivered before the producer closed .*kept in spoolDir/)
+    expect(text).not.toMatch(/failed for good/)
+    // The close let the slot go: the next producer takes it (one slot only) and sends them.
+    emu.clearFaults()
+    const next = new lh.Producer({ ...options, spoolSlots: 1 })
+    expect(await next.flush(30000)).toBe(0)
+    await next.close()
+    const seen = new Map()
+    for (const log of emu.logs('proj', 'kept')) {
+      const i = Object.fromEntries(log.contents).i
+      seen.set(i, (seen.get(i) || 0) + 1)
+    }
+    expect(seen.size).toBe(100)
+    expect([...seen.values()].every((n) => n === 1)).toBe(true)
+  } finally {
+    emitWarning.mockRestore()
+    emu.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -143,3 +143,37 @@ def test_a_forked_child_never_writes_into_its_parents_spool(tmp_path):
     assert sorted(int(f["i"]) for f in logs) == list(range(-1, 1000))
     assert [f["who"] for f in logs].count("child") == 1
     assert not any(p.suffix in (".spl", ".spb") for p in spool.rglob("*"))
+
+
+def test_records_a_close_leaves_in_the_spool_are_kept_not_failed(tmp_path, caplog):
+    # The service hangs; close gives up after a second. With a spool, the records stay there
+    # for the next producer: close says nothing was lost, stats count them as kept, the
+    # future fails with KeptInSpool, and the warning says not to send them again.
+    spool = str(tmp_path / "spool")
+    with loghose.Emulator() as emu:
+        emu.inject("hang", ms=20_000, window_ms=3_000)
+        options = {**emu.producer_options("proj", "kept"), "spool_dir": spool, "linger_ms": 50,
+                   "request_timeout_ms": 20_000}
+        producer = loghose.Producer(**options)
+        tracked = producer.send_future({"i": "tracked"})
+        for i in range(99):
+            producer.send({"i": str(i)})
+        time.sleep(0.3)
+        with caplog.at_level("WARNING", logger="loghose"):
+            assert producer.close(1) == 0
+        stats = producer.stats()
+        assert (stats["failed"], stats["kept"], stats["failures_by_code"]) == (0, 99 + 1, {})
+        with pytest.raises(loghose.DeliveryError) as failed:
+            tracked.result(timeout=5)
+        assert failed.value.code == "KeptInSpool" and failed.value.report.kept
+        warned = " ".join(r.getMessage() for r in caplog.records)
+        assert "99 record(s) for proj/kept were not delivered before the producer closed" in warned, warned
+        assert "kept in spool_dir" in warned and "failed for good" not in warned, warned
+        # Every batch settled (as kept): the slot was let go at the close, so the next producer
+        # takes it (one slot only) while the closed one is still alive, and sends them.
+        emu.clear_faults()
+        with loghose.Producer(**options, spool_slots=1) as following:
+            assert following.flush(30) == 0
+        del producer
+        got = Counter(dict(log["contents"])["i"] for log in emu.logs("proj", "kept"))
+    assert len(got) == 100 and set(got.values()) == {1}

@@ -310,7 +310,7 @@ impl NativeProducer {
     }
 
     /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with JSON
-    /// `{undelivered, failed: [reports]}`.
+    /// `{undelivered, kept, failed: [reports]}`.
     #[napi]
     pub fn close(&self, timeout_ms: f64) -> AsyncTask<CloseTask> {
         let producer = self.producer.lock().ok().and_then(|mut p| p.take());
@@ -369,15 +369,20 @@ pub struct CloseTask {
 }
 
 impl CloseTask {
-    /// Closes (on whichever thread calls it) and answers `{undelivered, failed, stats}`.
+    /// Closes (on whichever thread calls it) and answers `{undelivered, kept, failed, stats}`.
     fn run(&self) -> String {
         let Some(p) = &self.producer else {
-            return r#"{"undelivered":0,"failed":[]}"#.into();
+            return r#"{"undelivered":0,"kept":0,"failed":[]}"#.into();
         };
         let report = p.close(self.timeout);
         let failed: Vec<ReportView<'_>> = report.failed.iter().map(|r| r.view()).collect();
-        serde_json::json!({ "undelivered": report.undelivered, "failed": failed, "stats": p.stats() })
-            .to_string()
+        serde_json::json!({
+            "undelivered": report.undelivered,
+            "kept": report.kept,
+            "failed": failed,
+            "stats": p.stats(),
+        })
+        .to_string()
     }
 }
 

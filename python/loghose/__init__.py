@@ -88,6 +88,11 @@ class _UnhandledFailures:
 
     @staticmethod
     def _warn(records: int, report: DeliveryReport) -> None:
+        if report.kept:
+            logger.warning("loghose: %d record(s) for %s/%s were not delivered before the producer closed (%s); "
+                           "they are kept in spool_dir and the next producer on it sends them: nothing is lost, "
+                           "do not send them again", records, report.project, report.logstore, report.error_message)
+            return
         logger.warning("loghose: %d record(s) for %s/%s failed for good: %s: %s (nothing else was told; "
                        "pass on_delivery= or use send_future() to handle failures)", records, report.project,
                        report.logstore, report.error_code, report.error_message)
@@ -269,10 +274,13 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> int:
         """Refuses new records, waits up to ``timeout`` seconds for delivery, and gives up on the
-        rest (their futures fail with ``ProducerClosed``). Returns the undelivered count."""
+        rest. Returns how many records were neither delivered nor kept: failed for good, or
+        given up (their futures fail with ``ProducerClosed``); 0 means nothing was lost. With a
+        ``spool_dir``, records given up stay in the spool for the next producer on it: they are
+        kept, not failed (``stats()["kept"]``; their futures fail with ``KeptInSpool``)."""
         _live.discard(self)
         with _signals.waiting():
-            undelivered, _failed = self._native.close(timeout)
+            undelivered, _kept, _failed = self._native.close(timeout)
         self._unhandled.flush()
         return undelivered
 
@@ -281,8 +289,9 @@ class Producer:
         return self._native.closed
 
     def stats(self) -> dict[str, Any]:
-        """Counters: accepted, delivered, failed, retried, dropped, invalid, queued bytes and
-        records, in-flight batches, failures by code, callback errors."""
+        """Counters: accepted, delivered, failed, kept (left in the spool at close, for the
+        next producer), retried, dropped, invalid, queued bytes and records, in-flight
+        batches, failures by code, callback errors."""
         stats: dict[str, Any] = json.loads(self._native.stats_json())
         stats["callback_errors"] += self._callback_errors
         return stats

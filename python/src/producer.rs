@@ -342,16 +342,17 @@ impl NativeProducer {
     }
 
     /// Refuses new records, waits up to `timeout` seconds for delivery, abandons the rest;
-    /// returns (undelivered records, failed reports). Ctrl-C interrupts the wait.
+    /// returns (records neither delivered nor kept, records kept in the spool for the next
+    /// producer, failed reports). Ctrl-C interrupts the wait.
     #[pyo3(signature = (timeout=None))]
     fn close(
         &self,
         py: Python<'_>,
         timeout: Option<f64>,
-    ) -> PyResult<(u64, Vec<PyDeliveryReport>)> {
+    ) -> PyResult<(u64, u64, Vec<PyDeliveryReport>)> {
         let producer = &self.producer;
         if producer.is_inherited() {
-            return Ok((0, Vec::new()));
+            return Ok((0, 0, Vec::new()));
         }
         let deadline = deadline_of(timeout);
         flush_until(py, producer, deadline)?;
@@ -364,6 +365,7 @@ impl NativeProducer {
         let report = py.detach(|| producer.close(remaining));
         Ok((
             report.undelivered,
+            report.kept,
             report.failed.into_iter().map(PyDeliveryReport).collect(),
         ))
     }

@@ -28,6 +28,12 @@ impl PyDeliveryReport {
     fn delivered(&self) -> bool {
         self.0.is_delivered()
     }
+    /// Not delivered before the producer closed, and kept in the spool: the next producer on
+    /// `spool_dir` sends it (`error_code` is `KeptInSpool`).
+    #[getter]
+    fn kept(&self) -> bool {
+        self.0.is_kept()
+    }
     #[getter]
     fn error_code(&self) -> Option<&str> {
         self.0.error_code()

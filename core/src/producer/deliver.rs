@@ -290,14 +290,16 @@ impl Delivery {
         compressed_bytes: usize,
     ) {
         // A batch stays in the spool only when this producer gave up on it because it closed:
-        // the next producer on the directory sends it. Delivered or failed for good, it is
-        // done.
+        // the next producer on the directory sends it, so it is kept, not failed. Delivered
+        // or failed for good, it is done.
         let closed = matches!(&result, Err(f) if f.code == "ProducerClosed");
+        let kept = closed && self.spool.is_some();
         if let (Some(spool), false) = (&self.spool, closed) {
             spool.done(batch.shard, batch.id, &mut batch.spooled);
         }
         let outcome = match result {
             Ok(()) => Outcome::Delivered,
+            Err(f) if kept => Outcome::Kept { message: f.message },
             Err(f) => Outcome::Failed {
                 code: f.code,
                 message: f.message,

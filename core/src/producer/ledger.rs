@@ -26,6 +26,8 @@ const KEPT_FAILED_REPORTS: usize = 10_000;
 pub(crate) struct Ledger {
     pub(crate) delivered: AtomicU64,
     pub(crate) failed: AtomicU64,
+    /// Records left in the spool at close, for the next producer.
+    pub(crate) kept: AtomicU64,
     pub(crate) retried: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) invalid: AtomicU64,
@@ -36,7 +38,7 @@ pub(crate) struct Ledger {
     pub(crate) replayed_records: AtomicU64,
     /// `failed` as the previous `flush_report` saw it.
     pub(crate) failed_at_last_flush: AtomicU64,
-    /// Records at a final outcome (delivered or failed).
+    /// Records at a final outcome (delivered, kept or failed).
     completed: AtomicU64,
     pub(crate) failures_by_code: Mutex<BTreeMap<String, u64>>,
     failed_reports: Mutex<VecDeque<Arc<DeliveryReport>>>,
@@ -51,6 +53,9 @@ impl Ledger {
             Outcome::Delivered => {
                 self.delivered.fetch_add(records, Ordering::Relaxed);
                 self.batches_delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Outcome::Kept { .. } => {
+                self.kept.fetch_add(records, Ordering::Relaxed);
             }
             Outcome::Failed { code, .. } => {
                 self.failed.fetch_add(records, Ordering::Relaxed);

@@ -65,7 +65,9 @@ pub use engine::process_id;
 pub use error::{ErrorKind, ProducerError};
 pub use lifecycle::State;
 pub use record_set::RecordSet;
-pub use report::{Completion, CompletionError, DeliveryReport, Outcome, ReportView, Stats};
+pub use report::{
+    Completion, CompletionError, DeliveryReport, Outcome, ReportView, Stats, KEPT_IN_SPOOL,
+};
 pub use reporter::ReportCallback;
 pub use routing::{split_unix_seconds, SendOptions};
 pub use spool::{SpoolError, SpoolSync};
@@ -114,8 +116,12 @@ impl FlushReport {
 /// What `close` could not deliver.
 #[derive(Clone, Debug, Default)]
 pub struct CloseReport {
-    /// Records accepted and not delivered (failed, or abandoned at the timeout).
+    /// Records accepted and neither delivered nor kept: failed for good, or (without a spool)
+    /// abandoned at the timeout. 0 means nothing was lost.
     pub undelivered: u64,
+    /// Records not delivered before the timeout and left in the spool: the next producer on
+    /// `spool_dir` sends them (see [`Outcome::Kept`]).
+    pub kept: u64,
     /// The reports of the batches that failed (the most recent 10 000).
     pub failed: Vec<Arc<DeliveryReport>>,
 }
@@ -753,9 +759,14 @@ impl Producer {
                 .saturating_sub(started.elapsed())
                 .max(Duration::from_millis(100)),
         );
+        // Records that never settled (their tasks outlived the abort) are still in the spool,
+        // when there is one; without, they are lost.
+        let spooled = inner.accumulator.spool().is_some();
+        let (abandoned, left_in_spool) = if spooled { (0, pending) } else { (pending, 0) };
         CloseReport {
-            // From the exact counter: the reports kept are only the most recent 10 000.
-            undelivered: pending + delivery.ledger.failed.load(Ordering::Relaxed),
+            // From the exact counters: the reports kept are only the most recent 10 000.
+            undelivered: abandoned + delivery.ledger.failed.load(Ordering::Relaxed),
+            kept: left_in_spool + delivery.ledger.kept.load(Ordering::Relaxed),
             failed: delivery.ledger.failed_reports(),
         }
     }
@@ -818,6 +829,7 @@ impl Producer {
             accepted: inner.accumulator.accepted(),
             delivered: ledger.delivered.load(Ordering::Relaxed),
             failed: ledger.failed.load(Ordering::Relaxed),
+            kept: ledger.kept.load(Ordering::Relaxed),
             retried: ledger.retried.load(Ordering::Relaxed),
             dropped: ledger.dropped.load(Ordering::Relaxed),
             invalid: ledger.invalid.load(Ordering::Relaxed),

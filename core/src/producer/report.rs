@@ -9,12 +9,23 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The code a kept batch's report carries (its records are in the spool, for the next
+/// producer on `spool_dir`; a future or promise waiting on one fails with it).
+pub const KEPT_IN_SPOOL: &str = "KeptInSpool";
+
 /// How a batch ended.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     /// The service accepted it.
     Delivered,
+    /// It was not delivered before the producer closed, and stays in the spool: the next
+    /// producer on `spool_dir` sends it. Not a failure: nothing is lost, and sending its
+    /// records again would send them twice.
+    Kept {
+        /// What was happening when the producer closed.
+        message: String,
+    },
     /// It will not be delivered.
     Failed {
         /// errorCode from the service, or a client code (`RequestError`, `RequestTimeout`,
@@ -64,26 +75,32 @@ impl DeliveryReport {
         self.outcome == Outcome::Delivered
     }
 
-    /// The error code when it failed.
+    /// Whether the batch was left in the spool for the next producer (see [`Outcome::Kept`]).
+    pub fn is_kept(&self) -> bool {
+        matches!(self.outcome, Outcome::Kept { .. })
+    }
+
+    /// The error code when it failed, [`KEPT_IN_SPOOL`] when it was kept.
     pub fn error_code(&self) -> Option<&str> {
         match &self.outcome {
             Outcome::Delivered => None,
+            Outcome::Kept { .. } => Some(KEPT_IN_SPOOL),
             Outcome::Failed { code, .. } => Some(code),
         }
     }
 
-    /// The error message when it failed.
+    /// The error message when it failed or was kept.
     pub fn error_message(&self) -> Option<&str> {
         match &self.outcome {
             Outcome::Delivered => None,
-            Outcome::Failed { message, .. } => Some(message),
+            Outcome::Kept { message } | Outcome::Failed { message, .. } => Some(message),
         }
     }
 
     /// The HTTP status of the last answer when it failed (none when no answer came).
     pub fn http_status(&self) -> Option<u16> {
         match &self.outcome {
-            Outcome::Delivered => None,
+            Outcome::Delivered | Outcome::Kept { .. } => None,
             Outcome::Failed { http_status, .. } => *http_status,
         }
     }
@@ -101,6 +118,7 @@ impl DeliveryReport {
             project: &self.project,
             logstore: &self.logstore,
             delivered: self.is_delivered(),
+            kept: self.is_kept(),
             code: self.error_code(),
             message: self.error_message(),
             http_status: self.http_status(),
@@ -117,8 +135,8 @@ impl DeliveryReport {
     }
 }
 
-/// A [`DeliveryReport`] flattened: the outcome as `delivered` plus the error's code, message
-/// and status.
+/// A [`DeliveryReport`] flattened: the outcome as `delivered` and `kept` plus the error's
+/// code, message and status.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
@@ -127,6 +145,7 @@ pub struct ReportView<'a> {
     pub project: &'a str,
     pub logstore: &'a str,
     pub delivered: bool,
+    pub kept: bool,
     pub code: Option<&'a str>,
     pub message: Option<&'a str>,
     pub http_status: Option<u16>,
@@ -196,6 +215,9 @@ pub struct Stats {
     pub delivered: u64,
     /// Records in batches that finally failed.
     pub failed: u64,
+    /// Records left in the spool when the producer closed (its timeout passed while they were
+    /// in flight or queued): the next producer on `spool_dir` sends them. Not failed.
+    pub kept: u64,
     /// Retry attempts made (attempts beyond each batch's first).
     pub retried: u64,
     /// Records refused because the buffer was full (never accepted; the caller was told).

@@ -347,7 +347,8 @@ const MAPPED_IDLE_FILES: usize = 1;
 /// The spool of one producer.
 pub(crate) struct Spool {
     dir: PathBuf,
-    dir_lock: DirLock,
+    /// Its slot's lock: let go by a close that left nothing behind, else when the spool goes.
+    dir_lock: Mutex<Option<DirLock>>,
     /// This producer's run number: larger than every run found in the directory.
     run: u64,
     sync: SpoolSync,
@@ -948,7 +949,7 @@ impl Spool {
         let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
             dir: dir.clone(),
-            dir_lock: lock,
+            dir_lock: Mutex::new(Some(lock)),
             run: own.max_run + 1,
             sync,
             segment_bytes,
@@ -1435,6 +1436,9 @@ impl Spool {
             }
         }
         self.stop_preparer();
+        // Every batch is settled and no file is left: the slot is free for the next producer
+        // (of this process or another) at once, not when this one is dropped.
+        drop(self.dir_lock.lock().take());
     }
 
     /// Writes the default destination's batches into batch files of their own from now on
@@ -1782,7 +1786,9 @@ impl Spool {
     /// Ends the preparer thread and waits for it (at the producer's close, so that the
     /// directory's lock goes with the producer).
     pub(crate) fn stop_preparer(&self) {
-        self.dir_lock.mark_closed();
+        if let Some(lock) = &*self.dir_lock.lock() {
+            lock.mark_closed();
+        }
         self.prepare.stop.store(true, Ordering::Release);
         self.prepare.notify();
         let preparer = self.preparer.lock().take();
