@@ -44,6 +44,9 @@ else
   echo "skipped: the Windows standard library or the mingw-w64 C compiler could not be installed here"
 fi
 
+step "the spool's kill tests in a release build (faster producer, more in flight at each kill: the duplicate bound holds there too)"
+cargo test --quiet --release -p loghose --test spool -- sigkill
+
 step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
 cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
 

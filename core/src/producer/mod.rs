@@ -919,13 +919,16 @@ fn replay_leftover(inner: &Inner, spool: &spool::Spool, leftover: &mut spool::Le
         ledger
             .replayed_records
             .fetch_add(u64::from(batch.records), Ordering::Relaxed);
-        inner.dispatch(vec![batch]);
+        // Noted as soon as its copy is written, before it is sent: at once, for a kill; for
+        // good (synced) in groups, for a power loss.
+        let _ = spool.note_replayed_now(leftover, origin);
         noted.push(origin);
         if noted.len() >= group {
             // Not written (the disk failed): the next producer may send these again.
             let _ = spool.note_replayed(leftover, &noted);
             noted.clear();
         }
+        inner.dispatch(vec![batch]);
     }
     let _ = spool.note_replayed(leftover, &noted);
     if complete {

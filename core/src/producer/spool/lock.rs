@@ -115,7 +115,7 @@ fn holds_files(dir: &Path) -> bool {
             let path = e.path();
             path.extension()
                 .is_some_and(|x| x == "spl" || x == super::batch_file::EXTENSION)
-                || e.file_name() == super::REPLAY_LEDGER
+                || super::replay_ledger::is_ledger(&e.file_name())
         })
     })
 }

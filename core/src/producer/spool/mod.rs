@@ -63,7 +63,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -78,8 +77,10 @@ use super::routing::Destination;
 use crate::wire::compress::Compression;
 
 mod lock;
+mod replay_ledger;
 
 use lock::{DirLock, Held};
+use replay_ledger::LedgerWriter;
 
 /// First bytes of every segment file.
 const SEGMENT_MAGIC: &[u8; 8] = b"LGHSPL01";
@@ -404,8 +405,8 @@ pub(crate) struct Leftover {
     _lock: Option<DirLock>,
     pub(crate) recovered: Vec<Recovered>,
     pub(crate) old_files: Vec<PathBuf>,
-    /// The replay ledger, opened at the first batch sent again.
-    ledger: Option<File>,
+    /// Its replay ledger, opened at the first batch sent again.
+    ledger: LedgerWriter,
 }
 
 /// A batch found in the directory, ready to be sent again.
@@ -687,28 +688,6 @@ fn forget_pages(map: &memmap2::Mmap) {
     let _ = map;
 }
 
-/// The file naming the batches of earlier runs that a replay has spooled anew: entries of
-/// run, batch (little-endian u64s), the CRC-32 of those 16 bytes, and 4 bytes of padding.
-const REPLAY_LEDGER: &str = "replayed.log";
-const LEDGER_ENTRY: usize = 24;
-
-/// The batches the replay ledger at `path` names (none if it is missing); an entry cut short
-/// or damaged names nothing.
-fn read_replay_ledger(path: &Path) -> std::collections::HashSet<(u64, u64)> {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    bytes
-        .chunks_exact(LEDGER_ENTRY)
-        .filter_map(|e| {
-            let word = |at: usize| -> Option<u64> {
-                Some(u64::from_le_bytes(e.get(at..at + 8)?.try_into().ok()?))
-            };
-            let crc = u32::from_le_bytes(e.get(16..20)?.try_into().ok()?);
-            (crc32fast::hash(&e[..16]) == crc).then_some(())?;
-            Some((word(0)?, word(8)?))
-        })
-        .collect()
-}
-
 /// Reads one batch file into `found`.
 fn scan_batch_file(dir: &Path, path: &Path, found: &mut Found) -> Result<(), SpoolError> {
     let file = File::open(path).map_err(io(dir, "cannot read a batch file"))?;
@@ -867,8 +846,7 @@ fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
     // Batches an interrupted replay had already spooled anew (their copies are in a later
     // run's files, or were delivered from there) are not sent again. The ledger goes last,
     // after the files it names; with no old files left it names nothing.
-    let ledger = dir.join(REPLAY_LEDGER);
-    let replayed = read_replay_ledger(&ledger);
+    let replayed = replay_ledger::read(dir);
     // A run the ledger names is never reused, even when its files are gone (a crash while
     // the old files were being deleted): the ledger would skip the new run's batches.
     let max_run = replayed
@@ -877,9 +855,11 @@ fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
         .fold(found.max_run, u64::max);
     let mut files = entries;
     if files.is_empty() {
-        let _ = std::fs::remove_file(&ledger);
+        for ledger in replay_ledger::files(dir) {
+            let _ = std::fs::remove_file(ledger);
+        }
     } else {
-        files.push(ledger);
+        files.extend(replay_ledger::files(dir));
     }
     let recovered = found
         .batches
@@ -932,7 +912,7 @@ impl Spool {
             _lock: None,
             recovered: own.recovered,
             old_files: own.files,
-            ledger: None,
+            ledger: LedgerWriter::default(),
         }];
         for Held { dir, lock } in claim.orphans {
             let orphan = scan_dir(&dir)?;
@@ -942,7 +922,7 @@ impl Spool {
                 _lock: Some(lock),
                 recovered: orphan.recovered,
                 old_files: orphan.files,
-                ledger: None,
+                ledger: LedgerWriter::default(),
             });
         }
         let lock = claim.own.lock;
@@ -1040,10 +1020,24 @@ impl Spool {
         self.sync != SpoolSync::None
     }
 
-    /// Writes in `from`'s replay ledger that these of its batches are now in this run's
-    /// files, so that a producer opened after this one stops mid-replay does not send them
-    /// again. With `batch` or `interval` syncing, this run's files are synced first and the
-    /// ledger after, so that a power loss never keeps the ledger's word without the copies.
+    /// Writes in `from`'s replay ledger that this batch of it is now in this run's files, at
+    /// once and unsynced (with `batch` or `interval` syncing; see `replay_ledger`: trusted
+    /// after a kill, not after a reboot), so that a producer opened after this one is killed
+    /// mid-replay does not send it again.
+    pub(crate) fn note_replayed_now(
+        &self,
+        from: &mut Leftover,
+        origin: (u64, u64),
+    ) -> std::io::Result<()> {
+        if self.sync != SpoolSync::None {
+            from.ledger.note_this_boot(&from.dir, origin)?;
+        }
+        Ok(())
+    }
+
+    /// Writes in `from`'s replay ledger, for good, that these of its batches are now in this
+    /// run's files. With `batch` or `interval` syncing, this run's files are synced first and
+    /// the ledger after, so that a power loss never keeps the ledger's word without the copies.
     pub(crate) fn note_replayed(
         &self,
         from: &mut Leftover,
@@ -1052,31 +1046,11 @@ impl Spool {
         if origins.is_empty() {
             return Ok(());
         }
-        if self.sync != SpoolSync::None {
+        let syncs = self.sync != SpoolSync::None;
+        if syncs {
             self.sync_all();
         }
-        let mut entries = Vec::with_capacity(origins.len() * LEDGER_ENTRY);
-        for (run, batch) in origins {
-            let start = entries.len();
-            entries.extend_from_slice(&run.to_le_bytes());
-            entries.extend_from_slice(&batch.to_le_bytes());
-            let crc = crc32fast::hash(&entries[start..]);
-            entries.extend_from_slice(&crc.to_le_bytes());
-            entries.extend_from_slice(&[0; 4]);
-        }
-        let file = match &mut from.ledger {
-            Some(file) => file,
-            empty => empty.insert(
-                private_file()
-                    .append(true)
-                    .open(from.dir.join(REPLAY_LEDGER))?,
-            ),
-        };
-        file.write_all(&entries)?;
-        if self.sync != SpoolSync::None {
-            file.sync_data()?;
-        }
-        Ok(())
+        from.ledger.note_synced(&from.dir, origins, syncs)
     }
 
     /// Deletes the files an earlier producer left in `from`, once their batches are in this
@@ -1636,6 +1610,17 @@ impl Spool {
         let waits = self.reuse_waits_for_commit(mark);
         if let Some(file) = std::mem::replace(mark, staged).file {
             if waits {
+                // The segments holding the body stay unsettled while the file waits, whatever
+                // becomes of the batch meanwhile: were they settled (and reused) first, a kill
+                // would find the file's records with no sign that the batch was done, and
+                // send a delivered batch again.
+                let mut state = self.state.lock();
+                for seq in &segments {
+                    if let Some(s) = state.segments.get_mut(seq) {
+                        s.live += 1;
+                    }
+                }
+                drop(state);
                 let mut files = self.committing.files.lock();
                 files.push((file, segments));
                 // Woken to start gathering, and once enough are gathered.
@@ -1685,9 +1670,19 @@ impl Spool {
         for f in files {
             let _ = f.sync_data();
         }
-        for (file, _) in pending {
+        let mut held = Vec::new();
+        for (file, segments) in pending {
             self.give_back(file);
+            held.extend(segments);
         }
+        // Only now may the segments that held the bodies settle (see `compressed`).
+        let mut state = self.state.lock();
+        for seq in &held {
+            if let Some(s) = state.segments.get_mut(seq) {
+                s.live = s.live.saturating_sub(1);
+            }
+        }
+        self.collect(&mut state);
     }
 
     /// The last batch in flight is done: with no batch file in use, the idle ones kept mapped
@@ -2285,18 +2280,21 @@ mod tests {
         }
         let mut ledger = std::fs::OpenOptions::new()
             .append(true)
-            .open(slot(&d).join(REPLAY_LEDGER))
+            .open(slot(&d).join(replay_ledger::SYNCED))
             .unwrap();
-        ledger.write_all(&[1, 0, 0, 0, 0, 0, 0, 0, 3]).unwrap();
+        std::io::Write::write_all(&mut ledger, &[1, 0, 0, 0, 0, 0, 0, 0, 3]).unwrap();
         drop(ledger);
         let (spool, recovered, old) = open(&d, 64 << 20);
         let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
         assert_eq!(origins, [(1, 1), (1, 3)]);
         assert_eq!(spool.run(), 10);
         // The ledger goes with the old files, after them.
-        assert_eq!(old.old_files.last(), Some(&slot(&d).join(REPLAY_LEDGER)));
+        assert_eq!(
+            old.old_files[old.old_files.len() - 2..],
+            replay_ledger::files(&slot(&d))
+        );
         spool.remove_old(&old);
-        assert!(!slot(&d).join(REPLAY_LEDGER).exists());
+        assert!(!slot(&d).join(replay_ledger::SYNCED).exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 
