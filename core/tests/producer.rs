@@ -501,6 +501,10 @@ fn seventy_thousand_open_batches_fit_in_the_process() {
         "exact, past the 10 000 reports kept"
     );
     assert_eq!(report.failed.len(), 10_000);
+    // Batches the abort's grace did not see settle (a slow machine) settle afterwards.
+    while p.pending() > 0 && started.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(p.stats().failed, 70_000);
     assert!(started.elapsed() < WAIT);
 }

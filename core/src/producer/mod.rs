@@ -759,15 +759,24 @@ impl Producer {
                 .saturating_sub(started.elapsed())
                 .max(Duration::from_millis(100)),
         );
-        // Records that never settled (their tasks outlived the abort) are still in the spool,
-        // when there is one; without, they are lost.
+        // Each record counted once, from the final counters (the reports kept are only the
+        // most recent 10 000): a record settles into exactly one of them, each is read once,
+        // and what had not settled when its counter was read is left over as unsettled (batches
+        // that outlived the abort's grace still settle afterwards, on a slow machine).
+        let ledger = &delivery.ledger;
+        let failed = ledger.failed.load(Ordering::Acquire);
+        let kept = ledger.kept.load(Ordering::Acquire);
+        let delivered = ledger.delivered.load(Ordering::Acquire);
+        let unsettled = inner
+            .accumulator
+            .accepted()
+            .saturating_sub(failed + kept + delivered);
+        // Unsettled records are still in the spool, when there is one; without, they are lost.
         let spooled = inner.accumulator.spool().is_some();
-        let (abandoned, left_in_spool) = if spooled { (0, pending) } else { (pending, 0) };
         CloseReport {
-            // From the exact counters: the reports kept are only the most recent 10 000.
-            undelivered: abandoned + delivery.ledger.failed.load(Ordering::Relaxed),
-            kept: left_in_spool + delivery.ledger.kept.load(Ordering::Relaxed),
-            failed: delivery.ledger.failed_reports(),
+            undelivered: failed + if spooled { 0 } else { unsettled },
+            kept: kept + if spooled { unsettled } else { 0 },
+            failed: ledger.failed_reports(),
         }
     }
 
