@@ -2000,6 +2000,15 @@ pub(crate) fn allocate(file: &File, size: usize) -> std::io::Result<()> {
         use std::os::fd::AsRawFd as _;
         // SAFETY: posix_fallocate on a descriptor the caller owns.
         let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) };
+        // POSIX answers the error number; some musl builds answer -1 and set errno instead
+        // (seen on x86_64 musl: a full disk then read as "os error -1", not as ENOSPC).
+        let rc = if rc == -1 {
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+        } else {
+            rc
+        };
         match rc {
             0 => return Ok(()),
             // A filesystem without fallocate: fall back to a sparse file.
