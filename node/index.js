@@ -212,8 +212,13 @@ function recordJson(contents, fallback) {
   return json.includes('\\ud') ? rawRecordJson(wellFormed(contents), fallback) : json
 }
 
+// String.prototype.toWellFormed is Node 20's; on Node 18 (Debian 12's and Raspberry Pi OS's
+// own), a regular expression does the same.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+const toWellFormed = String.prototype.toWellFormed ? (s) => s.toWellFormed() : (s) => s.replace(LONE_SURROGATE, '\uFFFD')
+
 function wellFormed(contents) {
-  const fix = (v) => (typeof v === 'string' ? v.toWellFormed() : v)
+  const fix = (v) => (typeof v === 'string' ? toWellFormed(v) : v)
   const fields = Array.isArray(contents) ? contents : Object.entries(contents)
   const fixed = fields.map((pair) => (Array.isArray(pair) && pair.length === 2 ? [fix(pair[0]), fix(pair[1])] : pair))
   return Array.isArray(contents) ? fixed : Object.fromEntries(fixed)

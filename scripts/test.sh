@@ -78,3 +78,6 @@ bash scripts/test-wheel.sh
 step "pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
 cargo build --quiet -p loghose --bin loghose-emulator
 LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" .venv/bin/python -m pytest tests-py -q
+
+step "32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
+PYTHONS=3.11 bash scripts/test-platforms.sh armv7

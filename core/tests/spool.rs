@@ -133,7 +133,7 @@ fn spawn_child_syncing(
     sync: &str,
 ) -> Child {
     std::fs::write(ack, [0u8; 8]).unwrap();
-    Command::new(std::env::current_exe().unwrap())
+    this_test_binary()
         .args([
             "--exact",
             "spool_child",
@@ -153,6 +153,27 @@ fn spawn_child_syncing(
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// A command that runs this test binary again: through the target's runner when cargo runs the
+/// tests through one (`CARGO_TARGET_<TRIPLE>_RUNNER`, such as qemu-user for another
+/// architecture), which the child needs as much as this process did.
+fn this_test_binary() -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let runner = std::env::vars()
+        .find(|(k, v)| {
+            k.starts_with("CARGO_TARGET_") && k.ends_with("_RUNNER") && !v.trim().is_empty()
+        })
+        .map(|(_, v)| v);
+    match runner {
+        Some(runner) => {
+            let mut words = runner.split_whitespace();
+            let mut command = Command::new(words.next().unwrap_or_default());
+            command.args(words).arg(exe);
+            command
+        }
+        None => Command::new(exe),
+    }
 }
 
 fn acked(ack: &Path) -> u64 {
