@@ -20,104 +20,164 @@ export interface CredentialsProvider {
   getCredentials(): Credentials | Promise<Credentials>
 }
 
-/** Every option of a producer; units in the names (`Ms` milliseconds, `Bytes` bytes). */
+/** Every option of a producer; units in the names (`Ms` milliseconds, `Bytes` bytes). Generated
+ *  from the engine's table of options, as docs/configuration.md is. */
 export interface ProducerOptions {
-  /** `https://{region}.log.aliyuncs.com` or `http://host:port` (e.g. the emulator's). Required. */
+  // BEGIN options generated from the table of options
+  /** Service endpoint, `http://` or `https://` (scheme optional, `http` by default), e.g.
+   *  `https://cn-hangzhou.log.aliyuncs.com` or the emulator's `http://127.0.0.1:PORT`. A host name
+   *  is addressed as `{project}.{host}`; an IP address is connected to directly with `Host:
+   *  {project}.{ip}`. Required.
+   */
   endpoint: string
-  /** Default project of records. Required. */
+  /** Default project of records. Required, 3 to 63 of [a-z0-9-], beginning and ending with a letter
+   *  or digit.
+   */
   project: string
-  /** Default logstore of records. Required. */
+  /** Default logstore of records. Required, 3 to 63 of [a-z0-9_-], beginning and ending with a
+   *  letter or digit.
+   */
   logstore: string
-  /** AccessKeyId. With no credentials given at all, `ALIBABA_CLOUD_ACCESS_KEY_ID`,
-   *  `ALIBABA_CLOUD_ACCESS_KEY_SECRET` and `ALIBABA_CLOUD_SECURITY_TOKEN` are read. */
+  /** AccessKeyId (with `accessKeySecret`), unless `apiKey` or a credentials provider is used. With
+   *  no credentials given at all, `ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET`
+   *  and `ALIBABA_CLOUD_SECURITY_TOKEN` are read. Default empty.
+   */
   accessKeyId?: string
-  /** AccessKeySecret. */
+  /** AccessKeySecret. Default empty. */
   accessKeySecret?: string
-  /** STS security token, with a temporary key. */
+  /** STS security token, with a temporary key. Default none. */
   securityToken?: string
-  /** API key sent as `Authorization: Bearer`; exclusive with access keys. */
+  /** API key sent as `Authorization: Bearer`; exclusive with access keys. Default none. */
   apiKey?: string
-  /** Credentials asked before every attempt, so a token rotated between two retries is used;
-   *  the answer applies from the next attempt on (the first attempt waits for the first answer). */
-  credentialsProvider?: CredentialsProvider
-  /** Signature version. Default 'v1'; 'v4' needs `region`. */
+  /** Signature version: `v1` (HMAC-SHA1, every SDK's default) or `v4` (SLS4-HMAC-SHA256, needs
+   *  `region`). Default `v1`.
+   */
   signatureVersion?: 'v1' | 'v4'
-  /** Region for signature v4, e.g. 'cn-hangzhou'. */
+  /** Region for signature v4, e.g. `cn-hangzhou`. Default none. */
   region?: string
-  /** Default topic (`__topic__`). Default ''. */
+  /** Default topic (`__topic__`). Default empty. Up to 128 bytes. */
   topic?: string
-  /** Default source (`__source__`). Default: this host's outbound IP address. */
+  /** Default source (`__source__`). When absent: this host's outbound IP address. Default none. Up
+   *  to 128 bytes.
+   */
   source?: string
-  /** Tags added to every group. */
+  /** Tags added to every group, in order, before `__pack_id__`. Keys are 1 to 128 bytes and not
+   *  `__pack_id__`. Default none.
+   */
   tags?: Record<string, string> | Array<[string, string]>
-  /** A batch seals at this many raw bytes. Default 4 MiB; 1 byte to 4 MiB. */
+  /** A batch seals when its raw (uncompressed) size reaches this many bytes (the service takes log
+   *  groups of up to 5 MiB; the rest is room for topic, source and tags). Default 3 MiB. 1 byte to
+   *  4 MiB.
+   */
   batchMaxBytes?: number
-  /** A batch seals at this many logs. Default 4096; 1 to 40 960. */
+  /** A batch seals when it holds this many logs. Default 4096. 1 to 40 960. */
   batchMaxCount?: number
-  /** A batch seals this long after its first log (ms). Default 2000. */
+  /** A batch seals this long after its first log; 0 sends every add at once. Default 2000 ms. 0 ms
+   *  to 1 h.
+   */
   lingerMs?: number
-  /** Raw bytes held in all batches at most. Default 64 MiB. */
+  /** Raw bytes held in open, sealed, in-flight and retrying batches at most. Default 64 MiB. 1 byte
+   *  to 1 TiB, at least `batchMaxBytes`.
+   */
   bufferMaxBytes?: number
-  /** How long a send waits for room in a full buffer (ms). Default 0: fail at once. */
+  /** When the buffer is full, an add waits up to this long for room, then fails with `BufferFull`.
+   *  0: fail at once, never block the caller. Default 0 ms. 0 ms to 1 h.
+   */
   maxBlockMs?: number
-  /** Batches being sent at once. Default 8; 1 to 1024. */
+  /** Batches being sent at once. Default 8. 1 to 1024. */
   sendConcurrency?: number
-  /** Body compression. Default 'lz4'. */
+  /** Body compression. Default `lz4`. */
   compression?: 'lz4' | 'zstd' | 'deflate' | 'none'
-  /** TCP connect timeout (ms). Default 10 000. */
+  /** TCP connect timeout. Default 10 s. 1 ms to 10 min. */
   connectTimeoutMs?: number
-  /** Whole-request timeout (ms). Default 15 000. */
+  /** Whole-request timeout. Default 15 s. 1 ms to 1 h. */
   requestTimeoutMs?: number
-  /** Attempts per batch, the first included. Default 10; 1 means no retry. */
+  /** Attempts per batch, the first included; 1 means no retry. Default 10. 1 to 1 000 000. */
   maxAttempts?: number
-  /** First retry delay (ms), doubled per attempt with jitter. Default 200. */
+  /** First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`). Default
+   *  200 ms. 1 ms to 1 h.
+   */
   backoffBaseMs?: number
-  /** Longest retry delay (ms). Default 10 000. */
+  /** Longest retry delay. Default 10 s. 1 ms to 1 h, at least `backoffBaseMs`. */
   backoffMaxMs?: number
-  /** A batch not delivered this long after its first log fails (ms). Default 600 000. */
+  /** A batch not delivered this long after its first log fails. Default 10 min. 1 ms to 30 days. */
   deliveryTimeoutMs?: number
-  /** Extra attempts after a 401 (credentials may rotate meanwhile). Default 3. */
+  /** Extra attempts after a 401 (credentials may rotate meanwhile). Default 3. 0 to 1000. */
   unauthorizedAttempts?: number
-  /** PEM file of an extra CA to trust for HTTPS. Default none. */
+  /** PEM file of an extra CA to trust for HTTPS (certificate checks stay on). Default none. */
   caFile?: string
-  /** Connect to this `host:port` whatever the endpoint resolves to. Default none. */
+  /** Connect to this `host:port` whatever the endpoint resolves to (the request keeps its Host).
+   *  Default none.
+   */
   remoteAddress?: string
-  /** Map shard keys into `shardBuckets` buckets, as the vendor producers do. Default false. */
+  /** Map shard keys onto `shardBuckets` evenly spread hash keys (md5), as the Go and Java producers
+   *  do. Off: shard keys are sent as given (hex). Default `false`.
+   */
   adjustShardHash?: boolean
-  /** Buckets for `adjustShardHash`, a power of two from 1 to 256. Default 64. */
+  /** Buckets for `adjustShardHash`. Default 64. A power of two, 1 to 256. */
   shardBuckets?: number
-  /** Add the `__pack_id__` tag (stable across retries). Default true. */
+  /** Add the `__pack_id__` tag (`PREFIX-SEQ`), stable across retries. Default `true`. */
   packId?: boolean
-  /** Which field keys are accepted: 'service' (what the service takes, default) or 'strict'. */
+  /** Which field keys an add accepts: `service` (what the service accepts: 1 to 128 bytes of UTF-8
+   *  without control characters, not a reserved name) or `strict` (also `[A-Za-z_][A-Za-z0-9_]*`).
+   *  Default `service`.
+   */
   keyPolicy?: 'service' | 'strict'
-  /** How long closing at environment exit waits for delivery (ms). Default 2000. */
+  /** How long dropping a producer (Rust), or closing it when the environment exits (Node), waits
+   *  for delivery. Default 2000 ms. 0 ms to 10 min.
+   */
   dropTimeoutMs?: number
-  /** A directory where accepted records are kept until delivered: a killed process loses
-   *  nothing, the next producer on the directory sends what was left. Producers (the workers
-   *  of a cluster, say) share it: each takes a slot directory of its own under it. Default: none. */
+  /** A directory where every accepted record is also kept until its batch is delivered, so that a
+   *  killed process loses nothing: the next producer opened on the directory sends what was left.
+   *  Producers share it: each takes a slot directory of its own under it (`slot-<n>`), so the
+   *  worker processes of a pre-fork server can all be given the same `spoolDir`; a slot left by a
+   *  process that died is sent by the next producer that takes it (or that finds it unheld).
+   *  Created private to the user (0700, files 0600). Absent: memory only. Default none.
+   */
   spoolDir?: string
-  /** How many producers may hold a slot of `spoolDir` at once (default 64, 1 to 1024); one
-   *  more is refused with a `SpoolLockedError`. */
+  /** How many producers may hold a slot of `spoolDir` at once; one more is refused with the
+   *  spool-locked error naming the directory and a holder's pid (1: one producer per directory).
+   *  Default 64. 1 to 1024.
+   */
   spoolSlots?: number
-  /** Bytes of spool files at most, per producer (default 1 GiB); beyond it sends fail or wait like a full buffer. */
+  /** Most bytes of spool files on disk, per producer (per slot); beyond it records wait or fail as
+   *  for a full buffer. Default 1 GiB. 1 MiB to 1 PiB.
+   */
   spoolMaxBytes?: number
-  /** 'none' (default: survives the process), 'batch' (synced as each batch seals) or 'interval:<ms>'. */
-  spoolSync?: string
-  /** On SIGTERM or SIGINT, deliver what is held for at most this long (ms), then let the
-   *  signal take its usual course: the process still ends by it, or the application's own
-   *  listeners decide. 0 turns this off. Default 5000. */
+  /** How far the spool is synced to disk: `none` (survives the process's death, not a power loss),
+   *  `batch` (each batch synced when it seals, before it is sent) or `interval:<ms>` (a power loss
+   *  loses at most the last interval). Default `none`.
+   */
+  spoolSync?: 'none' | 'batch' | `interval:${number}`
+  /** How long the Python and Node fronts spend delivering what is held when the process gets
+   *  SIGTERM or SIGINT, before letting the signal take its usual course (the application's own
+   *  handler, or the default: the process ends by that signal). 0 turns the handling off. The Rust
+   *  engine itself installs no handler: a Rust application calls `close` from its own. Default 5000
+   *  ms. 0 ms to 10 min.
+   */
   closeOnSignalMs?: number
-  /** How much of each log's time is written: 's' (seconds), 'ms' or 'ns' (default). Fewer
-   *  sub-second digits compress better: consecutive records share them. */
+  /** How much of each log's time is written: `s` (seconds only, what the vendor's C producer
+   *  writes; reads the coarse clock), `ms` or `ns`. Fewer sub-second digits compress better when
+   *  many records share a millisecond; `ns` keeps the order of records within one. Default `ns`.
+   */
   timePrecision?: 's' | 'ms' | 'ns'
-  /** How long pending records keep the process alive without progress (ms). Default 5000. */
+  /** Credentials asked before every attempt, so a token rotated between two retries is used; the
+   *  answer applies from the next attempt on (the first attempt waits for the first answer).
+   *  Default none.
+   */
+  credentialsProvider?: CredentialsProvider
+  /** How long pending records keep the process alive without progress, in milliseconds. Default
+   *  5000.
+   */
   exitTimeoutMs?: number
-  /** Emit a 'stats' event this often (ms); 0 or absent: never. */
+  /** Emit a `stats` event this often, in milliseconds; 0: never. Default 0. */
   statsIntervalMs?: number
   /** Converts a value that has no text form of its own (a function, a symbol), as
-   *  `JSON.stringify`'s replacer would; its result is converted again. Default: none (a
-   *  TypeError naming the field). */
+   *  `JSON.stringify`'s replacer would; its result is converted again. None: a TypeError naming the
+   *  field. Default none.
+   */
   default?: (value: unknown) => unknown
+  // END options generated from the table of options
 }
 
 export interface SendOptions {
@@ -217,6 +277,10 @@ export declare class Producer extends EventEmitter {
    * `BufferFullError`. Either way nothing is queued, and the refused records are counted.
    */
   sendMany(records: Iterable<Contents>): number
+  /** Queues the log of one JSON line as pino writes it: `time` (ms) is the log's time, `level`
+   *  its label, every other key a field (nested values as compact JSON), parsed by the engine.
+   *  A line that is not a JSON object is a TypeError; nothing is queued then. */
+  sendJsonLine(line: string): void
   /** Sends everything queued and waits up to `timeoutMs` (default 60000); resolves with the
    *  records not delivered: still pending, plus those that failed for good since the previous
    *  flush. 0 means everything sent was delivered. */

@@ -31,6 +31,18 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings (workspace)"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "the producer alone (no emulator, bench or command: cargo build --no-default-features)"
+cargo clippy --quiet -p loghose --no-default-features -- -D warnings
+
+step "the declared rust-version builds the workspace"
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
+  cargo +"$msrv" check --quiet --workspace --all-targets --target-dir target/msrv
+  rm -rf target/msrv
+else
+  echo "skipped: Rust $msrv could not be installed here"
+fi
+
 step "cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
 LOGHOSE_FUZZ_SECS=20 cargo test -p loghose
 cargo test -p loghose-node

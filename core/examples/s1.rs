@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
 use loghose::bench::{S1Workload, S1_TAGS, S1_TOPIC};
-use loghose::producer::{Producer, ProducerConfig};
+use loghose::producer::{Producer, ProducerConfig, SpoolSync};
 use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
 use loghose::wire::request::{self, Auth};
@@ -121,7 +121,8 @@ fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Produce
             .expect("--time-precision is s, ms or ns");
     if let Some(dir) = &args.spool_dir {
         config.spool_dir = Some(dir.join(logstore).display().to_string());
-        config.spool_sync = args.spool_sync.clone();
+        config.spool_sync = SpoolSync::parse(&args.spool_sync)
+            .expect("--spool-sync is none, batch or interval:<ms>");
     }
     Producer::new(config).expect("producer")
 }

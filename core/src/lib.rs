@@ -18,14 +18,16 @@
 //! and the fronts' harnesses share; it is not part of the producer's API.
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "emulator")]
 pub mod emulator;
 pub mod producer;
 pub mod wire;
 
 /// The README's Rust code blocks, run as doctests: each must work as pasted.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "emulator"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;

@@ -10,7 +10,9 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use loghose::emulator::{Emulator, Fault, FaultAction};
-use loghose::producer::{ErrorKind, Producer, ProducerConfig, ProducerError, SendOptions};
+use loghose::producer::{
+    ErrorKind, Producer, ProducerConfig, ProducerError, SendOptions, SpoolSync,
+};
 
 mod common;
 
@@ -76,7 +78,7 @@ fn spool_child() {
     let rate: u64 = rate.parse().unwrap();
     let count: u64 = count.parse().unwrap();
     let producer = Producer::new(ProducerConfig {
-        spool_sync: (*sync).into(),
+        spool_sync: SpoolSync::parse(sync).expect("a sync mode"),
         ..spool_config(endpoint, Path::new(dir))
     })
     .unwrap();
@@ -729,7 +731,7 @@ fn with_interval_sync_a_batch_file_no_timed_sync_took_goes_back_as_its_batch_is_
     let dir = temp_dir("interval");
     let p = Producer::new(ProducerConfig {
         // Ten minutes: no timed sync takes a file during the test.
-        spool_sync: "interval:600000".into(),
+        spool_sync: SpoolSync::Interval(Duration::from_secs(600)),
         batch_max_count: 100,
         ..spool_config(&emu.endpoint(), &dir)
     })

@@ -59,7 +59,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 pub use buffer::BatchBuf;
-pub use config::{ConfigError, ProducerConfig, SignatureVersion, TimePrecision};
+pub use config::{ConfigError, ProducerConfig, SignatureVersion, SpoolSync, TimePrecision};
 pub use encode::{LogEncoder, RecordError};
 pub use engine::process_id;
 pub use error::{ErrorKind, ProducerError};
@@ -70,7 +70,7 @@ pub use report::{
 };
 pub use reporter::ReportCallback;
 pub use routing::{split_unix_seconds, SendOptions};
-pub use spool::{SpoolError, SpoolSync};
+pub use spool::SpoolError;
 pub use transport::CredentialsProvider;
 
 use accumulator::{Accumulator, AfterAdd, InPlace, SealedBatch};
@@ -298,7 +298,7 @@ impl Producer {
                 shard_count,
                 usize::try_from(config.spool_max_bytes).unwrap_or(usize::MAX),
                 config.buffer_max_bytes.saturating_mul(2),
-                SpoolSync::parse(&config.spool_sync).unwrap_or(SpoolSync::None),
+                config.spool_sync,
             )?),
         };
         let spool = opened.as_ref().map(|o| o.spool.clone());

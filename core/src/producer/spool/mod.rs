@@ -73,6 +73,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::batch_file::{self, BatchFile, Idle, Shape};
 use super::buffer::BatchBuf;
+use super::config::SpoolSync;
 use super::routing::Destination;
 use crate::wire::compress::Compression;
 
@@ -94,32 +95,6 @@ const ENTRY_MAGIC: u32 = 0x4C48_5345;
 /// sequence number of the segment it was written in (a reused segment's older entries carry
 /// another and end the scan). The CRC covers everything after it.
 const ENTRY_HEADER: usize = 40;
-
-/// How far the spool is synced to the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SpoolSync {
-    /// Never explicitly: survives the process's death (the page cache outlives it), not a
-    /// power loss.
-    None,
-    /// Every `interval`, on a timer thread: a power loss loses at most the last interval.
-    Interval(Duration),
-    /// Each batch's segment when the batch seals, before it is sent.
-    Batch,
-}
-
-impl SpoolSync {
-    /// Parses `none`, `batch` or `interval:<ms>`.
-    pub fn parse(text: &str) -> Option<SpoolSync> {
-        match text.trim() {
-            "none" => Some(SpoolSync::None),
-            "batch" => Some(SpoolSync::Batch),
-            other => {
-                let ms: u64 = other.strip_prefix("interval:")?.trim().parse().ok()?;
-                (ms > 0).then(|| SpoolSync::Interval(Duration::from_millis(ms)))
-            }
-        }
-    }
-}
 
 /// Why the spool could not be opened or written.
 #[derive(Debug, thiserror::Error)]

@@ -1,21 +1,22 @@
-//! The producer's configuration: one struct, the single source of truth for every option of
-//! the engine and of the Python and Node fronts (which take the same names).
+//! The producer's configuration: one struct, [`ProducerConfig`], generated with its defaults
+//! from the table of options ([`OPTIONS`], in `options.rs`), the single source of truth for
+//! every option of the engine and of the Python and Node fronts (which take the same names).
 //!
-//! Every field has a documented default and unit; [`ProducerConfig::validate`] checks each
-//! against the service's limits and returns a [`ConfigError`] naming the key, the value and the
-//! allowed range. Validation does no I/O; resolving the endpoint, credentials and HTTP client
-//! happens once when the producer is built.
+//! [`ProducerConfig::validate`] checks every value against the table's kinds and ranges and
+//! the service's rules, and returns a [`ConfigError`] naming the key, the value and the allowed
+//! range. Validation does no I/O; resolving the endpoint, credentials and HTTP client happens
+//! once when the producer is built.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::wire::compress::Compression;
-use crate::wire::keys::KeyPolicy;
-use crate::wire::limits::{
-    MAX_KEY_BYTES, MAX_LOGS_PER_GROUP, MAX_LOG_GROUP_BYTES, MAX_RAW_BODY_BYTES, MAX_SOURCE_BYTES,
-    MAX_TOPIC_BYTES,
-};
+use crate::wire::limits::{MAX_KEY_BYTES, MAX_LOG_GROUP_BYTES};
 use crate::wire::names::{self, NameKind};
+
+mod options;
+pub mod spec;
+
+pub use options::{ProducerConfig, FRONT_OPTIONS, OPTIONS};
+pub use spec::{Front, FrontOption, OptionKind, OptionSpec, Unit};
 
 /// Largest batch the producer builds: 4 MiB of logs leaves room for the topic, source and
 /// tags under the service's 5 MiB log group.
@@ -72,112 +73,63 @@ impl TimePrecision {
     }
 }
 
-/// Every option of a producer. Build one with `ProducerConfig::new(endpoint, project,
-/// logstore)` or a preset, adjust fields, and hand it to `Producer::new`.
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ProducerConfig {
-    /// Service endpoint, `http://` or `https://` (scheme optional, `http` by default), e.g.
-    /// `https://cn-hangzhou.log.aliyuncs.com` or the emulator's `http://127.0.0.1:PORT`.
-    /// A host name is addressed as `{project}.{host}`; an IP address is connected to directly
-    /// with `Host: {project}.{ip}`.
-    pub endpoint: String,
-    /// Default project of records.
-    pub project: String,
-    /// Default logstore of records.
-    pub logstore: String,
-    /// AccessKeyId (with `access_key_secret`), unless `api_key` or a credentials provider is used.
-    pub access_key_id: String,
-    /// AccessKeySecret.
-    pub access_key_secret: String,
-    /// STS security token, for temporary keys.
-    pub security_token: Option<String>,
-    /// API key sent as `Authorization: Bearer`; exclusive with access keys.
-    pub api_key: Option<String>,
-    /// Signature version. Default v1.
-    pub signature_version: SignatureVersion,
-    /// Region for signature v4, e.g. `cn-hangzhou`.
-    pub region: Option<String>,
-    /// Default topic (`__topic__`). Default empty.
-    pub topic: String,
-    /// Default source (`__source__`). Default: this host's outbound IP address.
-    pub source: Option<String>,
-    /// Tags added to every group, in order, before `__pack_id__`.
-    pub tags: Vec<(String, String)>,
-    /// A batch seals when its raw (uncompressed) size reaches this many bytes. Default 3 MiB;
-    /// 1 byte to 4 MiB (the service takes log groups of up to 5 MiB).
-    pub batch_max_bytes: usize,
-    /// A batch seals when it holds this many logs. Default 4096; 1 to 40 960.
-    pub batch_max_count: usize,
-    /// A batch seals this many milliseconds after its first log. Default 2000; 0 sends every
-    /// add at once.
-    pub linger_ms: u64,
-    /// Raw bytes held in open, sealed, in-flight and retrying batches at most. Default 64 MiB.
-    pub buffer_max_bytes: usize,
-    /// When the buffer is full, an add waits up to this many milliseconds for room, then fails
-    /// with `BufferFull`. Default 0: fail at once, never block the caller.
-    pub max_block_ms: u64,
-    /// Batches being sent at once. Default 8; 1 to 1024.
-    pub send_concurrency: usize,
-    /// Body compression. Default lz4.
-    pub compression: Compression,
-    /// TCP connect timeout, ms. Default 10 000.
-    pub connect_timeout_ms: u64,
-    /// Whole-request timeout, ms. Default 15 000.
-    pub request_timeout_ms: u64,
-    /// Attempts per batch, the first included. Default 10; 1 means no retry.
-    pub max_attempts: u32,
-    /// First retry delay, ms (full jitter: each delay is random in `[0, min(cap, base·2^n)]`).
-    /// Default 200.
-    pub backoff_base_ms: u64,
-    /// Longest retry delay, ms. Default 10 000.
-    pub backoff_max_ms: u64,
-    /// A batch not delivered this many ms after its first log fails. Default 600 000.
-    pub delivery_timeout_ms: u64,
-    /// Extra attempts for a 401 (credentials may rotate meanwhile). Default 3.
-    pub unauthorized_attempts: u32,
-    /// PEM file of an extra CA to trust for HTTPS (certificate checks stay on).
-    pub ca_file: Option<String>,
-    /// Connect to this address whatever the endpoint resolves to (the request keeps its Host).
-    pub remote_address: Option<SocketAddr>,
-    /// Map shard keys onto `shard_buckets` evenly spread hash keys (md5), as the Go and Java
-    /// producers do. Default off: shard keys are sent as given (hex).
-    pub adjust_shard_hash: bool,
-    /// Buckets for `adjust_shard_hash`, a power of two from 1 to 256. Default 64.
-    pub shard_buckets: u32,
-    /// Add the `__pack_id__` tag (`PREFIX-SEQ`), stable across retries. Default on.
-    pub pack_id: bool,
-    /// Which field keys `add` accepts. Default: what the service accepts.
-    pub key_policy: KeyPolicy,
-    /// How long dropping a producer waits for delivery, ms. Default 2000.
-    pub drop_timeout_ms: u64,
-    /// A directory where every accepted record is also kept until its batch is delivered, so
-    /// that a killed process loses nothing: the next producer opened on the directory sends
-    /// what was left. Default none (memory only). Producers share it: each takes a slot
-    /// directory of its own under it (`slot-<n>`), so the worker processes of a pre-fork
-    /// server can all be given the same `spool_dir`; a slot left by a process that died is
-    /// sent by the next producer that takes it (or that finds it unheld).
-    pub spool_dir: Option<String>,
-    /// How many producers may hold a slot of `spool_dir` at once; one more is refused with
-    /// the spool-locked error naming the directory and a holder's pid. Default 64; 1 to 1024
-    /// (1: one producer per directory).
-    pub spool_slots: u32,
-    /// Most bytes of spool files on disk, per producer (per slot); beyond it records wait or
-    /// fail as for a full buffer. Default 1 GiB; at least 1 MiB.
-    pub spool_max_bytes: u64,
-    /// How far the spool is synced to disk: `none` (survives the process's death, not a
-    /// power loss), `batch` (each batch synced when it seals, before it is sent) or
-    /// `interval:<ms>`. Default `none`.
-    pub spool_sync: String,
-    /// How long the Python and Node fronts spend delivering what is held when the process
-    /// gets SIGTERM or SIGINT, ms, before letting the signal take its usual course (the
-    /// application's own handler, or the default: the process ends by that signal). 0 turns
-    /// the handling off. Default 5000. The Rust engine itself installs no handler: a Rust
-    /// application calls `close` from its own.
-    pub close_on_signal_ms: u64,
-    /// How much of each log's time is written: `"s"`, `"ms"` or `"ns"` (see
-    /// [`TimePrecision`]). Default `"ns"`.
-    pub time_precision: TimePrecision,
+/// How far the spool is synced to the disk (the `spool_sync` option), written `none`,
+/// `batch` or `interval:<ms>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpoolSync {
+    /// Never explicitly: survives the process's death (the page cache outlives it), not a
+    /// power loss.
+    #[default]
+    None,
+    /// Every `interval`, on a timer thread: a power loss loses at most the last interval.
+    Interval(Duration),
+    /// Each batch's segment when the batch seals, before it is sent.
+    Batch,
+}
+
+impl SpoolSync {
+    /// What the option takes, for messages.
+    pub const FORMS: &'static str = "none, batch or interval:<ms> (ms at least 1)";
+
+    /// Parses `none`, `batch` or `interval:<ms>` (`ms` at least 1).
+    pub fn parse(text: &str) -> Option<SpoolSync> {
+        match text.trim() {
+            "none" => Some(SpoolSync::None),
+            "batch" => Some(SpoolSync::Batch),
+            other => {
+                let ms: u64 = other.strip_prefix("interval:")?.trim().parse().ok()?;
+                (ms > 0).then(|| SpoolSync::Interval(Duration::from_millis(ms)))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for SpoolSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpoolSync::None => f.write_str("none"),
+            SpoolSync::Batch => f.write_str("batch"),
+            SpoolSync::Interval(every) => write!(f, "interval:{}", every.as_millis()),
+        }
+    }
+}
+
+impl serde::Serialize for SpoolSync {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SpoolSync {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        SpoolSync::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format_args!(
+                "{text:?} is not a sync mode: expected {}",
+                SpoolSync::FORMS
+            ))
+        })
+    }
 }
 
 impl std::fmt::Debug for ProducerConfig {
@@ -189,52 +141,6 @@ impl std::fmt::Debug for ProducerConfig {
         redacted.security_token = redacted.security_token.map(|_| "<redacted>".into());
         redacted.api_key = redacted.api_key.map(|_| "<redacted>".into());
         f.write_str(&serde_json::to_string(&redacted).unwrap_or_default())
-    }
-}
-
-impl Default for ProducerConfig {
-    fn default() -> Self {
-        ProducerConfig {
-            endpoint: String::new(),
-            project: String::new(),
-            logstore: String::new(),
-            access_key_id: String::new(),
-            access_key_secret: String::new(),
-            security_token: None,
-            api_key: None,
-            signature_version: SignatureVersion::V1,
-            region: None,
-            topic: String::new(),
-            source: None,
-            tags: Vec::new(),
-            batch_max_bytes: 3 * 1024 * 1024,
-            batch_max_count: 4096,
-            linger_ms: 2000,
-            buffer_max_bytes: 64 * 1024 * 1024,
-            max_block_ms: 0,
-            send_concurrency: 8,
-            compression: Compression::Lz4,
-            connect_timeout_ms: 10_000,
-            request_timeout_ms: 15_000,
-            max_attempts: 10,
-            backoff_base_ms: 200,
-            backoff_max_ms: 10_000,
-            delivery_timeout_ms: 600_000,
-            unauthorized_attempts: 3,
-            ca_file: None,
-            remote_address: None,
-            adjust_shard_hash: false,
-            shard_buckets: 64,
-            pack_id: true,
-            key_policy: KeyPolicy::Service,
-            drop_timeout_ms: 2000,
-            spool_dir: None,
-            spool_slots: 64,
-            spool_max_bytes: 1 << 30,
-            spool_sync: "none".into(),
-            close_on_signal_ms: 5000,
-            time_precision: TimePrecision::Nanoseconds,
-        }
     }
 }
 
@@ -491,10 +397,11 @@ impl ProducerConfig {
         Ok(serde_json::Value::Object(changed).to_string())
     }
 
-    /// Checks every key; the first problem found is returned.
+    /// Checks every key; the first problem found is returned. The table's kinds and ranges
+    /// first, in its order, then the rules between options.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.endpoint.trim().is_empty() {
-            return Err(ConfigError::Missing { key: "endpoint" });
+        for (spec, value) in OPTIONS.iter().zip(self.table_values()) {
+            check_option(spec, value, self)?;
         }
         let (_, host) = split_endpoint(&self.endpoint)?;
         if host.is_empty() {
@@ -504,8 +411,6 @@ impl ProducerConfig {
                 reason: "has no host".into(),
             });
         }
-        name("project", NameKind::Project, &self.project)?;
-        name("logstore", NameKind::Logstore, &self.logstore)?;
         match (
             &self.api_key,
             self.access_key_id.is_empty(),
@@ -534,17 +439,6 @@ impl ProducerConfig {
         {
             return Err(ConfigError::Missing { key: "region" });
         }
-        if self.topic.len() > MAX_TOPIC_BYTES {
-            return Err(ConfigError::OutOfRange {
-                key: "topic",
-                value: self.topic.len() as u64,
-                min: 0,
-                max: MAX_TOPIC_BYTES as u64,
-            });
-        }
-        if let Some(s) = &self.source {
-            range("source", s.len() as u64, 0, MAX_SOURCE_BYTES as u64)?;
-        }
         for (k, _) in &self.tags {
             if k.is_empty() || k.len() > MAX_KEY_BYTES || k == "__pack_id__" {
                 return Err(ConfigError::Invalid {
@@ -553,35 +447,6 @@ impl ProducerConfig {
                     reason: "tag keys are 1 to 128 bytes and not __pack_id__".into(),
                 });
             }
-        }
-        range(
-            "batch_max_bytes",
-            self.batch_max_bytes as u64,
-            1,
-            MAX_BATCH_BYTES as u64,
-        )?;
-        range(
-            "batch_max_count",
-            self.batch_max_count as u64,
-            1,
-            MAX_LOGS_PER_GROUP as u64,
-        )?;
-        range("linger_ms", self.linger_ms, 0, 3_600_000)?;
-        range(
-            "buffer_max_bytes",
-            self.buffer_max_bytes as u64,
-            self.batch_max_bytes.min(MAX_RAW_BODY_BYTES) as u64,
-            1 << 40,
-        )?;
-        range("max_block_ms", self.max_block_ms, 0, 3_600_000)?;
-        range("spool_max_bytes", self.spool_max_bytes, 1 << 20, 1 << 50)?;
-        range("spool_slots", u64::from(self.spool_slots), 1, 1024)?;
-        if super::spool::SpoolSync::parse(&self.spool_sync).is_none() {
-            return Err(ConfigError::Invalid {
-                key: "spool_sync",
-                value: self.spool_sync.clone(),
-                reason: "must be none, batch or interval:<ms>".into(),
-            });
         }
         if self
             .spool_dir
@@ -594,45 +459,85 @@ impl ProducerConfig {
                 reason: "must name a directory (leave it unset for no spool)".into(),
             });
         }
-        range("close_on_signal_ms", self.close_on_signal_ms, 0, 600_000)?;
-        range("send_concurrency", self.send_concurrency as u64, 1, 1024)?;
-        range("connect_timeout_ms", self.connect_timeout_ms, 1, 600_000)?;
-        range("request_timeout_ms", self.request_timeout_ms, 1, 3_600_000)?;
-        range("max_attempts", u64::from(self.max_attempts), 1, 1_000_000)?;
-        range("backoff_base_ms", self.backoff_base_ms, 1, 3_600_000)?;
-        range(
-            "backoff_max_ms",
-            self.backoff_max_ms,
-            self.backoff_base_ms,
-            3_600_000,
-        )?;
-        range(
-            "delivery_timeout_ms",
-            self.delivery_timeout_ms,
-            1,
-            30 * 86_400_000,
-        )?;
-        range(
-            "unauthorized_attempts",
-            u64::from(self.unauthorized_attempts),
-            0,
-            1000,
-        )?;
-        if !self.shard_buckets.is_power_of_two() || self.shard_buckets > 256 {
+        if matches!(self.spool_sync, SpoolSync::Interval(every) if every.is_zero()) {
             return Err(ConfigError::Invalid {
-                key: "shard_buckets",
-                value: self.shard_buckets.to_string(),
-                reason: "must be a power of two from 1 to 256".into(),
+                key: "spool_sync",
+                value: self.spool_sync.to_string(),
+                reason: format!("must be {}", SpoolSync::FORMS),
             });
         }
-        range("drop_timeout_ms", self.drop_timeout_ms, 0, 600_000)?;
         Ok(())
+    }
+
+    /// The value of the whole-number option `name`, as the table checks it.
+    fn number(&self, name: &str) -> Option<u64> {
+        let at = OPTIONS.iter().position(|o| o.name == name)?;
+        self.table_values().get(at)?.as_number()
     }
 
     /// `linger_ms` as a duration.
     pub fn linger(&self) -> Duration {
         Duration::from_millis(self.linger_ms)
     }
+}
+
+/// Checks one option's value against its kind in the table.
+fn check_option(
+    spec: &OptionSpec,
+    value: &dyn spec::OptionValue,
+    config: &ProducerConfig,
+) -> Result<(), ConfigError> {
+    let key = spec.name;
+    match spec.kind {
+        OptionKind::Text {
+            required,
+            max_bytes,
+        } => {
+            let text = value.as_text().unwrap_or_default();
+            if required && text.trim().is_empty() {
+                return Err(ConfigError::Missing { key });
+            }
+            text_length(key, text, max_bytes)
+        }
+        OptionKind::OptionalText { max_bytes } => {
+            text_length(key, value.as_text().unwrap_or_default(), max_bytes)
+        }
+        OptionKind::Name(kind) => name(key, kind, value.as_text().unwrap_or_default()),
+        OptionKind::Number {
+            min,
+            max,
+            at_least,
+            power_of_two,
+            ..
+        } => {
+            let Some(number) = value.as_number() else {
+                return Ok(());
+            };
+            if power_of_two && !number.is_power_of_two() {
+                return Err(ConfigError::Invalid {
+                    key,
+                    value: number.to_string(),
+                    reason: format!("must be a power of two from {min} to {max}"),
+                });
+            }
+            let floor = at_least
+                .and_then(|other| config.number(other))
+                .map_or(min, |other| other.max(min));
+            range(key, number, floor, max)
+        }
+        OptionKind::Secret { .. }
+        | OptionKind::Flag
+        | OptionKind::Choice(_)
+        | OptionKind::Tags
+        | OptionKind::Address => Ok(()),
+    }
+}
+
+fn text_length(key: &'static str, text: &str, max_bytes: usize) -> Result<(), ConfigError> {
+    if max_bytes == 0 {
+        return Ok(());
+    }
+    range(key, text.len() as u64, 0, max_bytes as u64)
 }
 
 /// Splits an endpoint into (https?, host[:port]) without scheme, path or trailing slash.
@@ -951,6 +856,86 @@ mod tests {
             }
         )
         .contains("hunter2"));
+    }
+
+    #[test]
+    fn every_range_and_choice_in_the_table_is_what_validation_and_parsing_enforce() {
+        let mut numbers = 0;
+        for spec in OPTIONS {
+            match spec.kind {
+                OptionKind::Number { min, max, .. } => {
+                    numbers += 1;
+                    let with = |value: u64| {
+                        let mut json = serde_json::to_value(ok()).unwrap();
+                        json[spec.name] = value.into();
+                        // One this option must be at least goes as low as it can; one that
+                        // must be at least this option follows it up.
+                        if let OptionKind::Number {
+                            at_least: Some(floor),
+                            ..
+                        } = spec.kind
+                        {
+                            json[floor] = 1.into();
+                        }
+                        for other in OPTIONS {
+                            if let OptionKind::Number {
+                                at_least: Some(floor),
+                                ..
+                            } = other.kind
+                            {
+                                if floor == spec.name {
+                                    let current = json[other.name].as_u64().unwrap();
+                                    json[other.name] = current.max(value).into();
+                                }
+                            }
+                        }
+                        serde_json::from_value::<ProducerConfig>(json)
+                            .map_err(|e| ConfigError::Parse {
+                                key: spec.name.into(),
+                                message: e.to_string(),
+                            })
+                            .and_then(|c| c.validate())
+                    };
+                    with(min).unwrap_or_else(|e| panic!("{}: min {min}: {e}", spec.name));
+                    with(max).unwrap_or_else(|e| panic!("{}: max {max}: {e}", spec.name));
+                    for bad in [min.checked_sub(1), max.checked_add(1)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        let err = with(bad).expect_err(spec.name);
+                        assert!(
+                            err.to_string().contains(&format!("`{}`", spec.name)),
+                            "{}: {bad}: {err}",
+                            spec.name
+                        );
+                    }
+                }
+                OptionKind::Choice(words) => {
+                    for word in words {
+                        let word = word.replace("<ms>", "250");
+                        let json = format!(r#"{{"{}": "{word}"}}"#, spec.name);
+                        let parsed = ProducerConfig::from_json(&json)
+                            .unwrap_or_else(|e| panic!("{}: {word}: {e}", spec.name));
+                        let back = serde_json::to_value(&parsed).unwrap();
+                        assert_eq!(back[spec.name], serde_json::json!(word));
+                    }
+                    let json = format!(r#"{{"{}": "sometimes"}}"#, spec.name);
+                    let err = ProducerConfig::from_json(&json).expect_err(spec.name);
+                    assert!(err.to_string().contains(spec.name), "{err}");
+                }
+                _ => {}
+            }
+        }
+        assert!(numbers >= 15, "{numbers}");
+        let interval_zero = ProducerConfig {
+            spool_sync: SpoolSync::Interval(Duration::ZERO),
+            ..ok()
+        };
+        assert!(interval_zero
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("spool_sync"));
     }
 
     #[test]
