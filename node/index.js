@@ -35,31 +35,11 @@ function loadNative() {
 }
 const signals = require('./signals.js')
 
-class LoghoseError extends Error {
-  constructor(message, props) {
-    super(message)
-    this.name = new.target.name
-    if (props) Object.assign(this, props)
-  }
-}
-class ConfigError extends LoghoseError {}
-class InvalidRecordError extends LoghoseError {}
-class BufferFullError extends LoghoseError {}
-class ProducerClosedError extends LoghoseError {}
-class SpoolLockedError extends LoghoseError {}
-class DeliveryError extends LoghoseError {}
+const { LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError, SpoolLockedError, DeliveryError } = require('./errors.js')
+const { lineWriter } = require('./lines.js')
 
-const ERRORS = { LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError, SpoolLockedError }
-
-function translate(err) {
-  const match = err && typeof err.message === 'string' ? /^(\w+)\|([\s\S]*)$/.exec(err.message) : null
-  if (!match) return err
-  if (match[1] === 'TypeError') return new TypeError(match[2])
-  const Cls = ERRORS[match[1]] || LoghoseError
-  // The engine names options as Rust spells them (`linger_ms`); JavaScript callers gave `lingerMs`.
-  const message = Cls === ConfigError || Cls === SpoolLockedError ? match[2].replace(/`([a-z][a-z0-9_]*)`/g, (_, name) => `\`${camel(name)}\``) : match[2]
-  return new Cls(message, { code: match[1] })
-}
+// The addon raises its errors as instances of these classes, with `code` set (node/src/errors.rs).
+native.useErrorClasses({ LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError, SpoolLockedError, TypeError })
 
 /** `object` with its own keys in camelCase (one level: maps keyed by error code stay as they are). */
 function camelKeys(object) {
@@ -332,12 +312,7 @@ function checkSendOptions(opts) {
 
 /** The options a preset sets, camelCase; the engine holds the values. */
 function presetOptions(preset) {
-  let snake
-  try {
-    snake = JSON.parse(native.presetOptionsJson(String(preset)))
-  } catch (err) {
-    throw translate(err)
-  }
+  const snake = JSON.parse(native.presetOptionsJson(String(preset)))
   const options = {}
   for (const [key, value] of Object.entries(snake)) {
     options[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value
@@ -440,11 +415,7 @@ class Producer extends EventEmitter {
     }
     this._default = options.default ?? null
     const ask = options.credentialsProvider === undefined ? undefined : credentialsAsker(options.credentialsProvider, () => this._native)
-    try {
-      this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json), ask)
-    } catch (err) {
-      throw translate(err)
-    }
+    this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json), ask)
     this._closed = false
     this._closeOnSignalMs = this._native.closeOnSignalMs
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
@@ -503,14 +474,17 @@ class Producer extends EventEmitter {
       index += 1
     }
     if (parts.length === 0) return 0
-    let count
-    try {
-      count = this._native.sendManyJson(`[${parts.join(',')}]`)
-    } catch (err) {
-      throw translate(err)
-    }
+    const count = this._native.sendManyJson(`[${parts.join(',')}]`)
     if (this._keepAlive === null) this._startKeepAlive()
     return count
+  }
+
+  /** Queues the log of one JSON line as pino writes it: `time` (ms) is the log's time, `level`
+   * its label, every other key a field (nested values as compact JSON), parsed by the engine.
+   * A line that is not a JSON object is a TypeError; nothing is queued then. */
+  sendJsonLine(line) {
+    this._native.sendPinoLine(line)
+    if (this._keepAlive === null) this._startKeepAlive()
   }
 
   _send(contents, opts, ticket) {
@@ -525,24 +499,14 @@ class Producer extends EventEmitter {
       } finally {
         this._framing = false
       }
-      let sent = false
-      try {
-        sent = text !== null && this._sendFields(text, framedCount)
-      } catch (err) {
-        throw translate(err)
-      }
-      if (sent) {
+      if (text !== null && this._sendFields(text, framedCount)) {
         if (this._keepAlive === null) this._startKeepAlive()
         return
       }
     }
     const json = recordJson(contents, this._default)
-    try {
-      const o = opts || {}
-      this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
-    } catch (err) {
-      throw translate(err)
-    }
+    const o = opts || {}
+    this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
     if (this._keepAlive === null) this._startKeepAlive()
   }
 
@@ -617,7 +581,11 @@ class Producer extends EventEmitter {
    * delivered: still pending, plus those that failed for good since the previous flush
    * (0: everything sent was delivered). */
   flush(timeoutMs = 60000) {
-    return this._native.flush(timeoutMs).catch((err) => Promise.reject(translate(err)))
+    try {
+      return this._native.flush(timeoutMs)
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /** Whether close() was called. */
@@ -677,11 +645,7 @@ class Emulator {
   constructor(config = {}) {
     const snake = {}
     for (const [k, v] of Object.entries(config)) snake[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v
-    try {
-      this._native = new native.NativeEmulator(JSON.stringify(snake))
-    } catch (err) {
-      throw translate(err)
-    }
+    this._native = new native.NativeEmulator(JSON.stringify(snake))
     // A server: while open it keeps the process alive, as a listening http.Server does (it
     // serves from threads of its own, which the event loop does not see).
     this._alive = setInterval(() => {}, 2 ** 30)
@@ -739,11 +703,7 @@ class Emulator {
 
   /** Creates a logstore of 1 to 100 shards (ConfigError outside that, as the service refuses). */
   createLogstore(project, logstore, shards) {
-    try {
-      this._native.createLogstore(project, logstore, shards)
-    } catch (err) {
-      throw translate(err)
-    }
+    this._native.createLogstore(project, logstore, shards)
   }
 
   /** Stops serving; the process may then end. */
@@ -762,7 +722,6 @@ class Emulator {
  * what is pending, and pending records keep the process alive until delivered, as for any
  * producer. `producer` is the Producer behind it. */
 function pinoDestination(options = {}) {
-  const { lineWriter } = require('./pino.js')
   const producer = options instanceof Producer ? options : new Producer(options)
   const destination = {
     producer,

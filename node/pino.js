@@ -13,24 +13,7 @@
 
 const build = require('pino-abstract-transport')
 const { Producer } = require('./index.js')
-
-/** A writer of pino lines into `producer`, counting and reporting what it refuses. */
-function lineWriter(producer, counter = { failures: 0 }) {
-  const reported = new Set()
-  return function write(line) {
-    try {
-      producer._native.sendPinoLine(line)
-      if (producer._keepAlive === null) producer._startKeepAlive()
-    } catch (err) {
-      counter.failures += 1
-      const name = (err && err.message && err.message.split('|')[0]) || 'Error'
-      if (!reported.has(name)) {
-        reported.add(name)
-        process.emitWarning(`loghose: a pino line could not be sent: ${err.message} (counted in the producer's stats; reported once per error class)`, { code: 'LOGHOSE_PINO_LINE' })
-      }
-    }
-  }
-}
+const { lineWriter } = require('./lines.js')
 
 module.exports = async function loghoseTransport(options = {}) {
   const { closeTimeoutMs = 10000, ...rest } = options

@@ -229,6 +229,62 @@ describe('Producer', () => {
     expect(() => lh.Producer.fromPreset('desktop', emu.producerOptions())).toThrow(/desktop/)
   })
 
+  test('every error the addon raises is an instance of its class with its code, in workers too', async () => {
+    const caught = (f) => {
+      try {
+        f()
+      } catch (err) {
+        return err
+      }
+      throw new Error('did not throw')
+    }
+    const check = (err, Cls, pattern) => {
+      expect(err).toBeInstanceOf(Cls)
+      expect(err.message).toMatch(pattern)
+      // Nothing is encoded in the message any more.
+      expect(err.message).not.toMatch(/^\w+\|/)
+      if (Cls !== TypeError) expect([err.code, err.name]).toEqual([Cls.name, Cls.name])
+    }
+    const config = caught(() => new lh.Producer({ ...emu.producerOptions(), lingrMs: 5 }))
+    check(config, lh.ConfigError, /`lingrMs`: unknown option; did you mean `lingerMs`\?/)
+    check(caught(() => lh.Producer.presetOptions('desktop')), lh.ConfigError, /desktop/)
+    check(caught(() => emu.inject('sometimes')), lh.ConfigError, /sometimes/)
+    check(caught(() => emu.replaceStsKeys('not a list')), lh.ConfigError, /.+/)
+    check(caught(() => emu.createLogstore('proj', 'huge', 1000)), lh.ConfigError, /1000/)
+    check(caught(() => new lh.Emulator({ shards: 0 })), lh.ConfigError, /shards/)
+    const p = new lh.Producer(options(emu))
+    check(caught(() => p.send({ ['k'.repeat(129)]: 'v' })), lh.InvalidRecordError, /longer than 128 bytes/)
+    check(caught(() => p.send({ k: 'v' }, { time: -1e20 })), lh.InvalidRecordError, /.+/)
+    check(caught(() => p.sendMany([{ ok: 'v' }, { '': 1.5 }])), lh.InvalidRecordError, /^record 1: key "" is empty/)
+    check(caught(() => p.sendJsonLine('[1, 2]')), TypeError, /JSON object/)
+    check(caught(() => p._sendFields(42, 1)), TypeError, /must be a string/)
+    p.sendJsonLine('{"level":30,"time":1700000000123,"msg":"from a line"}')
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    check(caught(() => p.send({ a: '1' })), lh.ProducerClosedError, /closed/)
+    check(caught(() => p.sendJsonLine('{}')), lh.ProducerClosedError, /closed/)
+    // A promise-returning call rejects rather than throwing.
+    await expect(p.flush(10)).rejects.toBeInstanceOf(lh.ProducerClosedError)
+    const line = emu.logs('loghose', 'logs').find((l) => fields(l).msg === 'from a line')
+    expect([line.time, fields(line).level]).toEqual([1700000000, 'info'])
+    // A worker thread loads the package anew: its errors are its own classes' instances.
+    const { Worker } = require('node:worker_threads')
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads')
+       const lh = require(${JSON.stringify(require('node:path').join(__dirname, '..'))})
+       try { new lh.Producer({ endpoint: 'http://127.0.0.1:9', project: 'proj', logstore: 'logs', accessKeyId: 'i', accessKeySecret: 's', batchMaxCount: 0 }) }
+       catch (err) { parentPort.postMessage([err instanceof lh.ConfigError, err.code, err.message]) }`,
+      { eval: true },
+    )
+    const [isConfigError, code, message] = await new Promise((resolve, reject) => {
+      worker.once('message', resolve)
+      worker.once('error', reject)
+    })
+    await worker.terminate()
+    expect([isConfigError, code]).toEqual([true, 'ConfigError'])
+    expect(message).toMatch(/`batchMaxCount` is 0/)
+  })
+
   test('a batch stored and then refused is retried and counted as a duplicate', async () => {
     emu.inject('store_then_reset', { count: 1 })
     const p = new lh.Producer(options(emu, { lingerMs: 0 }))

@@ -1,10 +1,10 @@
 //! `NativeEmulator`: the engine's embedded emulator, held for the facade's `Emulator`.
 
 use loghose::emulator::EmbeddedEmulator;
-use napi::Result;
+use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::errors::emulator_error;
+use crate::errors::RaiseIn;
 
 /// The embedded emulator behind `require('loghose').Emulator`.
 #[napi]
@@ -14,10 +14,10 @@ pub struct NativeEmulator(EmbeddedEmulator);
 impl NativeEmulator {
     /// Starts an emulator from its configuration as JSON (snake_case keys).
     #[napi(constructor)]
-    pub fn new(config_json: String) -> Result<Self> {
+    pub fn new(env: Env, config_json: String) -> Result<Self> {
         EmbeddedEmulator::start_json(&config_json)
             .map(NativeEmulator)
-            .map_err(emulator_error)
+            .raise_in(&env)
     }
 
     #[napi(getter)]
@@ -36,57 +36,52 @@ impl NativeEmulator {
     }
 
     #[napi]
-    pub fn logs_json(&self, project: String, logstore: String) -> Result<String> {
-        self.0
-            .logs_json(&project, &logstore)
-            .map_err(emulator_error)
+    pub fn logs_json(&self, env: Env, project: String, logstore: String) -> Result<String> {
+        self.0.logs_json(&project, &logstore).raise_in(&env)
     }
 
     #[napi]
-    pub fn totals_json(&self, project: String, logstore: String) -> Result<String> {
-        self.0
-            .totals_json(&project, &logstore)
-            .map_err(emulator_error)
+    pub fn totals_json(&self, env: Env, project: String, logstore: String) -> Result<String> {
+        self.0.totals_json(&project, &logstore).raise_in(&env)
     }
 
     #[napi]
-    pub fn counters_json(&self) -> Result<String> {
-        self.0.counters_json().map_err(emulator_error)
+    pub fn counters_json(&self, env: Env) -> Result<String> {
+        self.0.counters_json().raise_in(&env)
     }
 
     #[napi]
-    pub fn inject_json(&self, fault_json: String) -> Result<()> {
-        self.0.inject_json(&fault_json).map_err(emulator_error)
+    pub fn inject_json(&self, env: Env, fault_json: String) -> Result<()> {
+        self.0.inject_json(&fault_json).raise_in(&env)
     }
 
     /// Replaces the temporary (STS) keys (JSON list of `{"id", "secret", "token"}`).
     #[napi]
-    pub fn replace_sts_keys_json(&self, keys_json: String) -> Result<()> {
-        self.0
-            .replace_sts_keys_json(&keys_json)
-            .map_err(emulator_error)
+    pub fn replace_sts_keys_json(&self, env: Env, keys_json: String) -> Result<()> {
+        self.0.replace_sts_keys_json(&keys_json).raise_in(&env)
     }
 
     #[napi]
-    pub fn clear_faults(&self) -> Result<()> {
-        self.0.clear_faults().map_err(emulator_error)
+    pub fn clear_faults(&self, env: Env) -> Result<()> {
+        self.0.clear_faults().raise_in(&env)
     }
 
     #[napi]
-    pub fn reset(&self) -> Result<()> {
-        self.0.reset().map_err(emulator_error)
+    pub fn reset(&self, env: Env) -> Result<()> {
+        self.0.reset().raise_in(&env)
     }
 
     #[napi]
     pub fn create_logstore(
         &self,
+        env: Env,
         project: String,
         logstore: String,
         shards: Option<u32>,
     ) -> Result<()> {
         self.0
             .create_logstore(&project, &logstore, shards)
-            .map_err(emulator_error)
+            .raise_in(&env)
     }
 
     /// Stops serving (idempotent).

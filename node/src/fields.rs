@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use loghose::producer::Producer;
 use napi::bindgen_prelude::Unknown;
-use napi::{Env, Error, JsValue, Result};
+use napi::{Env, JsValue, Result};
 
-use crate::errors::producer_error;
+use crate::errors::Raised;
 
 /// What a fields sender (see [`fields_sender`]) is bound to: the engine
 /// producer, the buffer the record text is copied into, and the field lengths the facade writes
@@ -73,8 +73,8 @@ impl Drop for FieldsSender {
 /// V8 cons string costs when V8 flattens it) and writes each one's length into the shared
 /// `lengths`; the fields are written straight into the batch. Returns false, queuing nothing,
 /// when the text does not split as the lengths say (which only a surrogate pair spanning two
-/// pieces can cause): the facade then sends the record as JSON. Errors are thrown as
-/// `Class|message`.
+/// pieces can cause): the facade then sends the record as JSON. Errors are thrown as instances
+/// of the facade's classes ([`errors`](crate::errors)).
 ///
 /// Raw rather than `#[napi]` because this is the per-record path: the generated glue's argument
 /// conversion and borrow bookkeeping cost about as much as the engine's add.
@@ -99,9 +99,7 @@ unsafe extern "C" fn send_fields_callback(
             )
         };
         if status != napi::sys::Status::napi_ok || data.is_null() || argc < 2 {
-            return Err(Error::from_reason(
-                "TypeError|send(text, count) takes two arguments",
-            ));
+            return Err(Raised::type_error("send(text, count) takes two arguments"));
         }
         // SAFETY: see above; only shared access, on this thread.
         let sender = unsafe { &*data.cast::<FieldsSender>() };
@@ -109,12 +107,12 @@ unsafe extern "C" fn send_fields_callback(
         // SAFETY: a value handed to this callback, read in its scope.
         let status = unsafe { napi::sys::napi_get_value_uint32(env, argv[1], &mut count) };
         if status != napi::sys::Status::napi_ok || count as usize > MAX_FAST_FIELDS {
-            return Err(Error::from_reason(format!(
-                "TypeError|count must be a number of fields up to {MAX_FAST_FIELDS}"
+            return Err(Raised::type_error(format!(
+                "count must be a number of fields up to {MAX_FAST_FIELDS}"
             )));
         }
         let Ok(mut buf) = sender.text.try_borrow_mut() else {
-            return Err(Error::from_reason("LoghoseError|send re-entered"));
+            return Err(Raised::new("LoghoseError", "send re-entered"));
         };
         let lengths = sender.lengths(2 * count as usize);
         // SAFETY: as above.
@@ -126,11 +124,14 @@ unsafe extern "C" fn send_fields_callback(
     });
     let sent = match outcome {
         Ok(Ok(sent)) => sent,
-        Ok(Err(e)) => return throw(env, &e.reason),
+        Ok(Err(e)) => return throw(env, e),
         Err(_) => {
             return throw(
                 env,
-                "LoghoseError|internal error in send (a bug; please report it)",
+                Raised::new(
+                    "LoghoseError",
+                    "internal error in send (a bug; please report it)",
+                ),
             )
         }
     };
@@ -140,12 +141,12 @@ unsafe extern "C" fn send_fields_callback(
     value
 }
 
-/// Throws a JavaScript `Error` with `message` (the facade reads its `Class|` prefix); returns
-/// the null value a callback returns after throwing.
-fn throw(env: napi::sys::napi_env, message: &str) -> napi::sys::napi_value {
-    let message = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
-    // SAFETY: a NUL-terminated message, thrown in the callback's scope.
-    unsafe { napi::sys::napi_throw_error(env, std::ptr::null(), message.as_ptr()) };
+/// Throws `error` as an instance of its class; returns the null value a callback returns after
+/// throwing.
+fn throw(env: napi::sys::napi_env, error: Raised) -> napi::sys::napi_value {
+    let error = error.into_js(&Env::from_raw(env));
+    // SAFETY: thrown in the callback's scope, on its thread.
+    unsafe { napi::JsError::from(error).throw_into(env) };
     std::ptr::null_mut()
 }
 
@@ -171,7 +172,7 @@ unsafe fn with_utf8<R>(
     value: napi::sys::napi_value,
     buf: &mut Vec<u8>,
     f: impl FnOnce(&str) -> R,
-) -> Result<R> {
+) -> std::result::Result<R, Raised> {
     loop {
         let capacity = buf.capacity();
         let mut written = 0usize;
@@ -187,9 +188,7 @@ unsafe fn with_utf8<R>(
             )
         };
         if status != napi::sys::Status::napi_ok {
-            return Err(Error::from_reason(
-                "TypeError|the record text must be a string",
-            ));
+            return Err(Raised::type_error("the record text must be a string"));
         }
         // Node lets V8 write at most `capacity - 1` bytes and stops before a character that does
         // not fit, so a cut text leaves at most 3 of them unused: more unused means whole.
@@ -263,7 +262,11 @@ fn split_by_utf16_lengths<'t, E>(
 
 /// Queues one record framed as [`send_fields_callback`] describes; false when the framing does
 /// not hold (nothing queued, nothing counted): the facade then sends it as JSON.
-fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool> {
+fn send_framed(
+    producer: &Producer,
+    text: &str,
+    lengths: &[u32],
+) -> std::result::Result<bool, Raised> {
     if lengths.is_empty() {
         return Ok(false);
     }
@@ -281,7 +284,7 @@ fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool>
             // A framing that does not hold declines: what was written is rolled back.
             split.map_or(Ok(false), |written| written.map(|()| true))
         })
-        .map_err(producer_error)
+        .map_err(Raised::from)
 }
 
 /// A JavaScript function `(text, count) => boolean` bound to `producer`, with the
@@ -290,7 +293,7 @@ fn send_framed(producer: &Producer, text: &str, lengths: &[u32]) -> Result<bool>
 pub(crate) fn fields_sender(env: Env, producer: Arc<Producer>) -> Result<Unknown<'static>> {
     let sender = Rc::new(FieldsSender::new(producer));
     let lengths = sender.lengths;
-    let failed = || Error::from_reason("LoghoseError|could not create the send function");
+    let failed = || Raised::new("LoghoseError", "could not create the send function").into_js(&env);
     let env = env.raw();
     let name = "sendFields";
     let mut function = std::ptr::null_mut();
@@ -371,7 +374,7 @@ pub fn utf8_write_probe(env: Env, text: Unknown<'_>, capacity: u32) -> Result<Ve
         )
     };
     if status != napi::sys::Status::napi_ok {
-        return Err(Error::from_reason("TypeError|text must be a string"));
+        return Err(Raised::type_error("text must be a string").into_js(&env));
     }
     buf.truncate(written);
     Ok(buf)

@@ -7,7 +7,7 @@
 //! - [`record`]: records given as JSON, the general path.
 //! - [`pino`]: pino's JSON lines, parsed into logs here.
 //! - [`emulator`]: `NativeEmulator`, the engine's embedded emulator.
-//! - [`errors`]: engine error kinds as `Class|message` errors the facade turns into classes.
+//! - [`errors`]: errors raised as instances of the facade's classes, with their `code`.
 
 mod emulator;
 mod errors;
@@ -67,9 +67,9 @@ pub fn engine_version() -> &'static str {
 /// The options a preset sets, as JSON with the engine's (snake_case) names: the engine holds
 /// the values.
 #[napi]
-pub fn preset_options_json(name: String) -> Result<String> {
-    loghose::producer::ProducerConfig::preset_options_json(&name)
-        .map_err(|e| errors::producer_error(e.into()))
+pub fn preset_options_json(env: napi::Env, name: String) -> Result<String> {
+    use errors::RaiseIn;
+    loghose::producer::ProducerConfig::preset_options_json(&name).raise_in(&env)
 }
 
 /// S6's payload: `size` bytes of seeded access-log text, the same in every harness.

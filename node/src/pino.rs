@@ -127,7 +127,10 @@ fn encode_line(
 }
 
 /// Queues the log of one pino line (see the module text).
-pub(crate) fn send_pino_line(producer: &Producer, line: &str) -> napi::Result<()> {
+pub(crate) fn send_pino_line(
+    producer: &Producer,
+    line: &str,
+) -> std::result::Result<(), crate::errors::Raised> {
     let time = line_time(line).and_then(|ms| split_unix_seconds(ms / 1000.0).ok());
     let opts = SendOptions {
         time: time.map(|t| t.0),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use loghose::producer::{
     split_unix_seconds, CredentialsProvider, DeliveryReport, Producer, ProducerConfig,
-    ReportCallback, ReportView, SendOptions, Track,
+    ProducerError, ReportCallback, ReportView, SendOptions, Track,
 };
 use loghose::wire::sign::Credentials;
 use napi::bindgen_prelude::{AsyncTask, Function, Unknown};
@@ -21,7 +21,7 @@ use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Result, Task};
 use napi_derive::napi;
 
-use crate::errors::{fail, producer_error};
+use crate::errors::{RaiseIn, Raised};
 use crate::fields;
 use crate::record::{send_json, send_many_json};
 
@@ -101,20 +101,25 @@ pub struct NativeProducer {
 }
 
 impl NativeProducer {
-    fn flush_task(&self, timeout_ms: f64, until: FlushUntil) -> Result<AsyncTask<FlushTask>> {
+    fn flush_task(
+        &self,
+        env: &Env,
+        timeout_ms: f64,
+        until: FlushUntil,
+    ) -> Result<AsyncTask<FlushTask>> {
         Ok(AsyncTask::new(FlushTask {
-            producer: self.get()?,
+            producer: self.get().raise_in(env)?,
             timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
             until,
         }))
     }
 
-    fn get(&self) -> Result<Arc<Producer>> {
+    fn get(&self) -> std::result::Result<Arc<Producer>, Raised> {
         self.producer
             .lock()
             .ok()
             .and_then(|p| p.clone())
-            .ok_or_else(|| fail("ProducerClosedError", "the producer is closed"))
+            .ok_or_else(|| Raised::new("ProducerClosedError", "the producer is closed"))
     }
 }
 
@@ -129,8 +134,7 @@ impl NativeProducer {
         on_reports: Function<String, ()>,
         ask_credentials: Option<Function<bool, ()>>,
     ) -> Result<Self> {
-        let config =
-            ProducerConfig::from_json(&config_json).map_err(|e| producer_error(e.into()))?;
+        let config = ProducerConfig::from_json(&config_json).raise_in(&env)?;
         let tsfn = on_reports
             .build_threadsafe_function::<String>()
             .weak::<true>()
@@ -163,8 +167,7 @@ impl NativeProducer {
         let provider = credentials
             .clone()
             .map(|c| c as Arc<dyn CredentialsProvider>);
-        let producer =
-            Arc::new(Producer::build(config, provider, Some(callback)).map_err(producer_error)?);
+        let producer = Arc::new(Producer::build(config, provider, Some(callback)).raise_in(&env)?);
         let shared: Shared = Arc::new(Mutex::new(Some(producer)));
         let for_cleanup = shared.clone();
         env.add_env_cleanup_hook(for_cleanup, |shared| {
@@ -188,7 +191,7 @@ impl NativeProducer {
         ts_return_type = "((text: string, count: number) => boolean) & { lengths: Uint32Array }"
     )]
     pub fn fields_sender(&self, env: Env) -> Result<Unknown<'_>> {
-        fields::fields_sender(env, self.get()?)
+        fields::fields_sender(env, self.get().raise_in(&env)?)
     }
 
     /// Queues one record given as JSON (an object or `[key, value]` pairs), with optional
@@ -198,6 +201,7 @@ impl NativeProducer {
     #[allow(clippy::too_many_arguments)]
     pub fn send_with(
         &self,
+        env: Env,
         record_json: String,
         topic: Option<String>,
         source: Option<String>,
@@ -210,7 +214,9 @@ impl NativeProducer {
         let (secs, nanos) = match time {
             None => (None, None),
             Some(t) => {
-                let (s, n) = split_unix_seconds(t).map_err(|e| producer_error(e.into()))?;
+                let (s, n) = split_unix_seconds(t)
+                    .map_err(|e| Raised::from(ProducerError::from(e)))
+                    .raise_in(&env)?;
                 (Some(s), Some(n))
             }
         };
@@ -224,7 +230,9 @@ impl NativeProducer {
             logstore: logstore.as_deref(),
         };
         let track = ticket.map_or(Track::None, |t| Track::Ticket(t as u64));
-        send_json(&*self.get()?, &record_json, &opts, track)
+        self.get()
+            .and_then(|p| send_json(&p, &record_json, &opts, track))
+            .raise_in(&env)
     }
 
     /// The credentials provider's answer (JavaScript resolved `getCredentials()`).
@@ -254,14 +262,19 @@ impl NativeProducer {
 
     /// Queues the log of one pino JSON line (see [`pino`](crate::pino)).
     #[napi]
-    pub fn send_pino_line(&self, line: String) -> Result<()> {
-        crate::pino::send_pino_line(&*self.get()?, &line)
+    pub fn send_pino_line(&self, env: Env, line: String) -> Result<()> {
+        self.get()
+            .and_then(|p| crate::pino::send_pino_line(&p, &line))
+            .raise_in(&env)
     }
 
     /// Queues every record of a JSON array, or none; resolves how many were queued.
     #[napi]
-    pub fn send_many_json(&self, records_json: String) -> Result<u32> {
-        send_many_json(&*self.get()?, &records_json).map(|n| n as u32)
+    pub fn send_many_json(&self, env: Env, records_json: String) -> Result<u32> {
+        self.get()
+            .and_then(|p| send_many_json(&p, &records_json))
+            .map(|n| n as u32)
+            .raise_in(&env)
     }
 
     /// Records accepted and not yet at a final outcome.
@@ -279,15 +292,15 @@ impl NativeProducer {
     /// Seals everything and waits (on the libuv pool) up to `timeoutMs`; resolves with the
     /// records still pending.
     #[napi]
-    pub fn flush(&self, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
-        self.flush_task(timeout_ms, FlushUntil::AllDelivered)
+    pub fn flush(&self, env: Env, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
+        self.flush_task(&env, timeout_ms, FlushUntil::AllDelivered)
     }
 
     /// Seals everything and waits up to `timeoutMs` until as many records are settled as had
     /// been accepted when called (not for those added meanwhile); resolves how many short.
     #[napi]
-    pub fn flush_accepted(&self, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
-        self.flush_task(timeout_ms, FlushUntil::AcceptedSettled)
+    pub fn flush_accepted(&self, env: Env, timeout_ms: f64) -> Result<AsyncTask<FlushTask>> {
+        self.flush_task(&env, timeout_ms, FlushUntil::AcceptedSettled)
     }
 
     /// `close`, blocking the JavaScript thread up to `timeoutMs`: for the moments nothing else

@@ -4,11 +4,10 @@
 //! `String()` would); anything else is a `TypeError` naming the key.
 
 use loghose::producer::{
-    LogEncoder, Producer, RecordError, RecordSet, ScratchError, SendOptions, Track,
+    LogEncoder, Producer, ProducerError, RecordError, RecordSet, ScratchError, SendOptions, Track,
 };
-use napi::Result;
 
-use crate::errors::{fail, producer_error};
+use crate::errors::Raised;
 
 /// A JSON string, borrowed when it has no escapes.
 pub(crate) struct Text<'de>(pub(crate) std::borrow::Cow<'de, str>);
@@ -183,45 +182,45 @@ pub(crate) fn send_json(
     json: &str,
     opts: &SendOptions<'_>,
     track: Track,
-) -> Result<()> {
+) -> std::result::Result<(), Raised> {
     finish_send(producer.send_with_scratch(opts, track, |enc| encode_json(enc, json)))
 }
 
 /// The outcome of a scratch-path send, as the facade's errors.
 pub(crate) fn finish_send<T>(
     result: std::result::Result<T, ScratchError<JsonRecordError>>,
-) -> Result<()> {
+) -> std::result::Result<(), Raised> {
     match result {
         Ok(_) => Ok(()),
-        Err(ScratchError::Producer(e)) => Err(producer_error(e)),
-        Err(ScratchError::Fill(JsonRecordError::Record(e))) => Err(producer_error(e.into())),
-        Err(ScratchError::Fill(JsonRecordError::Type(message))) => Err(fail("TypeError", message)),
+        Err(ScratchError::Producer(e)) => Err(e.into()),
+        Err(ScratchError::Fill(e)) => Err(e.into()),
+    }
+}
+
+impl From<JsonRecordError> for Raised {
+    fn from(e: JsonRecordError) -> Raised {
+        match e {
+            JsonRecordError::Record(e) => ProducerError::from(e).into(),
+            JsonRecordError::Type(message) => Raised::type_error(message),
+        }
     }
 }
 
 /// Queues every record of a JSON array, or none of them (see [`Producer::send_all`]): each is
 /// encoded first; the first that cannot be is refused with its index, and nothing is queued.
-pub(crate) fn send_many_json(producer: &Producer, json: &str) -> Result<usize> {
-    producer.ensure_owned().map_err(producer_error)?;
+pub(crate) fn send_many_json(
+    producer: &Producer,
+    json: &str,
+) -> std::result::Result<usize, Raised> {
+    producer.ensure_owned()?;
     let records: Vec<&serde_json::value::RawValue> = serde_json::from_str(json)
-        .map_err(|e| fail("TypeError", format!("records must be an array: {e}")))?;
+        .map_err(|e| Raised::type_error(format!("records must be an array: {e}")))?;
     let mut set: RecordSet<'_> = producer.record_set();
     for (index, record) in records.iter().enumerate() {
         set.push(&SendOptions::default(), |enc| {
             encode_json(enc, record.get())
         })
-        .map_err(|e| match e {
-            JsonRecordError::Record(e) => {
-                let e = producer_error(e.into());
-                let (class, message) = e.reason.split_once('|').unwrap_or(("", &e.reason));
-                fail(class, format!("record {index}: {message}"))
-            }
-            JsonRecordError::Type(message) => {
-                fail("TypeError", format!("record {index}: {message}"))
-            }
-        })?;
+        .map_err(|e| Raised::from(e).prefixed(format_args!("record {index}: ")))?;
     }
-    producer
-        .send_all(&set, &SendOptions::default())
-        .map_err(producer_error)
+    Ok(producer.send_all(&set, &SendOptions::default())?)
 }
