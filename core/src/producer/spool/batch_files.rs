@@ -1,0 +1,419 @@
+//! The spool's side of batch files: the default destination's batches are written straight
+//! into files of their own (`batch_file`), indexed here so a kill loses nothing; a compressed
+//! batch's body is committed to a segment (in groups, off the I/O threads) before its file is
+//! given back for reuse. Runs on the adding threads (take, index) and the I/O threads
+//! (compressed, give back).
+
+use super::*;
+
+/// The batch files of the default destination's batches (see `batch_file`).
+pub(super) struct FilePool {
+    pub(super) shape: Shape,
+    /// The default destination and the tags, as every file's header holds them.
+    pub(super) open: Vec<u8>,
+    /// Files no batch uses; the mapped ones are taken first.
+    pub(super) idle: Mutex<Vec<Idle>>,
+    /// Files of batches not yet done, by sequence: what `interval` syncs.
+    pub(super) live: Mutex<BTreeMap<u64, Arc<File>>>,
+    /// Syncs that took the live files (`sync_all`: the timer's, and those before old files
+    /// are deleted), counted under `live`'s lock, where a file taken reads the count: whether
+    /// a file's records may be durable only in that file.
+    pub(super) ticks: AtomicU64,
+    /// Names new files.
+    pub(super) made: AtomicU64,
+    /// The most files in use at once so far: how many are kept idle.
+    pub(super) peak: AtomicUsize,
+    /// Bytes of idle files: on disk (in `used`) but room for the next batches.
+    pub(super) idle_bytes: AtomicUsize,
+    /// Data mappings kept after their batch was compressed (in flight or idle).
+    pub(super) retained: AtomicUsize,
+    /// At most this many are.
+    pub(super) retain_max: usize,
+    pub(super) closed: std::sync::atomic::AtomicBool,
+}
+
+/// Batch files whose compressed bodies wait for a sync (`spool_sync = interval`, files a timed
+/// sync took while their batch filled): given back only once the segments holding the bodies
+/// are durable, so that a power loss never finds a file reused (or marked free) before its
+/// records are on disk in another form.
+#[derive(Default)]
+pub(super) struct Committing {
+    pub(super) files: Mutex<Vec<(BatchFile, Vec<u64>)>>,
+    pub(super) wake: Condvar,
+}
+
+/// How long the sync thread gathers files waiting for a commit before it syncs their bodies,
+/// and how many it syncs for at once at most: one `fdatasync` per group, not per file.
+pub(super) const COMMIT_GATHER: Duration = Duration::from_millis(10);
+pub(super) const COMMIT_GROUP: usize = 16;
+
+/// Idle batch files kept mapped at rest: the next batch takes it with no page faults (a file
+/// mapped again takes a fault per page); the preparer thread maps another ahead while batches
+/// fill. Under load (batches waiting to be compressed), up to `keep_bytes` of mappings are
+/// kept, as the memory budget keeps its buffers.
+pub(super) const MAPPED_IDLE_FILES: usize = 1;
+
+impl Spool {
+    /// Writes the default destination's batches into batch files of their own from now on
+    /// (when its destination and `tags` fit a file's header).
+    pub(crate) fn enable_batch_files(
+        &self,
+        batch_max_bytes: usize,
+        batch_max_count: usize,
+        dest: &Destination,
+        tags: &[u8],
+    ) {
+        let open = encode_open(dest, tags);
+        if !Shape::fits(&open) {
+            return;
+        }
+        let shape = Shape::new(batch_max_bytes, batch_max_count);
+        let _ = self.files.set(FilePool {
+            shape,
+            open,
+            idle: Mutex::new(Vec::new()),
+            live: Mutex::new(BTreeMap::new()),
+            made: AtomicU64::new(0),
+            peak: AtomicUsize::new(0),
+            retained: AtomicUsize::new(0),
+            idle_bytes: AtomicUsize::new(0),
+            retain_max: (self.keep_bytes / shape.file_bytes()).max(MAPPED_IDLE_FILES),
+            ticks: AtomicU64::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        });
+    }
+
+    /// A batch file for batch `batch` of the default destination, and the buffer the batch is
+    /// to be written in: an idle file if there is one, else a new one when the spool has room
+    /// for it besides a segment per shard. `None` (the batch then goes to the segments, which
+    /// wait for room or report why) when batch files are off, there is no room, or the file
+    /// cannot be made.
+    pub(crate) fn take_batch_file(&self, batch: u64, mark: &mut SpoolMark) -> Option<BatchBuf> {
+        let pool = self.files.get()?;
+        let size = pool.shape.file_bytes();
+        let idle = {
+            let mut idle = pool.idle.lock();
+            match idle.iter().rposition(Idle::is_mapped) {
+                Some(at) => {
+                    pool.retained.fetch_sub(1, Ordering::Relaxed);
+                    Some(idle.swap_remove(at))
+                }
+                None => idle.pop(),
+            }
+        };
+        let idle = match idle {
+            Some(idle) => {
+                pool.idle_bytes.fetch_sub(size, Ordering::AcqRel);
+                idle
+            }
+            None => {
+                let reserve = self.segment_bytes * self.writers.len();
+                let limit = self.max_bytes.min(self.disk_room.load(Ordering::Acquire));
+                if self.used.load(Ordering::Acquire) + size + reserve > limit {
+                    return None;
+                }
+                let n = pool.made.fetch_add(1, Ordering::Relaxed);
+                let path = batch_file::file_name(&self.dir, self.run, n);
+                let used = self.used.fetch_add(size, Ordering::AcqRel) + size;
+                match Idle::create(path, pool.shape) {
+                    Ok(idle) => idle,
+                    Err(e) => {
+                        self.used.fetch_sub(size, Ordering::AcqRel);
+                        if is_disk_full(&e) {
+                            self.disk_room.store(used - size, Ordering::Release);
+                        }
+                        return None;
+                    }
+                }
+            }
+        };
+        // The preparer maps the next one ahead.
+        self.prepare.notify();
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let file = idle.file.clone();
+        let path = idle.path.clone();
+        match idle.begin(pool.shape, self.run, batch, seq, &pool.open) {
+            Ok((begun, buf)) => {
+                let mut live = pool.live.lock();
+                live.insert(seq, file);
+                pool.peak.fetch_max(live.len(), Ordering::Relaxed);
+                mark.file_tick = pool.ticks.load(Ordering::Relaxed);
+                drop(live);
+                mark.file = Some(begun);
+                Some(buf)
+            }
+            Err(_) => {
+                self.delete_file(Idle::on_disk(path, file));
+                None
+            }
+        }
+    }
+
+    /// Indexes the record at `buf[from..]` in the batch's file; an error when the buffer grew
+    /// past the file or its index is full (the caller then seals the batch first).
+    #[inline]
+    pub(crate) fn index_record(
+        &self,
+        mark: &mut SpoolMark,
+        buf: &BatchBuf,
+        from: usize,
+    ) -> Result<(), SpoolError> {
+        match mark.file.as_mut().map(|file| file.index(buf, from)) {
+            Some(true) => Ok(()),
+            _ => Err(SpoolError::Io {
+                dir: self.dir.clone(),
+                what: "a record does not fit its batch file",
+                source: std::io::Error::other("the batch is full"),
+            }),
+        }
+    }
+
+    /// Keeps a batch's buffer with its file once the batch was compressed (mapped, for the
+    /// file's next batch, while fewer than `keep_bytes` worth are); answers it back when the
+    /// batch has no file or it is not kept.
+    pub(crate) fn keep_buffer(&self, mark: &mut SpoolMark, buf: BatchBuf) -> Option<BatchBuf> {
+        let (Some(pool), Some(file)) = (self.files.get(), &mut mark.file) else {
+            return Some(buf);
+        };
+        let kept = buf.is_file()
+            && pool
+                .retained
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < pool.retain_max).then_some(n + 1)
+                })
+                .is_ok();
+        if !kept {
+            return Some(buf);
+        }
+        file.data = Some(buf);
+        None
+    }
+
+    /// A batch in a batch file was compressed: its compressed body is written in `shard`'s
+    /// segments in its stead (its `Open` entry first) and the file goes back at once, so that
+    /// files are needed only while batches fill (as the memory budget's buffers are), not
+    /// while they are sent. From then on the batch is settled like any segment batch. With
+    /// `spool_sync = batch` the file is kept until the batch is done (it was synced at seal).
+    /// Nothing changes when the body cannot be written (the file stays, a crash loses nothing).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn compressed(
+        &self,
+        shard: usize,
+        batch: u64,
+        pack_id: &str,
+        codec: Compression,
+        raw_len: usize,
+        body: &[u8],
+        mark: &mut SpoolMark,
+    ) {
+        if mark.file.is_none() || self.sync == SpoolSync::Batch {
+            return;
+        }
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        let head = body_head(codec, raw_len, pack_id);
+        let mut staged = SpoolMark::default();
+        let written = self
+            .append(
+                shard,
+                Kind::Open,
+                self.run,
+                batch,
+                &[&pool.open],
+                Some(&mut staged),
+            )
+            .and_then(|()| {
+                self.append(
+                    shard,
+                    Kind::Body,
+                    self.run,
+                    batch,
+                    &[&head, body],
+                    Some(&mut staged),
+                )
+            });
+        if written.is_err() {
+            // An Open entry alone, if it was written, adds nothing to what the file holds.
+            let mut state = self.state.lock();
+            for seq in &staged.segments {
+                if let Some(s) = state.segments.get_mut(seq) {
+                    s.live = s.live.saturating_sub(1);
+                }
+            }
+            self.collect(&mut state);
+            return;
+        }
+        staged.opened = true;
+        let segments = staged.segments.clone();
+        let waits = self.reuse_waits_for_commit(mark);
+        if let Some(file) = std::mem::replace(mark, staged).file {
+            if waits {
+                // The segments holding the body stay unsettled while the file waits, whatever
+                // becomes of the batch meanwhile: were they settled (and reused) first, a kill
+                // would find the file's records with no sign that the batch was done, and
+                // send a delivered batch again.
+                let mut state = self.state.lock();
+                for seq in &segments {
+                    if let Some(s) = state.segments.get_mut(seq) {
+                        s.live += 1;
+                    }
+                }
+                drop(state);
+                let mut files = self.committing.files.lock();
+                files.push((file, segments));
+                // Woken to start gathering, and once enough are gathered.
+                if files.len() == 1 || files.len() >= COMMIT_GROUP {
+                    self.committing.wake.notify_one();
+                }
+            } else {
+                self.give_back(file);
+            }
+        }
+    }
+
+    /// Whether a compressed batch's file may be reused only once the segments holding its
+    /// body are synced: with `interval` syncing, when a timed sync took the file since the
+    /// batch took it (its records may be durable only there). A file no sync took holds only
+    /// records of the current interval, which a power loss may lose: it goes back at once,
+    /// and under load nearly every file is such a one.
+    pub(super) fn reuse_waits_for_commit(&self, mark: &SpoolMark) -> bool {
+        let Some(pool) = self.files.get() else {
+            return false;
+        };
+        if !matches!(self.sync, SpoolSync::Interval(_)) || mark.file.is_none() {
+            return false;
+        }
+        let _live = pool.live.lock();
+        pool.ticks.load(Ordering::Relaxed) != mark.file_tick
+    }
+
+    /// Syncs the segments holding the bodies of `pending` batches, then gives their files
+    /// back.
+    pub(super) fn commit(&self, pending: Vec<(BatchFile, Vec<u64>)>) {
+        if pending.is_empty() {
+            return;
+        }
+        let mut seqs: Vec<u64> = pending
+            .iter()
+            .flat_map(|(_, s)| s.iter().copied())
+            .collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let files: Vec<Arc<File>> = {
+            let state = self.state.lock();
+            seqs.iter()
+                .filter_map(|s| state.segments.get(s).map(|s| s.file.clone()))
+                .collect()
+        };
+        for f in files {
+            let _ = f.sync_data();
+        }
+        let mut held = Vec::new();
+        for (file, segments) in pending {
+            self.give_back(file);
+            held.extend(segments);
+        }
+        // Only now may the segments that held the bodies settle (see `compressed`).
+        let mut state = self.state.lock();
+        for seq in &held {
+            if let Some(s) = state.segments.get_mut(seq) {
+                s.live = s.live.saturating_sub(1);
+            }
+        }
+        self.collect(&mut state);
+    }
+
+    /// The last batch in flight is done: with no batch file in use, the idle ones kept mapped
+    /// under load are unmapped down to the one kept at rest (a file the preparer mapped
+    /// ahead, or the last batches', would otherwise stay resident while nothing is sent).
+    pub(crate) fn at_rest(&self) {
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        if !pool.live.lock().is_empty() {
+            return;
+        }
+        let mut mapped = 0;
+        for idle in pool.idle.lock().iter_mut().rev() {
+            if idle.is_mapped() {
+                mapped += 1;
+                if mapped > MAPPED_IDLE_FILES {
+                    idle.unmap();
+                    pool.retained.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// A batch opened and left empty: its batch file, if it has one, goes back.
+    pub(crate) fn forget(&self, mark: &mut SpoolMark) {
+        if let Some(file) = mark.file.take() {
+            self.give_back(file);
+        }
+    }
+
+    /// A batch file whose batch is done, or was opened and left empty: marked free, then
+    /// kept (mapped while few are) or deleted.
+    pub(crate) fn give_back(&self, file: BatchFile) {
+        let Some(pool) = self.files.get() else {
+            return;
+        };
+        let in_use = {
+            let mut live = pool.live.lock();
+            live.remove(&file.seq());
+            live.len()
+        };
+        let idle = file.finish();
+        // Kept, within spool_max_bytes, as many as were ever in use at once: a steady
+        // producer then makes and deletes no files (each costs the file system a fault per
+        // page to fill).
+        let peak = pool.peak.load(Ordering::Relaxed).max(MAPPED_IDLE_FILES);
+        let keep = !pool.closed.load(Ordering::Acquire)
+            && self.used.load(Ordering::Acquire) + self.segment_bytes * self.writers.len()
+                <= self.max_bytes;
+        let mut list = pool.idle.lock();
+        if keep && list.len() < peak {
+            // At rest, one kept mapped; while batches fill, every one within `keep_bytes`
+            // (unmapped, a file costs a fault per page when it is next taken, and unmapping
+            // costs every thread a TLB flush); `at_rest` trims them when the load stops.
+            let mapped_limit = match in_use {
+                0 => MAPPED_IDLE_FILES,
+                _ => pool.retain_max,
+            };
+            let mut mapped = usize::from(idle.is_mapped());
+            for other in list.iter_mut().rev() {
+                if other.is_mapped() {
+                    mapped += 1;
+                    if mapped > mapped_limit {
+                        other.unmap();
+                        pool.retained.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            list.push(idle);
+            drop(list);
+            pool.idle_bytes
+                .fetch_add(pool.shape.file_bytes(), Ordering::AcqRel);
+            let _guard = self.room_lock.lock();
+            self.room.notify_all();
+            return;
+        }
+        drop(list);
+        if idle.is_mapped() {
+            pool.retained.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.delete_file(idle);
+    }
+
+    /// Deletes a batch file and gives its room back.
+    pub(super) fn delete_file(&self, idle: Idle) {
+        let size = idle.file.metadata().map_or(0, |m| m.len() as usize);
+        let _ = std::fs::remove_file(&idle.path);
+        drop(idle);
+        self.used.fetch_sub(size, Ordering::AcqRel);
+        self.disk_room.store(usize::MAX, Ordering::Release);
+        let _guard = self.room_lock.lock();
+        self.room.notify_all();
+    }
+}

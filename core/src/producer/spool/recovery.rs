@@ -1,0 +1,244 @@
+//! Recovery: what earlier producers left in a slot directory, read back when a producer opens
+//! it. Segments and batch files are scanned entry by entry (a torn or corrupt entry ends its
+//! file's scan and is counted, never trusted); batches not marked done are handed to the new
+//! producer, in the order they were opened, their records still in the mapped files (no copy).
+//! Runs on the thread that opens the producer, before it accepts records.
+
+use super::*;
+
+/// What a scan of the directory found.
+#[derive(Default)]
+pub(super) struct Found {
+    pub(super) batches: BTreeMap<(u64, u64), FoundBatch>,
+    pub(super) corrupt: u64,
+    pub(super) max_run: u64,
+    pub(super) max_seq: u64,
+}
+
+#[derive(Default)]
+pub(super) struct FoundBatch {
+    pub(super) open: Option<(Destination, Vec<u8>)>,
+    pub(super) records: Vec<RecordRef>,
+    pub(super) pack_id: Option<String>,
+    pub(super) done: bool,
+    /// Its compressed body, when it was compressed: stands for its records (which a batch
+    /// file may also still hold, if the process died before giving the file back).
+    pub(super) body: Option<RecordRef>,
+}
+
+/// Scans one segment's bytes into `found`.
+pub(super) fn scan_segment(map: &Arc<memmap2::Mmap>, found: &mut Found) {
+    let bytes: &[u8] = map;
+    if bytes.len() >= SEGMENT_HEADER
+        && (&bytes[..8] == FREE_MAGIC || bytes[..SEGMENT_HEADER].iter().all(|b| *b == 0))
+    {
+        // Kept for reuse, or made and not yet begun (its header is written before any
+        // entry): nothing in it was accepted.
+        return;
+    }
+    if bytes.len() < SEGMENT_HEADER || &bytes[..8] != SEGMENT_MAGIC {
+        found.corrupt += 1;
+        return;
+    }
+    let run = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
+    let seq = u64::from_le_bytes(bytes[20..28].try_into().unwrap_or_default());
+    found.max_run = found.max_run.max(run);
+    found.max_seq = found.max_seq.max(seq);
+    let mut pos = SEGMENT_HEADER;
+    while pos + ENTRY_HEADER <= bytes.len() {
+        let entry = match check_entry(bytes, pos, seq) {
+            EntryAt::Valid(entry) => entry,
+            // The end of this use's entries: the zeroed header every append leaves after its
+            // entry, or an entry of the file's earlier use.
+            EntryAt::End => break,
+            EntryAt::Damaged => {
+                // A write cut by a kill or a power loss, or a flipped byte: counted, and the
+                // scan goes on at the next entry of this use, if there is one.
+                found.corrupt += 1;
+                match next_entry(bytes, pos + 8, seq) {
+                    Some(next) => {
+                        pos = next;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+        };
+        let payload = &bytes[pos + ENTRY_HEADER..pos + ENTRY_HEADER + entry.len];
+        let b = found.batches.entry((entry.run, entry.batch)).or_default();
+        match entry.kind {
+            Kind::Open => b.open = decode_open(payload),
+            Kind::Record => b.records.push(RecordRef {
+                map: map.clone(),
+                range: pos + ENTRY_HEADER..pos + ENTRY_HEADER + entry.len,
+            }),
+            Kind::Sealed => b.pack_id = std::str::from_utf8(payload).ok().map(str::to_owned),
+            Kind::Done => b.done = true,
+            Kind::Body => {
+                b.pack_id = body_pack_id(payload);
+                b.body = Some(RecordRef {
+                    map: map.clone(),
+                    range: pos + ENTRY_HEADER..pos + ENTRY_HEADER + entry.len,
+                });
+            }
+        }
+        pos += ENTRY_HEADER + align8(entry.len);
+    }
+}
+
+/// Drops this process's page table entries of an old file just scanned: what a replay reads
+/// of it later comes back from the page cache, so a spool of gigabytes is not all resident
+/// in the replaying process from its open on (only the batches being decoded are).
+pub(super) fn forget_pages(map: &memmap2::Mmap) {
+    #[cfg(unix)]
+    // SAFETY: a read-only shared mapping of a file: after MADV_DONTNEED its pages read the
+    // file's contents again, unchanged (no private copy to lose).
+    unsafe {
+        let _ = map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
+    }
+    #[cfg(not(unix))]
+    let _ = map;
+}
+
+/// Reads one batch file into `found`.
+pub(super) fn scan_batch_file(
+    dir: &Path,
+    path: &Path,
+    found: &mut Found,
+) -> Result<(), SpoolError> {
+    let file = File::open(path).map_err(io(dir, "cannot read a batch file"))?;
+    if file.metadata().map_or(0, |m| m.len()) == 0 {
+        // Made and not yet allocated: nothing was accepted into it.
+        return Ok(());
+    }
+    // SAFETY: old files are only read; the directory's lock keeps other producers from
+    // writing or truncating them meanwhile.
+    let map =
+        Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a batch file"))?);
+    let read = batch_file::read(&map);
+    forget_pages(&map);
+    match read {
+        batch_file::Read::Nothing => {}
+        batch_file::Read::Damaged => found.corrupt += 1,
+        batch_file::Read::Batch {
+            run,
+            batch,
+            seq,
+            open,
+            pack_id,
+            records,
+            corrupt,
+        } => {
+            found.corrupt += corrupt;
+            found.max_run = found.max_run.max(run);
+            found.max_seq = found.max_seq.max(seq);
+            let b = found.batches.entry((run, batch)).or_default();
+            b.open = decode_open(open);
+            b.pack_id = pack_id.map(str::to_owned);
+            b.records = records
+                .into_iter()
+                .map(|range| RecordRef {
+                    map: map.clone(),
+                    range,
+                })
+                .collect();
+        }
+    }
+    Ok(())
+}
+
+/// What one directory held: its batches not done (in the order they were opened), its
+/// spool files and ledger, the highest run and segment sequence found, and the entries
+/// skipped as corrupt.
+pub(super) struct Scan {
+    pub(super) recovered: Vec<Recovered>,
+    pub(super) files: Vec<PathBuf>,
+    pub(super) max_run: u64,
+    pub(super) max_seq: u64,
+    pub(super) corrupt: u64,
+}
+
+/// Reads what earlier producers left in `dir` (which this producer holds).
+pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
+    let mut found = Found::default();
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io(dir, "cannot list it"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "spl" || x == batch_file::EXTENSION)
+        })
+        .collect();
+    // Scanned in the order the segments were begun (the sequence in each header; file
+    // names say nothing, as a segment file is reused under its name), so that a batch's
+    // records, which may span segments, come back in order.
+    let mut maps = Vec::with_capacity(entries.len());
+    for path in &entries {
+        if path.extension().is_some_and(|x| x == batch_file::EXTENSION) {
+            scan_batch_file(dir, path, &mut found)?;
+            continue;
+        }
+        let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
+        if file.metadata().map_or(0, |m| m.len()) == 0 {
+            // Made and not yet allocated (a spare the preparer was making at a kill):
+            // nothing was ever written in it.
+            continue;
+        }
+        // SAFETY: old segments are only read; the directory's lock keeps other producers
+        // from writing or truncating them meanwhile.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io(dir, "cannot map a segment"))?;
+        let seq = map
+            .get(20..28)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        maps.push((seq, Arc::new(map)));
+    }
+    maps.sort_by_key(|(seq, _)| *seq);
+    for (_, map) in &maps {
+        scan_segment(map, &mut found);
+        forget_pages(map);
+    }
+    // Batches an interrupted replay had already spooled anew (their copies are in a later
+    // run's files, or were delivered from there) are not sent again. The ledger goes last,
+    // after the files it names; with no old files left it names nothing.
+    let replayed = replay_ledger::read(dir);
+    // A run the ledger names is never reused, even when its files are gone (a crash while
+    // the old files were being deleted): the ledger would skip the new run's batches.
+    let max_run = replayed
+        .iter()
+        .map(|(run, _)| *run)
+        .fold(found.max_run, u64::max);
+    let mut files = entries;
+    if files.is_empty() {
+        for ledger in replay_ledger::files(dir) {
+            let _ = std::fs::remove_file(ledger);
+        }
+    } else {
+        files.extend(replay_ledger::files(dir));
+    }
+    let recovered = found
+        .batches
+        .into_iter()
+        .filter(|(id, b)| {
+            !b.done && (b.body.is_some() || !b.records.is_empty()) && !replayed.contains(id)
+        })
+        .filter_map(|(origin, b)| {
+            let (dest, tags) = b.open?;
+            Some(Recovered {
+                origin,
+                dest,
+                tags,
+                records: b.records,
+                pack_id: b.pack_id,
+                body: b.body,
+            })
+        })
+        .collect();
+    Ok(Scan {
+        recovered,
+        files,
+        max_run,
+        max_seq: found.max_seq,
+        corrupt: found.corrupt,
+    })
+}

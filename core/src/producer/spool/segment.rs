@@ -1,0 +1,369 @@
+//! The segment writer: each shard appends entries (opens, records, seals, bodies, dones) to
+//! its own mapped segment file, takes a new one (ready-made by the preparer) when it is full,
+//! and retires segments whose batches are all settled (kept mapped for reuse, or deleted).
+//! Runs on the adding threads (records) and the I/O threads (seals, bodies, dones); each
+//! shard's writer is behind the spool's lock.
+
+use super::*;
+
+/// One open segment of one shard, mapped.
+pub(super) struct Writer {
+    pub(super) seq: u64,
+    pub(super) map: MmapMut,
+    pub(super) pos: usize,
+}
+
+impl Writer {
+    /// Appends one entry, or answers `false` when it does not fit.
+    fn append(&mut self, kind: Kind, run: u64, batch: u64, parts: &[&[u8]]) -> bool {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let size = ENTRY_HEADER + align8(len);
+        if self.pos + size > self.map.len() || len > u32::MAX as usize {
+            return false;
+        }
+        let at = self.pos;
+        let entry = &mut self.map[at..at + ENTRY_HEADER + len];
+        let mut o = ENTRY_HEADER;
+        for p in parts {
+            entry[o..o + p.len()].copy_from_slice(p);
+            o += p.len();
+        }
+        entry[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+        entry[12..16].copy_from_slice(&[kind as u8, 0, 0, 0]);
+        entry[16..24].copy_from_slice(&run.to_le_bytes());
+        entry[24..32].copy_from_slice(&batch.to_le_bytes());
+        entry[32..40].copy_from_slice(&self.seq.to_le_bytes());
+        // One pass over everything after the CRC: length, kind, run, batch, segment, payload.
+        let crc = crc32fast::hash(&entry[8..]);
+        entry[4..8].copy_from_slice(&crc.to_le_bytes());
+        // The next entry's header zeroed (a reused segment holds older bytes there): where a
+        // scan finds it, this use's entries end.
+        let next = at + size;
+        let zeroed = (next + ENTRY_HEADER).min(self.map.len());
+        self.map[next.min(zeroed)..zeroed].fill(0);
+        // The magic last: a scan that finds it finds the rest written (and checks the CRC).
+        self.map[at..at + 4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
+        self.pos += size;
+        true
+    }
+}
+
+/// What the spool knows of one segment.
+pub(super) struct Segment {
+    pub(super) path: PathBuf,
+    pub(super) file: Arc<File>,
+    /// Batches with an entry in it that are not done.
+    pub(super) live: u32,
+    /// Its writer moved on (no more entries will come); its mapping, kept for reuse.
+    pub(super) full: Option<MmapMut>,
+}
+
+/// A settled segment kept mapped for the next one a shard needs: its pages are already in
+/// memory, so writing into it costs no page faults.
+pub(super) struct Free {
+    pub(super) path: PathBuf,
+    pub(super) file: Arc<File>,
+    pub(super) size: usize,
+    /// Kept mapped: a segment mapped again takes a fault per page (the file system's write
+    /// notification) that costs more than its records.
+    pub(super) map: MmapMut,
+}
+
+/// Maps a whole segment file and makes every page writable in one call: a fault per 4 KiB
+/// page taken on the add path (each ~10 records) costs more than the records' own copies.
+pub(super) fn map_segment(file: &File) -> std::io::Result<MmapMut> {
+    // SAFETY: the file belongs to this producer, which holds the directory's lock; nothing
+    // else maps or truncates it while this mapping lives.
+    let map = unsafe { MmapMut::map_mut(file)? };
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::PopulateWrite);
+    Ok(map)
+}
+
+impl Spool {
+    /// Appends a batch's entry through `shard`'s writer, opening a new segment when the
+    /// current one is full; an error only when a segment file cannot be made.
+    pub(super) fn append(
+        &self,
+        shard: usize,
+        kind: Kind,
+        run: u64,
+        batch: u64,
+        parts: &[&[u8]],
+        mark: Option<&mut SpoolMark>,
+    ) -> std::io::Result<()> {
+        let mut guard = self.writers[shard].lock();
+        let fits = guard
+            .as_mut()
+            .is_some_and(|w| w.append(kind, run, batch, parts));
+        if !fits {
+            let need: usize = ENTRY_HEADER + parts.iter().map(|p| align8(p.len())).sum::<usize>();
+            let mut writer = self.new_segment(shard, need)?;
+            let written = writer.append(kind, run, batch, parts);
+            debug_assert!(written, "a new segment holds the entry it was sized for");
+            if let Some(old) = guard.replace(writer) {
+                self.retire(old);
+            }
+        }
+        let seq = guard.as_ref().map_or(0, |w| w.seq);
+        drop(guard);
+        if let Some(mark) = mark {
+            if mark.segments.last() != Some(&seq) {
+                mark.segments.push(seq);
+                if let Some(s) = self.state.lock().segments.get_mut(&seq) {
+                    s.live += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A fresh segment for `shard` with room for an entry of `need` bytes, its blocks
+    /// allocated up front (a full disk is an error here, not a fault on a later write into the
+    /// mapping). `None` when the file cannot be made. Admission ([`Spool::over_limit`]) keeps
+    /// the total within `spool_max_bytes`: it stops new records a segment per shard early.
+    pub(super) fn new_segment(&self, shard: usize, need: usize) -> std::io::Result<Writer> {
+        let size = self.segment_bytes.max(align8(SEGMENT_HEADER + need));
+        self.used.fetch_add(size, Ordering::AcqRel);
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let mut path = self
+            .dir
+            .join(format!("seg-{:016x}-{seq:016x}.spl", self.run));
+        let reused = {
+            let mut state = self.state.lock();
+            let at = state.free.iter().position(|f| f.size >= size);
+            let taken = at.map(|i| state.free.swap_remove(i));
+            if let Some(t) = &taken {
+                state.spare_bytes -= t.size;
+            }
+            if state.free.len() < self.writers.len() {
+                // The preparer makes one ready for the next segment.
+                self.prepare.notify();
+            }
+            taken
+        };
+        let made = match reused {
+            // Reused under its name, not cleared: the new header's sequence ends a scan at the
+            // first entry of the earlier use.
+            Some(free) => {
+                path = free.path;
+                Ok((free.file, free.map))
+            }
+            None => (|| -> std::io::Result<(Arc<File>, MmapMut)> {
+                let file = private_file()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)?;
+                allocate(&file, size)?;
+                let map = map_segment(&file)?;
+                Ok((Arc::new(file), map))
+            })(),
+        };
+        let (file, mut map) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                let used = self.used.fetch_sub(size, Ordering::AcqRel) - size;
+                if is_disk_full(&e) {
+                    // What the disk holds is the limit until a segment is settled: admission
+                    // waits or refuses (the buffer-full policy) instead of failing each add.
+                    self.disk_room.store(used, Ordering::Release);
+                }
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        map[8..16].copy_from_slice(&self.run.to_le_bytes());
+        map[16..20].copy_from_slice(&(shard as u32).to_le_bytes());
+        map[20..28].copy_from_slice(&seq.to_le_bytes());
+        map[..8].copy_from_slice(SEGMENT_MAGIC);
+        let mut state = self.state.lock();
+        state.segments.insert(
+            seq,
+            Segment {
+                path,
+                file,
+                live: 0,
+                full: None,
+            },
+        );
+        state.chains[shard].push_back(seq);
+        state.peak = state.peak.max(state.segments.len());
+        Ok(Writer {
+            seq,
+            map,
+            pos: SEGMENT_HEADER,
+        })
+    }
+
+    /// Marks a writer's segment full (keeping its mapping), settling what can be settled.
+    pub(super) fn retire(&self, writer: Writer) {
+        let mut state = self.state.lock();
+        if let Some(s) = state.segments.get_mut(&writer.seq) {
+            s.full = Some(writer.map);
+        }
+        self.collect(&mut state);
+    }
+
+    /// Settles, shard by shard from the oldest, the full segments no live batch needs: some
+    /// are kept for reuse ([`Spool::keeps`]; marked free, so a recovery ignores them), the
+    /// rest deleted.
+    pub(super) fn collect(&self, state: &mut State) {
+        let mut freed = 0;
+        let keep = self.keeps(state);
+        let State {
+            segments,
+            chains,
+            free,
+            spare_bytes,
+            closed,
+            ..
+        } = state;
+        for chain in chains.iter_mut() {
+            while let Some(&seq) = chain.front() {
+                let done = segments
+                    .get(&seq)
+                    .is_none_or(|s| s.full.is_some() && s.live == 0);
+                if !done {
+                    break;
+                }
+                chain.pop_front();
+                let Some(s) = segments.remove(&seq) else {
+                    continue;
+                };
+                let size = s.file.metadata().map_or(0, |m| m.len() as usize);
+                freed += size;
+                // Kept while the files on disk stay within spool_max_bytes.
+                let room =
+                    self.used.load(Ordering::Acquire).saturating_sub(freed) + *spare_bytes + size
+                        <= self.max_bytes;
+                match s.full {
+                    Some(mut map) if !*closed && free.len() < keep && room => {
+                        map[..8].copy_from_slice(FREE_MAGIC);
+                        *spare_bytes += size;
+                        free.push(Free {
+                            path: s.path,
+                            file: s.file,
+                            size,
+                            map,
+                        });
+                    }
+                    _ => {
+                        let _ = std::fs::remove_file(&s.path);
+                    }
+                }
+            }
+        }
+        if freed > 0 {
+            self.used.fetch_sub(freed, Ordering::AcqRel);
+            self.disk_room.store(usize::MAX, Ordering::Release);
+            let _guard = self.room_lock.lock();
+            self.room.notify_all();
+        }
+    }
+
+    /// Writes a record of batch `batch` (its `Open` first, if not yet written, with `tags`:
+    /// the group tags the batch will carry). An error only when a segment cannot be made.
+    pub(crate) fn record(
+        &self,
+        shard: usize,
+        batch: u64,
+        dest: &Destination,
+        tags: &[u8],
+        log: &[u8],
+        mark: &mut SpoolMark,
+    ) -> Result<(), SpoolError> {
+        if !mark.opened {
+            let open = encode_open(dest, tags);
+            self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
+                .map_err(io(&self.dir, "cannot make a segment"))?;
+            mark.opened = true;
+        }
+        self.append(shard, Kind::Record, self.run, batch, &[log], Some(mark))
+            .map_err(io(&self.dir, "cannot make a segment"))
+    }
+
+    /// Notes a batch's pack id as it seals (it may be sent from now on).
+    pub(crate) fn sealed(&self, shard: usize, batch: u64, pack_id: &str, mark: &mut SpoolMark) {
+        if let Some(file) = &mut mark.file {
+            file.sealed(pack_id);
+        } else if mark.opened {
+            // A Sealed entry that finds no room is only a lost pack id: a replay would then
+            // send the batch under a new one.
+            let _ = self.append(
+                shard,
+                Kind::Sealed,
+                self.run,
+                batch,
+                &[pack_id.as_bytes()],
+                Some(mark),
+            );
+        }
+    }
+
+    /// Whether batches are synced as they seal (`spool_sync = batch`).
+    pub(crate) fn syncs_batches(&self) -> bool {
+        self.sync == SpoolSync::Batch
+    }
+
+    /// Makes the segments a batch is in durable (`spool_sync = batch`).
+    pub(crate) fn sync_batch(&self, mark: &SpoolMark) {
+        if self.sync != SpoolSync::Batch {
+            return;
+        }
+        if let Some(file) = &mark.file {
+            let _ = file.file.sync_data();
+            return;
+        }
+        let files: Vec<Arc<File>> = {
+            let state = self.state.lock();
+            mark.segments
+                .iter()
+                .filter_map(|s| state.segments.get(s).map(|s| s.file.clone()))
+                .collect()
+        };
+        for f in files {
+            let _ = f.sync_data();
+        }
+    }
+
+    /// Syncs every segment (the `interval` timer, and before old files are deleted).
+    pub(super) fn sync_all(&self) {
+        let mut files: Vec<Arc<File>> = self
+            .state
+            .lock()
+            .segments
+            .values()
+            .map(|s| s.file.clone())
+            .collect();
+        if let Some(pool) = self.files.get() {
+            let live = pool.live.lock();
+            pool.ticks.fetch_add(1, Ordering::Relaxed);
+            files.extend(live.values().cloned());
+        }
+        for f in files {
+            let _ = f.sync_data();
+        }
+    }
+
+    /// A batch reached its final outcome: `Done` is written and its segments may go.
+    pub(crate) fn done(&self, shard: usize, batch: u64, mark: &mut SpoolMark) {
+        if let Some(file) = mark.file.take() {
+            self.give_back(file);
+            return;
+        }
+        if !mark.opened {
+            return;
+        }
+        // No room for the Done entry: the batch would be sent once more after a crash, which
+        // at-least-once allows.
+        let _ = self.append(shard, Kind::Done, self.run, batch, &[], None);
+        let mut state = self.state.lock();
+        for seq in &mark.segments {
+            if let Some(s) = state.segments.get_mut(seq) {
+                s.live = s.live.saturating_sub(1);
+            }
+        }
+        self.collect(&mut state);
+    }
+}
