@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use loghose::producer::binding::BindingAdds;
 use loghose::producer::Producer;
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, JsValue, Result};

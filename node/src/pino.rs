@@ -14,6 +14,7 @@
 //! thread for the destination); a line that is not a JSON object is refused as a TypeError and
 //! counted as invalid, and nothing else is lost.
 
+use loghose::producer::binding::BindingAdds;
 use loghose::producer::{split_unix_seconds, LogEncoder, Producer, SendOptions, Track};
 use serde::de::{Deserializer as _, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;

@@ -3,8 +3,9 @@
 //! building JavaScript or Rust maps. Values may be strings, numbers or booleans (converted as
 //! `String()` would); anything else is a `TypeError` naming the key.
 
+use loghose::producer::binding::{BindingAdds, ScratchError};
 use loghose::producer::{
-    LogEncoder, Producer, ProducerError, RecordError, RecordSet, ScratchError, SendOptions, Track,
+    LogEncoder, Producer, ProducerError, RecordError, RecordSet, SendOptions, Track,
 };
 
 use crate::errors::Raised;

@@ -3,7 +3,7 @@
 //! A dict whose keys are `str` and whose values are `str`, `bool`, `None`, or exactly `int` (within
 //! 64 bits) or `float` (the usual record, and what the logging integrations send) is read
 //! straight from CPython, with no reference counting and no Python code run, and so is written
-//! in place into its batch under the engine's shard lock ([`Producer::try_send_in_place`]).
+//! in place into its batch under the engine's shard lock ([`BindingAdds::try_send_in_place`]).
 //! Anything else (bytes, big or subclassed numbers, pairs, values to convert) goes through the
 //! engine's scratch path with no lock held, because reading such a value may run Python code
 //! (an iterator, an `int` subclass's `__str__`, the conversion hook), which may release the GIL
@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use loghose::producer::binding::{BindingAdds, ScratchError};
 use loghose::producer::{LogEncoder, Producer, RecordSet, SendOptions, Track};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -60,8 +61,8 @@ pub(crate) fn send_record(
         .send_with_scratch(opts, track, |enc| put_contents(enc, contents, convert))
         .map(drop)
         .map_err(|e| match e {
-            loghose::producer::ScratchError::Producer(e) => producer_error(py, e),
-            loghose::producer::ScratchError::Fill(e) => e.into_py(py),
+            ScratchError::Producer(e) => producer_error(py, e),
+            ScratchError::Fill(e) => e.into_py(py),
         })
 }
 

@@ -101,7 +101,7 @@ impl BatchBuf {
     /// An empty buffer whose bytes are `map`, a shared mapping of a file: what is written lands
     /// in the file's pages. Growth past the mapping moves the buffer to memory of its own (the
     /// file keeps what it held).
-    pub fn in_file(mut map: MmapMut) -> Self {
+    pub(crate) fn in_file(mut map: MmapMut) -> Self {
         BatchBuf {
             ptr: NonNull::new(map.as_mut_ptr()).unwrap_or(NonNull::dangling()),
             cap: map.len(),
@@ -183,7 +183,7 @@ impl BatchBuf {
     ///
     /// [`set_len`]: BatchBuf::set_len
     #[inline]
-    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
@@ -193,7 +193,7 @@ impl BatchBuf {
     /// `len` must be at most `capacity()`, and every byte below it written (mapped memory reads
     /// as zeros, so this is about meaning, not soundness of the bytes themselves).
     #[inline]
-    pub unsafe fn set_len(&mut self, len: usize) {
+    pub(crate) unsafe fn set_len(&mut self, len: usize) {
         debug_assert!(len <= self.cap);
         self.len = len;
     }

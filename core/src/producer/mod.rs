@@ -32,7 +32,10 @@
 //!   dropping a producer closes it within `drop_timeout_ms`. The [`lifecycle`] is one state.
 
 mod accumulator;
+mod add;
 mod batch_file;
+#[doc(hidden)]
+pub mod binding;
 mod budget;
 pub mod buffer;
 pub mod config;
@@ -52,8 +55,6 @@ mod spool;
 pub mod text;
 mod transport;
 
-use std::cell::RefCell;
-use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -73,7 +74,7 @@ pub use routing::{split_unix_seconds, SendOptions};
 pub use spool::SpoolError;
 pub use transport::CredentialsProvider;
 
-use accumulator::{Accumulator, AfterAdd, InPlace, SealedBatch};
+use accumulator::{Accumulator, AfterAdd, SealedBatch};
 use budget::Budget;
 use deliver::Delivery;
 use ledger::Ledger;
@@ -125,30 +126,6 @@ pub struct CloseReport {
     /// The reports of the batches that failed (the most recent 10 000).
     pub failed: Vec<Arc<DeliveryReport>>,
 }
-
-/// Why [`Producer::send_with_scratch`] did not queue a record.
-#[derive(Debug)]
-pub enum ScratchError<E> {
-    /// The producer refused it (closed, buffer full, invalid options).
-    Producer(ProducerError),
-    /// The fill failed: an invalid field, or the caller's own error.
-    Fill(E),
-}
-
-impl<E: std::fmt::Display> std::fmt::Display for ScratchError<E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ScratchError::Producer(e) => e.fmt(f),
-            ScratchError::Fill(e) => e.fmt(f),
-        }
-    }
-}
-
-impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for ScratchError<E> {}
-
-/// A fill declined an in-place add (see [`Producer::try_send_in_place`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Declined;
 
 /// The parts of a producer, shared with its linger task. Delivery holds what it needs of them
 /// itself; nothing below calls back up here.
@@ -218,11 +195,9 @@ impl LingerOwner for Inner {
 }
 
 /// A record's destination (`None`: the producer's own) and time (seconds, nanoseconds).
+/// What every add does first resolves: the destination (None: the producer's own) and the
+/// time (seconds, sub-second part at the configured precision).
 type Prepared = (Option<Arc<Destination>>, u32, Option<u32>);
-
-thread_local! {
-    static SCRATCH: RefCell<BatchBuf> = RefCell::new(BatchBuf::with_capacity(4096));
-}
 
 /// A producer. Cheap to share by reference across threads; dropping it closes it.
 pub struct Producer {
@@ -396,265 +371,6 @@ impl Producer {
     /// The configuration it runs with.
     pub fn config(&self) -> &ProducerConfig {
         &self.inner.config
-    }
-
-    /// Sends one record of text fields (fire and forget; the outcome arrives in reports and
-    /// stats).
-    pub fn send<K: AsRef<str>, V: AsRef<str>>(
-        &self,
-        fields: &[(K, V)],
-        opts: &SendOptions<'_>,
-    ) -> Result<(), ProducerError> {
-        self.send_with(opts, Track::None, |enc| {
-            for (k, v) in fields {
-                enc.field_str(k.as_ref(), v.as_ref())?;
-            }
-            Ok(())
-        })
-        .map(drop)
-    }
-
-    /// Sends one record and returns a completion resolved with its batch's report.
-    pub fn send_with_completion<K: AsRef<str>, V: AsRef<str>>(
-        &self,
-        fields: &[(K, V)],
-        opts: &SendOptions<'_>,
-    ) -> Result<Completion, ProducerError> {
-        let completion = self.send_with(opts, Track::Completion, |enc| {
-            for (k, v) in fields {
-                enc.field_str(k.as_ref(), v.as_ref())?;
-            }
-            Ok(())
-        })?;
-        completion.ok_or(ProducerError::Closed)
-    }
-
-    /// The general add: `fill` writes the record's fields straight into the open batch of
-    /// its destination (the bindings iterate their own dicts and objects here, with no
-    /// intermediate copy).
-    ///
-    /// `fill` runs while one of the producer's accumulator shards is locked: it must not call
-    /// into this producer, block, or run code that might (a binding whose values could run
-    /// foreign code uses [`send_with_scratch`](Producer::send_with_scratch)). A failed `fill`
-    /// leaves the batch exactly as it was.
-    pub fn send_with<F>(
-        &self,
-        opts: &SendOptions<'_>,
-        track: Track,
-        fill: F,
-    ) -> Result<Option<Completion>, ProducerError>
-    where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
-    {
-        let prepared = self.prepare(opts)?;
-        match self.add_in_place(prepared, track, |enc| fill(enc).map(Ok::<(), Infallible>))? {
-            Ok(completion) => Ok(completion),
-            Err(never) => match never {},
-        }
-    }
-
-    /// [`send_with`](Producer::send_with) whose `fill` may decline with `Ok(false)` when it
-    /// meets a value it cannot read without running foreign code: what it wrote is rolled
-    /// back, nothing is counted, and `Ok(None)` tells the caller to send the record through
-    /// [`send_with_scratch`](Producer::send_with_scratch) instead.
-    pub fn try_send_in_place<F>(
-        &self,
-        opts: &SendOptions<'_>,
-        track: Track,
-        fill: F,
-    ) -> Result<Option<Option<Completion>>, ProducerError>
-    where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
-    {
-        let prepared = self.prepare(opts)?;
-        let added = self.add_in_place(prepared, track, |enc| {
-            fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
-        })?;
-        Ok(added.ok())
-    }
-
-    /// The plain add: `fill` writes the record's fields straight into the producer's own
-    /// destination's open batch, timed now, its outcome counted in stats and reports (no
-    /// completion). What [`send_with`](Producer::send_with) does with default options and
-    /// [`Track::None`], without reading either: the path of every add that names no option
-    /// (Python's `send(d)`, Node's `send` of plain fields). Same rules for `fill`.
-    pub fn add_with<F>(&self, fill: F) -> Result<(), ProducerError>
-    where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
-    {
-        let prepared = self.prepare_plain()?;
-        match self.add_in_place(prepared, Track::None, |enc| {
-            fill(enc).map(Ok::<(), Infallible>)
-        })? {
-            Ok(_) => Ok(()),
-            Err(never) => match never {},
-        }
-    }
-
-    /// [`add_with`](Producer::add_with) whose `fill` may decline, as with
-    /// [`try_send_in_place`](Producer::try_send_in_place): `Ok(false)` when it did, nothing
-    /// written or counted.
-    pub fn try_add_in_place<F>(&self, fill: F) -> Result<bool, ProducerError>
-    where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
-    {
-        let prepared = self.prepare_plain()?;
-        let added = self.add_in_place(prepared, Track::None, |enc| {
-            fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
-        })?;
-        Ok(added.is_ok())
-    }
-
-    /// The in-place add behind `send_with`, `try_send_in_place` and the plain adds.
-    #[inline]
-    fn add_in_place<D, F>(
-        &self,
-        (dest, secs, nanos): Prepared,
-        track: Track,
-        fill: F,
-    ) -> Result<Result<Option<Completion>, D>, ProducerError>
-    where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
-    {
-        let inner = &*self.inner;
-        let added = inner
-            .accumulator
-            .add_in_place(inner.budget(), &dest, secs, nanos, track, fill);
-        match added {
-            InPlace::Plain => Ok(Ok(None)),
-            InPlace::Added(completion, after) => {
-                inner.after_add(&dest, after);
-                Ok(Ok(completion))
-            }
-            InPlace::Moved(log, after) => {
-                inner.after_add(&dest, after);
-                self.append(&log, dest, track).map(Ok)
-            }
-            InPlace::Declined(declined) => Ok(Err(declined)),
-            InPlace::Invalid(e) => {
-                inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
-                Err(e.into())
-            }
-        }
-    }
-
-    /// [`send_with`](Producer::send_with) for a `fill` that may run foreign code (a
-    /// binding's user-defined conversions) or stop with an error of the caller's own (`E`,
-    /// which the encoder's [`RecordError`]s convert into): the record is encoded into a
-    /// thread-local buffer with no lock held, then copied into its batch. Any error from
-    /// `fill` counts the record as invalid and comes back as [`ScratchError::Fill`].
-    pub fn send_with_scratch<E, F>(
-        &self,
-        opts: &SendOptions<'_>,
-        track: Track,
-        fill: F,
-    ) -> Result<Option<Completion>, ScratchError<E>>
-    where
-        E: From<RecordError>,
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<(), E>,
-    {
-        let inner = &*self.inner;
-        let (dest, secs, nanos) = self.prepare(opts).map_err(ScratchError::Producer)?;
-        let result = SCRATCH.with(|scratch| {
-            // A fill that re-enters the producer finds the scratch buffer busy and gets a
-            // buffer of its own.
-            let mut own = BatchBuf::new();
-            let mut borrowed = scratch.try_borrow_mut();
-            let buf = match borrowed.as_deref_mut() {
-                Ok(b) => b,
-                Err(_) => &mut own,
-            };
-            buf.clear();
-            let mut enc = LogEncoder::begin(buf, secs, nanos, inner.config.key_policy);
-            fill(&mut enc)?;
-            enc.finish(inner.config.batch_max_bytes)?;
-            Ok::<_, E>(self.append(buf, dest, track))
-        });
-        match result {
-            Ok(appended) => appended.map_err(ScratchError::Producer),
-            Err(e) => {
-                inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
-                Err(ScratchError::Fill(e))
-            }
-        }
-    }
-
-    /// What every add does first: refuses when closed, resolves the destination, takes the
-    /// time.
-    #[inline]
-    fn prepare(&self, opts: &SendOptions<'_>) -> Result<Prepared, ProducerError> {
-        let inner = &*self.inner;
-        self.check_open()?;
-        let dest = if opts.is_default_destination() {
-            None
-        } else {
-            match inner.router.destination(opts) {
-                Ok(d) => Some(Arc::new(d)),
-                Err(e) => {
-                    inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
-                    return Err(e.into());
-                }
-            }
-        };
-        let (secs, nanos) = match opts.time {
-            Some(t) => (t, opts.time_ns),
-            None => {
-                let (s, n) = routing::now_for(inner.config.time_precision);
-                (s, Some(opts.time_ns.unwrap_or(n)))
-            }
-        };
-        let nanos = inner.config.time_precision.apply(nanos);
-        Ok((dest, secs, nanos))
-    }
-
-    /// Refuses an add when the producer is not running (counted as dropped) or was inherited
-    /// through `fork`.
-    #[inline]
-    fn check_open(&self) -> Result<(), ProducerError> {
-        if !self.inner.delivery.lifecycle.is_running() {
-            self.inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(ProducerError::Closed);
-        }
-        self.ensure_owned()
-    }
-
-    /// [`prepare`](Self::prepare) for the plain add: the producer's own destination, the
-    /// time now at the configured precision.
-    #[inline]
-    fn prepare_plain(&self) -> Result<Prepared, ProducerError> {
-        let inner = &*self.inner;
-        self.check_open()?;
-        let precision = inner.config.time_precision;
-        let (secs, nanos) = routing::now_for(precision);
-        Ok((None, secs, precision.apply(Some(nanos))))
-    }
-
-    /// Appends an encoded record to its batch (see [`Accumulator::append`]).
-    fn append(
-        &self,
-        log: &[u8],
-        dest: Option<Arc<Destination>>,
-        track: Track,
-    ) -> Result<Option<Completion>, ProducerError> {
-        let inner = &*self.inner;
-        let appended = inner.accumulator.append(
-            inner.budget(),
-            &inner.delivery.lifecycle,
-            [log],
-            log.len(),
-            &dest,
-            track,
-        );
-        match appended {
-            Ok((completion, after)) => {
-                inner.after_add(&dest, after);
-                Ok(completion)
-            }
-            Err(e) => {
-                inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
-                Err(e)
-            }
-        }
     }
 
     /// Seals every open batch and waits up to `timeout` for all accepted records to reach a
