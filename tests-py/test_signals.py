@@ -159,3 +159,74 @@ def test_a_second_signal_ends_a_stuck_delivery_at_once():
         child.wait(timeout=20)
         assert child.returncode == -signal.SIGTERM
         assert time.monotonic() - second < 5
+
+
+STUCK = """
+    import ctypes, sys, loghose
+    endpoint, key_id, secret, logstore = sys.argv[1:5]
+    p = loghose.Producer(endpoint=endpoint, project="proj", logstore=logstore, access_key_id=key_id,
+                         access_key_secret=secret, linger_ms=60_000)
+    for i in range(1000):
+        p.send({"i": str(i)})
+    # A C call that sleeps through signals without returning to Python (a futex wait restarts
+    # after each), as a multiprocessing worker does on a lock a signal just missed: Python's
+    # handler can never run.
+    libc = ctypes.CDLL(None)
+    mutex = ctypes.create_string_buffer(64)
+    libc.pthread_mutex_lock(mutex)
+    sys.stdout.write("stuck\\n")
+    sys.stdout.flush()
+    libc.pthread_mutex_lock(mutex)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a zeroed buffer is a mutex with glibc or musl")
+def test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_the_signal():
+    with loghose.Emulator() as emu:
+        child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(STUCK), emu.endpoint, emu.access_key_id,
+                                  emu.access_key_secret, "stuck"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        assert child.stdout.readline() == "stuck\n"
+        started = time.monotonic()
+        os.kill(child.pid, signal.SIGTERM)
+        _, stderr = child.communicate(timeout=30)
+        took = time.monotonic() - started
+        seen = {int(dict(log["contents"])["i"]) for log in emu.logs("proj", "stuck")}
+    # The watchdog delivered the open batch (the linger was a minute away) and the process ended
+    # by SIGTERM, as the default would have ended it.
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert seen == set(range(1000))
+    print(f"stuck main thread: delivered and ended in {took:.2f} s")
+    assert took < 10
+
+
+EXITING = """
+    import sys, loghose
+    endpoint, key_id, secret, logstore = sys.argv[1:5]
+    p = loghose.Producer(endpoint=endpoint, project="proj", logstore=logstore, access_key_id=key_id,
+                         access_key_secret=secret, linger_ms=60_000)
+    for i in range(100):
+        p.send({"i": str(i)})
+    sys.stdout.write("exiting\\n")
+    sys.stdout.flush()
+    # The end of the script: loghose's exit hook closes the producer, which the slow service
+    # keeps waiting while the signal arrives.
+"""
+
+
+def test_a_signal_during_the_exit_time_close_waits_for_that_delivery():
+    with loghose.Emulator() as emu:
+        emu.inject("latency", ms=1500, window_ms=60_000)
+        child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXITING), emu.endpoint,
+                                  emu.access_key_id, emu.access_key_secret, "exiting"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        assert child.stdout.readline() == "exiting\n"
+        time.sleep(0.5)
+        os.kill(child.pid, signal.SIGTERM)
+        _, stderr = child.communicate(timeout=30)
+        seen = {int(dict(log["contents"])["i"]) for log in emu.logs("proj", "exiting")}
+    # Ended by the signal, as it would have been, and only once the close it interrupted was done.
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert seen == set(range(100)), stderr

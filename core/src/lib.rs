@@ -25,6 +25,7 @@ pub mod cli;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 pub mod producer;
+mod threads;
 pub mod wire;
 
 /// The README's Rust code blocks, run as doctests: each must work as pasted.

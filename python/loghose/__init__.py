@@ -278,9 +278,11 @@ class Producer:
         given up (their futures fail with ``ProducerClosed``); 0 means nothing was lost. With a
         ``spool_dir``, records given up stay in the spool for the next producer on it: they are
         kept, not failed (``stats()["kept"]``; their futures fail with ``KeptInSpool``)."""
-        _live.discard(self)
+        # Still live while it closes: a signal that ends the process meanwhile waits for this
+        # delivery too (its handler runs inside the wait) instead of cutting it short.
         with _signals.waiting():
             undelivered, _kept, _failed = self._native.close(timeout)
+        _live.discard(self)
         self._unhandled.flush()
         return undelivered
 

@@ -30,6 +30,14 @@ waiting", as it always did).
 A handler the application sets after the producer replaces this one; the application then
 decides (``sys.exit`` from it still delivers through ``atexit``). Threads other than the main
 one never install anything (Python allows handlers only there).
+
+Where the handler stands in for the default, a native watchdog (``loghose._native``, Unix)
+backs it: Python runs handlers only between bytecodes on the main thread, and a main thread
+asleep in a system call that the signal just missed (a multiprocessing pool worker stopped by
+``terminate()``, waiting on the task queue's lock) would never run it, where the default would
+have ended the process. If this handler has not started a quarter of a second after the
+signal, the watchdog delivers natively within the same bound and ends the process by the
+signal.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Protocol
+
+from . import _native
 
 #: Signals handled, and the handler each had before (what the process would have done).
 _previous: dict[int, Any] = {}
@@ -93,6 +103,9 @@ def install(producers: Callable[[], Iterable[_Held]]) -> bool:
         _producers = producers
         for signum in (signal.SIGTERM, signal.SIGINT):
             if signum in _previous:
+                # A forked child inherits the handler; its watchdog is its own.
+                if _previous[signum] is signal.SIG_DFL and signal.getsignal(signum) is _on_signal:
+                    _native.arm_signal(signum)
                 continue
             try:
                 previous = signal.getsignal(signum)
@@ -102,11 +115,14 @@ def install(producers: Callable[[], Iterable[_Held]]) -> bool:
             except (ValueError, OSError):
                 continue  # not the main interpreter, or a platform without the signal
             _previous[signum] = previous
+            if previous is signal.SIG_DFL:
+                _native.arm_signal(signum)
     return bool(_previous)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     global _handling
+    _native.signal_handler_started(signum)
     previous = _previous.get(signum, signal.SIG_DFL)
     ends_process = previous is signal.SIG_DFL
     if _handling or (_waiting and not ends_process):
@@ -138,6 +154,7 @@ def _watch_restores() -> None:
         if handler == signal.SIG_DFL and signalnum in _previous and _holds_producers():
             old = real(signalnum, _on_signal)
             _previous[signal.Signals(signalnum)] = signal.SIG_DFL
+            _native.arm_signal(signalnum)
             return old
         return real(signalnum, handler)
 

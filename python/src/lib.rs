@@ -20,6 +20,7 @@ mod errors;
 mod producer;
 mod record;
 mod report;
+mod signals;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -68,6 +69,28 @@ fn bench_payload(size: usize) -> String {
     loghose::bench::s6_payload(size)
 }
 
+/// Lets the watchdog hear of `signum` (whose previous disposition was the default) and act if
+/// the Python handler does not start in time (`signals`); false where it cannot.
+#[pyfunction]
+fn arm_signal(signum: i32) -> bool {
+    #[cfg(unix)]
+    return signals::arm(signum);
+    #[cfg(not(unix))]
+    {
+        let _ = signum;
+        false
+    }
+}
+
+/// The Python handler of `signum` has started: the watchdog stands aside.
+#[pyfunction]
+fn signal_handler_started(signum: i32) {
+    #[cfg(unix)]
+    signals::python_handler_started(signum);
+    #[cfg(not(unix))]
+    let _ = signum;
+}
+
 /// The `loghose._native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -77,6 +100,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_function(wrap_pyfunction!(bench_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(arm_signal, m)?)?;
+    m.add_function(wrap_pyfunction!(signal_handler_started, m)?)?;
     m.add_class::<producer::NativeProducer>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;

@@ -121,7 +121,7 @@ impl Drop for NativeProducer {
 /// The producer behind `loghose.Producer`.
 #[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
 pub(crate) struct NativeProducer {
-    producer: Producer,
+    producer: Arc<Producer>,
     /// `convert(key, value) -> str` for values that are not str/bytes/bool/int/float.
     convert: Option<Py<PyAny>>,
 }
@@ -243,6 +243,8 @@ impl NativeProducer {
         let producer = py
             .detach(|| Producer::build(config, provider, callback))
             .map_err(|e| producer_error(py, e))?;
+        let producer = Arc::new(producer);
+        crate::signals::register(&producer);
         Ok(NativeProducer { producer, convert })
     }
 

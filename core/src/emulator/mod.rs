@@ -322,12 +322,15 @@ impl Emulator {
         config.check()?;
         let acceptor = config.tls.as_ref().map(tls_acceptor).transpose()?;
         let https = acceptor.is_some();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.worker_threads.max(1))
-            .thread_name("loghose-emulator")
-            .enable_all()
-            .build()
-            .map_err(EmulatorError::Runtime)?;
+        // Signals go to the application's threads, not the emulator's (see `threads`).
+        let runtime = crate::threads::with_signals_blocked(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(config.worker_threads.max(1))
+                .thread_name("loghose-emulator")
+                .enable_all()
+                .build()
+        })
+        .map_err(EmulatorError::Runtime)?;
         let addr = SocketAddr::new(config.host, config.port);
         let listener = {
             let _guard = runtime.enter();

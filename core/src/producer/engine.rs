@@ -84,12 +84,15 @@ fn engine() -> Result<&'static Engine, ProducerError> {
     // First use, or a forked child: the parent's runtime threads do not exist here, so the
     // child gets an engine of its own. The parent's is leaked, not dropped: dropping it would
     // wait for threads that were never forked.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("loghose-io")
-        .enable_all()
-        .build()
-        .map_err(|e| ProducerError::Engine(e.to_string()))?;
+    // Its threads (and the blocking pool's, started from them) keep signals off (`threads`).
+    let runtime = crate::threads::with_signals_blocked(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("loghose-io")
+            .enable_all()
+            .build()
+    })
+    .map_err(|e| ProducerError::Engine(e.to_string()))?;
     let engine: &'static Engine = Box::leak(Box::new(Engine {
         runtime,
         clients: Mutex::new(HashMap::new()),

@@ -315,12 +315,11 @@ impl Producer {
                 // make room, which takes as long as the endpoint does (all of
                 // `delivery_timeout_ms` while it cannot be reached).
                 let inner = producer.inner.clone();
-                let thread = std::thread::Builder::new()
-                    .name("loghose-replay".into())
-                    .spawn(move || replay(&inner, opened))
-                    .map_err(|e| {
-                        ProducerError::Engine(format!("cannot start the replay thread: {e}"))
-                    })?;
+                let thread =
+                    crate::threads::spawn("loghose-replay", move || replay(&inner, opened))
+                        .map_err(|e| {
+                            ProducerError::Engine(format!("cannot start the replay thread: {e}"))
+                        })?;
                 *producer.inner.replay.lock() = Some(thread);
             }
         }

@@ -101,14 +101,12 @@ impl Reporter {
         // The callback comes back through this slot if the thread cannot start.
         let slot = Arc::new(Mutex::new(Some(callback)));
         let thread_slot = slot.clone();
-        let started = std::thread::Builder::new()
-            .name("loghose-reports".into())
-            .spawn(move || {
-                let _ended = ended_tx;
-                if let Some(callback) = thread_slot.lock().take() {
-                    drain(&thread_shared, callback, &errors);
-                }
-            });
+        let started = crate::threads::spawn("loghose-reports", move || {
+            let _ended = ended_tx;
+            if let Some(callback) = thread_slot.lock().take() {
+                drain(&thread_shared, callback, &errors);
+            }
+        });
         match started {
             Ok(_) => {
                 state.running = true;

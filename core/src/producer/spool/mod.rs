@@ -350,43 +350,39 @@ impl Spool {
             shards,
             files: spool.files.clone(),
         };
-        *spool.preparer.lock() = std::thread::Builder::new()
-            .name("loghose-spool-prep".into())
-            .spawn(move || preparer.run())
-            .ok();
+        *spool.preparer.lock() =
+            crate::threads::spawn("loghose-spool-prep", move || preparer.run()).ok();
         if let SpoolSync::Interval(every) = sync {
             // Every interval, everything is synced; in between, the bodies of compressed
             // batches as they come (a group commit), so their files can go back.
             let weak = Arc::downgrade(&spool);
             let committing = spool.committing.clone();
-            let _ = std::thread::Builder::new()
-                .name("loghose-spool-sync".into())
-                .spawn(move || {
-                    let mut next = std::time::Instant::now() + every;
-                    loop {
-                        let pending = {
-                            let mut files = committing.files.lock();
-                            if files.is_empty() {
-                                committing.wake.wait_until(&mut files, next);
-                            }
-                            // One sync for the files compressed within a short while:
-                            // after a timed sync, every file it took comes this way.
-                            let gathered = (std::time::Instant::now() + COMMIT_GATHER).min(next);
-                            while !files.is_empty()
-                                && files.len() < COMMIT_GROUP
-                                && !committing.wake.wait_until(&mut files, gathered).timed_out()
-                            {
-                            }
-                            std::mem::take(&mut *files)
-                        };
-                        let Some(spool) = weak.upgrade() else { return };
-                        spool.commit(pending);
-                        if std::time::Instant::now() >= next {
-                            spool.sync_all();
-                            next = std::time::Instant::now() + every;
+            let _ = crate::threads::spawn("loghose-spool-sync", move || {
+                let mut next = std::time::Instant::now() + every;
+                loop {
+                    let pending = {
+                        let mut files = committing.files.lock();
+                        if files.is_empty() {
+                            committing.wake.wait_until(&mut files, next);
                         }
+                        // One sync for the files compressed within a short while:
+                        // after a timed sync, every file it took comes this way.
+                        let gathered = (std::time::Instant::now() + COMMIT_GATHER).min(next);
+                        while !files.is_empty()
+                            && files.len() < COMMIT_GROUP
+                            && !committing.wake.wait_until(&mut files, gathered).timed_out()
+                        {
+                        }
+                        std::mem::take(&mut *files)
+                    };
+                    let Some(spool) = weak.upgrade() else { return };
+                    spool.commit(pending);
+                    if std::time::Instant::now() >= next {
+                        spool.sync_all();
+                        next = std::time::Instant::now() + every;
                     }
-                });
+                }
+            });
         }
         Ok(Opened { spool, leftovers })
     }
