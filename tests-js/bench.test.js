@@ -4,12 +4,11 @@
 // figures the scenario reports. Timings are not asserted; BENCHMARKS.md records them.
 
 const { spawnSync } = require('node:child_process')
-const path = require('node:path')
 const bench = require('../node/bench.js')
 
 jest.setTimeout(180000)
 
-const CLI = path.join(__dirname, '..', 'node', 'cli.js')
+const { CLI } = require('./helpers.js')
 
 function checked(row) {
   expect([row.lost, row.duplicates, row.pending ?? 0]).toEqual([0, 0, 0])

@@ -7,7 +7,7 @@ const os = require('node:os')
 const fs = require('node:fs')
 const { Emulator } = require('../node/index.js')
 
-const CLI = path.join(__dirname, '..', 'node', 'cli.js')
+const { CLI } = require('./helpers.js')
 const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30000 })
 
 test.each([

@@ -14,7 +14,7 @@ const NEW = { id: 'STS.new', secret: 'new-secret', token: 'new-token' }
 const ENV = ['ALIBABA_CLOUD_ACCESS_KEY_ID', 'ALIBABA_CLOUD_ACCESS_KEY_SECRET', 'ALIBABA_CLOUD_SECURITY_TOKEN']
 
 const place = (emu, logstore = 'logs') => ({ endpoint: emu.endpoint, project: 'loghose', logstore, lingerMs: 10, backoffBaseMs: 50 })
-const stored = (emu, logstore = 'logs') => emu.logs('loghose', logstore).map((l) => Object.fromEntries(l.contents))
+const { stored } = require('./helpers.js')
 
 describe('credentials', () => {
   let emu

@@ -13,7 +13,7 @@ const LoghoseTransport = require('../node/winston.js')
 
 jest.setTimeout(60000)
 
-const ROOT = path.join(__dirname, '..')
+const { ROOT } = require('./helpers.js')
 // In the order logged (the logs' times; pino's are whole milliseconds, so the pino tests keep
 // their records in one batch): records of one producer may arrive in different batches.
 const stored = (emu, logstore) =>

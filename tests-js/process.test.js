@@ -8,7 +8,7 @@ const lh = require('..')
 
 jest.setTimeout(120000)
 
-const ENTRY = path.join(__dirname, '..')
+const { ROOT: ENTRY } = require('./helpers.js')
 
 test('a script that ends with pending records delivers them and exits 0', () => {
   const emu = new lh.Emulator()

@@ -8,19 +8,7 @@ const lh = require('..')
 
 jest.setTimeout(60000)
 
-function options(emu, extra = {}) {
-  return { ...emu.producerOptions(), lingerMs: 20, backoffBaseMs: 10, backoffMaxMs: 100, ...extra }
-}
-
-const fields = (log) => Object.fromEntries(log.contents)
-
-async function waitFor(condition, ms = 10000) {
-  const deadline = Date.now() + ms
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for a condition')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+const { quickOptions: options, fields, waitFor } = require('./helpers.js')
 
 describe('Producer', () => {
   let emu

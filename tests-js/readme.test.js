@@ -9,7 +9,7 @@ const { execFileSync } = require('node:child_process')
 
 jest.setTimeout(120000)
 
-const ROOT = path.join(__dirname, '..')
+const { ROOT } = require('./helpers.js')
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
 const BLOCKS = [...README.matchAll(/^```(js|mjs)\n([\s\S]*?)^```/gm)].map((m, i) => [`block ${i} (${m[1]})`, m[1], m[2]])
 

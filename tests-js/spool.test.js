@@ -11,8 +11,7 @@ const lh = require('..')
 
 jest.setTimeout(120000)
 
-const ENTRY = path.join(__dirname, '..')
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const { ROOT: ENTRY, sleep } = require('./helpers.js')
 
 const CHILD = `
   const fs = require('node:fs')

@@ -19,6 +19,16 @@ use crate::wire::names::NameKind;
 
 const HOUR_MS: u64 = 3_600_000;
 
+/// `n`, or the largest `usize` where that is smaller (4 GiB - 1 on 32-bit ARM): a limit a
+/// `usize` option can hold on this platform.
+const fn at_most_usize(n: u64) -> u64 {
+    if n > usize::MAX as u64 {
+        usize::MAX as u64
+    } else {
+        n
+    }
+}
+
 spec::producer_options! {
     /// Service endpoint, `http://` or `https://` (scheme optional, `http` by default), e.g.
     /// `https://cn-hangzhou.log.aliyuncs.com` or the emulator's `http://127.0.0.1:PORT`.
@@ -64,7 +74,7 @@ spec::producer_options! {
     buffer_max_bytes: usize = 64 * 1024 * 1024, OptionKind::Number {
         unit: Unit::Bytes,
         min: 1,
-        max: 1 << 40,
+        max: at_most_usize(1 << 40),
         at_least: Some("batch_max_bytes"),
         power_of_two: false,
     };

@@ -85,6 +85,9 @@ mod recovery;
 mod replay_ledger;
 mod segment;
 
+#[cfg(test)]
+mod model_tests;
+
 use batch_files::*;
 use format::*;
 use lock::{DirLock, Held};
