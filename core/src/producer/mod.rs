@@ -33,7 +33,6 @@
 
 mod accumulator;
 mod add;
-mod batch_file;
 #[doc(hidden)]
 pub mod binding;
 mod budget;

@@ -71,13 +71,14 @@ use std::time::Duration;
 use memmap2::MmapMut;
 use parking_lot::{Condvar, Mutex};
 
-use super::batch_file::{self, BatchFile, Idle, Shape};
 use super::buffer::BatchBuf;
 use super::config::SpoolSync;
 use super::routing::Destination;
 use crate::wire::compress::Compression;
+use batch_file::{BatchFile, Idle, Shape};
 
-mod batch_files;
+mod batch_file;
+mod file_pool;
 mod format;
 mod lock;
 mod prepare;
@@ -88,7 +89,7 @@ mod segment;
 #[cfg(test)]
 mod model_tests;
 
-use batch_files::*;
+use file_pool::*;
 use format::*;
 use lock::{DirLock, Held};
 use prepare::*;

@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use memmap2::{MmapMut, MmapOptions};
 
-use super::buffer::BatchBuf;
+use crate::producer::buffer::BatchBuf;
 
 /// The extension of batch files.
 pub(crate) const EXTENSION: &str = "spb";
@@ -123,12 +123,12 @@ pub(crate) struct Idle {
 impl Idle {
     /// Makes a new file at `path`, its blocks allocated.
     pub(crate) fn create(path: PathBuf, shape: Shape) -> std::io::Result<Idle> {
-        let file = super::spool::private_file()
+        let file = super::private_file()
             .read(true)
             .write(true)
             .create_new(true)
             .open(&path)?;
-        if let Err(e) = super::spool::allocate(&file, shape.file_bytes()) {
+        if let Err(e) = super::allocate(&file, shape.file_bytes()) {
             let _ = std::fs::remove_file(&path);
             return Err(e);
         }
