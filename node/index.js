@@ -359,43 +359,26 @@ function configJson(options) {
 }
 
 // Says, with process.emitWarning, that records failed for good when nothing else was told
-// (no 'delivery' listener, no promise): at most one warning per error code every ten
-// seconds, the records of the quiet time counted into the next one (or the one close gives).
+// (no 'delivery' listener, no promise). The engine's policy decides when (at most one warning
+// per error code every ten seconds, the records of the quiet time counted into the next one or
+// the one close gives, each batch once) and words it; this only emits it.
 class UnhandledFailures {
   constructor() {
-    this.last = new Map()
-    this.held = new Map()
-    this.seen = new Set()
+    this.policy = new native.NativeUndeliveredWarnings()
   }
 
   note(report, records, atOnce = false) {
-    const code = report.code || 'Failed'
-    const held = this.held.get(code)
-    this.held.delete(code)
-    const total = records + (held ? held.records : 0)
-    const now = Date.now()
-    if (now - (this.last.get(code) ?? -Infinity) < 10000) {
-      this.held.set(code, { records: total, report })
-      return
-    }
-    this.last.set(code, now)
-    UnhandledFailures.warn(total, report, atOnce)
+    const text = this.policy.note(report.batchId, report.project, report.logstore, report.code || 'Failed', report.message || '', Boolean(report.kept), records)
+    if (text !== null && text !== undefined) UnhandledFailures.warn(text, atOnce)
   }
 
   /** Says what the quiet time held back; `atOnce`: written to stderr now, for the moments
    * the process ends before a warning event could be emitted (a signal, the exit event). */
   flush(atOnce = false) {
-    const held = [...this.held.values()]
-    this.held.clear()
-    for (const { records, report } of held) UnhandledFailures.warn(records, report, atOnce)
+    for (const text of this.policy.flush()) UnhandledFailures.warn(text, atOnce)
   }
 
-  static warn(records, report, atOnce = false) {
-    const text = report.kept
-      ? `loghose: ${records} record(s) for ${report.project}/${report.logstore} were not delivered before the producer closed (${report.message}); ` +
-        'they are kept in spoolDir and the next producer on it sends them: nothing is lost, do not send them again'
-      : `loghose: ${records} record(s) for ${report.project}/${report.logstore} failed for good: ${report.code}: ${report.message} ` +
-        "(nothing else was told; listen to 'delivery' or use sendAsync() to handle failures)"
+  static warn(text, atOnce = false) {
     // stderr is synchronous for files, pipes and terminals on POSIX.
     if (atOnce) process.stderr.write(`(node:${process.pid}) [LOGHOSE_UNDELIVERED] Warning: ${text}\n`)
     else process.emitWarning(text, { code: 'LOGHOSE_UNDELIVERED' })
@@ -571,8 +554,7 @@ class Producer extends EventEmitter {
   _noteUntold(reports, atOnce = false) {
     for (const report of reports) {
       const untold = report.records - report.tickets.length
-      if (report.delivered || untold <= 0 || this._unhandled.seen.has(report.batchId)) continue
-      this._unhandled.seen.add(report.batchId)
+      if (report.delivered || untold <= 0) continue
       this._unhandled.note(report, untold, atOnce)
     }
   }

@@ -15,6 +15,7 @@ mod fields;
 mod pino;
 mod producer;
 mod record;
+mod warnings;
 
 use napi::Result;
 use napi_derive::napi;

@@ -29,7 +29,6 @@ import json
 import logging as _stdlib_logging  # `loghose.logging` is this package's handler module
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -58,44 +57,22 @@ __version__ = engine_version()
 
 class _UnhandledFailures:
     """Says, on the ``loghose`` logger, that records failed for good when nothing else was told
-    (no ``on_delivery``, no future): at most one warning per error code every ten seconds, the
-    records of the quiet time counted into the next one (or into the one ``close`` gives)."""
-
-    EVERY = 10.0
+    (no ``on_delivery``, no future). The engine's policy decides when (at most one warning per
+    error code every ten seconds, the records of the quiet time counted into the next one or
+    into the one ``close`` gives, each batch once) and words it; this only logs it."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last: dict[str, float] = {}
-        self._held: dict[str, tuple[int, DeliveryReport]] = {}
+        self._policy = _native.UndeliveredWarnings()
 
     def note(self, report: DeliveryReport, records: int) -> None:
-        code = report.error_code or "Failed"
-        now = time.monotonic()
-        with self._lock:
-            held, _ = self._held.pop(code, (0, report))
-            records += held
-            if now - self._last.get(code, -self.EVERY) < self.EVERY:
-                self._held[code] = (records, report)
-                return
-            self._last[code] = now
-        self._warn(records, report)
+        text = self._policy.note(report, records)
+        if text is not None:
+            logger.warning("%s", text)
 
     def flush(self) -> None:
-        with self._lock:
-            held, self._held = self._held, {}
-        for records, report in held.values():
-            self._warn(records, report)
+        for text in self._policy.flush():
+            logger.warning("%s", text)
 
-    @staticmethod
-    def _warn(records: int, report: DeliveryReport) -> None:
-        if report.kept:
-            logger.warning("loghose: %d record(s) for %s/%s were not delivered before the producer closed (%s); "
-                           "they are kept in spool_dir and the next producer on it sends them: nothing is lost, "
-                           "do not send them again", records, report.project, report.logstore, report.error_message)
-            return
-        logger.warning("loghose: %d record(s) for %s/%s failed for good: %s: %s (nothing else was told; "
-                       "pass on_delivery= or use send_future() to handle failures)", records, report.project,
-                       report.logstore, report.error_code, report.error_message)
 
 def _weak_reports(producer: Producer) -> Any:
     method = weakref.WeakMethod(producer._on_reports)

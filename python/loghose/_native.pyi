@@ -30,6 +30,11 @@ class DeliveryReport:
     tickets: list[int]
     replayed: bool
 
+class UndeliveredWarnings:
+    def __init__(self) -> None: ...
+    def note(self, report: DeliveryReport, records: int) -> str | None: ...
+    def flush(self) -> list[str]: ...
+
 class NativeProducer:
     def __init__(
         self,

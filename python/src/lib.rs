@@ -105,5 +105,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<producer::NativeProducer>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;
+    m.add_class::<report::PyUndeliveredWarnings>()?;
     Ok(())
 }

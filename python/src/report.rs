@@ -102,3 +102,34 @@ impl PyDeliveryReport {
         }
     }
 }
+
+/// The "failed and nobody was told" warnings of one producer: the engine's policy (one per
+/// error code every ten seconds, each batch counted once), worded for Python.
+#[pyclass(frozen, module = "loghose._native", name = "UndeliveredWarnings")]
+#[derive(Default)]
+pub(crate) struct PyUndeliveredWarnings(loghose::producer::UndeliveredWarnings);
+
+#[pymethods]
+impl PyUndeliveredWarnings {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Notes `records` of `report`'s batch that failed with nobody told; the warning to give
+    /// now, if any.
+    fn note(&self, report: &PyDeliveryReport, records: u64) -> Option<String> {
+        self.0
+            .note(&report.0, records)
+            .map(|w| w.text(loghose::producer::config::Front::Python))
+    }
+
+    /// What the quiet time held back, to give now.
+    fn flush(&self) -> Vec<String> {
+        self.0
+            .flush()
+            .iter()
+            .map(|w| w.text(loghose::producer::config::Front::Python))
+            .collect()
+    }
+}

@@ -53,6 +53,7 @@ mod routing;
 mod spool;
 pub mod text;
 mod transport;
+pub mod untold;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -72,6 +73,7 @@ pub use reporter::ReportCallback;
 pub use routing::{split_unix_seconds, SendOptions};
 pub use spool::SpoolError;
 pub use transport::CredentialsProvider;
+pub use untold::{Failure, UndeliveredWarnings, Warning};
 
 use accumulator::{Accumulator, AfterAdd, SealedBatch};
 use budget::Budget;
