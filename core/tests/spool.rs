@@ -122,10 +122,6 @@ fn spool_child() {
     }
 }
 
-fn spawn_child(emu: &Emulator, dir: &Path, ack: &Path, run: u32, rate: u64, count: u64) -> Child {
-    spawn_child_syncing(emu, dir, ack, run, rate, count, "none")
-}
-
 fn spawn_child_syncing(
     emu: &Emulator,
     dir: &Path,
