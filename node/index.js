@@ -20,7 +20,7 @@ function loadNative() {
   try {
     return require('./native.js')
   } catch (err) {
-    const abi = process.platform === 'linux' ? (process.report?.getReport().header.glibcVersionRuntime ? '-gnu' : '-musl') : process.platform === 'win32' ? '-msvc' : ''
+    const abi = process.platform === 'linux' ? (/** @type {any} */ (process.report?.getReport())?.header?.glibcVersionRuntime ? '-gnu' : '-musl') : process.platform === 'win32' ? '-msvc' : ''
     const arm = process.arch === 'arm' ? (process.platform === 'linux' ? '-gnueabihf' : '') : ''
     const wanted = `loghose-${process.platform}-${process.arch}${arm || abi}`
     const error = new Error(
@@ -580,7 +580,7 @@ class Producer extends EventEmitter {
    * records left in the spool for the next producer on `spoolDir`, failed reports. */
   async close({ timeoutMs = 10000 } = {}) {
     this._beginClose()
-    return this._endClose(JSON.parse(await this._native.close(timeoutMs)))
+    return this._endClose(JSON.parse(/** @type {string} */ (await this._native.close(timeoutMs))))
   }
 
   // Sends the open batches now, without waiting (the signal handling's first step).

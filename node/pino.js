@@ -19,7 +19,7 @@ module.exports = async function loghoseTransport(options = {}) {
   const { closeTimeoutMs = 10000, ...rest } = options
   // pino adds keys of its own (`$context`, `pinoWillSendConfig`); they are not producer options.
   const producerOptions = Object.fromEntries(Object.entries(rest).filter(([key]) => !key.startsWith('$') && key !== 'pinoWillSendConfig'))
-  const producer = new Producer(producerOptions)
+  const producer = new Producer(/** @type {import('./index').ProducerOptions} */ (producerOptions))
   const write = lineWriter(producer)
   return build(
     async function (source) {

@@ -22,7 +22,8 @@ const WINSTON_OPTIONS = ['level', 'format', 'silent', 'handleExceptions', 'handl
 class LoghoseTransport extends Transport {
   constructor(options = {}) {
     super(options)
-    const producerOptions = {}
+    // What is not winston's is the producer's (checked by the engine, naming what is wrong).
+    const producerOptions = /** @type {import('./index').ProducerOptions} */ ({})
     for (const [key, value] of Object.entries(options)) {
       if (!WINSTON_OPTIONS.includes(key)) producerOptions[key] = value
     }
