@@ -20,6 +20,15 @@
 # PARTS (default "rust python node command") chooses what runs. Builds what it needs that
 # dist/platforms/<target>/ lacks (PYTHONS=3.11 for the wheel).
 set -euo pipefail
+
+# Whether a built artifact exists and is newer than every source it is built from (a package
+# built before the last change would test old code).
+fresh() {
+  local artifact=$1
+  [ -e "$artifact" ] || return 1
+  [ -z "$(find core/src python/src python/loghose node/src node -maxdepth 3 -newer "$artifact" \
+    \( -name '*.rs' -o -name '*.py' -o -name '*.js' -o -name 'Cargo.toml' \) -print -quit 2>/dev/null)" ]
+}
 cd "$(dirname "$0")/.."
 root=$PWD
 . scripts/platforms/targets.sh
@@ -80,7 +89,7 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" python "* && -n "$sysroot" ]]; then
     step "the CPython 3.11 wheel, in Debian's $DEB_ARCH Python 3.11 under $QEMU"
-    ls "$out"/*cp311*.whl >/dev/null 2>&1 || PYTHONS=3.11 PARTS=wheel bash scripts/build-platforms.sh "$name"
+    fresh "$out"/*cp311*.whl || PYTHONS=3.11 PARTS=wheel bash scripts/build-platforms.sh "$name"
     wheel=$(ls "$out"/*cp311*.whl)
     python3 -m zipfile -e "$wheel" "$work/site"
     # pytest and what it needs are pure Python: this machine's pip installs them for the ARM one.
@@ -93,8 +102,8 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" node "* && -n "$sysroot" ]]; then
     step "the npm packages, in Debian's $DEB_ARCH Node.js under $QEMU"
-    ls "$out"/loghose-"$NPM_PLATFORM"-*.tgz >/dev/null 2>&1 || PARTS=npm bash scripts/build-platforms.sh "$name"
-    ls dist/npm/loghose-[0-9]*.tgz >/dev/null 2>&1 || bash scripts/pack-npm.sh >/dev/null
+    fresh "$out"/loghose-"$NPM_PLATFORM"-*.tgz || PARTS=npm bash scripts/build-platforms.sh "$name"
+    fresh dist/npm/loghose-[0-9]*.tgz || bash scripts/pack-npm.sh >/dev/null
     mkdir -p "$work/node_modules/loghose" "$work/node_modules/loghose-$NPM_PLATFORM"
     tar -xzf dist/npm/loghose-[0-9]*.tgz -C "$work/node_modules/loghose" --strip-components 1
     tar -xzf "$(ls "$out"/loghose-"$NPM_PLATFORM"-*.tgz)" -C "$work/node_modules/loghose-$NPM_PLATFORM" --strip-components 1
