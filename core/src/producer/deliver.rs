@@ -3,7 +3,9 @@
 //! The body is compressed once (the raw buffer goes back to the pool at once, and the batch's
 //! reservation shrinks to the compressed size). Then, at most `send_concurrency` batches at a
 //! time, each attempt is sent by the [`Transport`] and its answer decided by
-//! [`retry::decide`]; retries wait without holding a send slot, and stop at `max_attempts`, at
+//! [`retry::decide`]; a delivered batch keeps its slot until it is settled (so a kill leaves at
+//! most `send_concurrency` batches sent and not yet marked done in the spool); retries wait
+//! without holding a send slot, and stop at `max_attempts`, at
 //! the delivery deadline (`delivery_timeout_ms` after the batch's first record), or when the
 //! producer is aborted (its close timeout passed). Whatever ends it, the batch settles exactly
 //! once: counted in the [`Ledger`], its reservation released, its completions resolved and its
@@ -167,21 +169,27 @@ impl Delivery {
         }
         let mut attempts = 0;
         let mut request_id = None;
-        let result = self
+        let sent = self
             .attempts(&batch, &body, &mut attempts, &mut request_id)
             .await;
+        let (result, slot) = match sent {
+            Ok(slot) => (Ok(()), Some(slot)),
+            Err(failure) => (Err(failure), None),
+        };
         let compressed = body.len();
         self.settle(batch, result, attempts, request_id, compressed);
+        drop(slot);
     }
 
     /// Sends until delivered or given up; counts the attempts and keeps the last request id.
+    /// Delivered, it hands back the send slot the batch holds until it is settled.
     async fn attempts(
         &self,
         batch: &SealedBatch,
         body: &Bytes,
         attempts: &mut u32,
         request_id: &mut Option<String>,
-    ) -> Result<(), Failure> {
+    ) -> Result<tokio::sync::SemaphorePermit<'_>, Failure> {
         let policy = &self.policy;
         let deadline = batch.opened + policy.delivery_timeout;
         let aborted = || self.lifecycle.reached(State::Aborted);
@@ -204,7 +212,6 @@ impl Delivery {
                     return Err(Failure::closed("closed while the batch was being sent".into(), None));
                 }
             };
-            drop(permit);
             if answer.request_id.is_some() {
                 request_id.clone_from(&answer.request_id);
             }
@@ -218,7 +225,10 @@ impl Delivery {
                 )
             };
             let wait = match retry::decide(&answer) {
-                Action::Deliver => return Ok(()),
+                // The slot goes with the batch until it is settled (marked done in the spool):
+                // a kill then leaves at most `send_concurrency` batches delivered and unmarked,
+                // the only ones a restart sends again.
+                Action::Deliver => return Ok(permit),
                 Action::Fail => None,
                 Action::Retry { floor } => Some(backoff(floor)),
                 Action::Reauthorize => {
@@ -233,6 +243,7 @@ impl Delivery {
                     Some(Duration::ZERO)
                 }
             };
+            drop(permit);
             let failure = Failure {
                 code: answer.code,
                 message: answer.message,
