@@ -167,6 +167,12 @@ def _stuck_child(endpoint: str, key_id: str, secret: str, ready_fd: int) -> None
     worker does on a lock a signal just missed: Python's handler can never run."""
     import ctypes
 
+    from loghose import _signals
+
+    # As a process that starts here would be: the default on SIGTERM, loghose's handler not
+    # yet installed (this test process's earlier tests may have left either otherwise).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _signals._previous.clear()
     p = loghose.Producer(endpoint=endpoint, project="proj", logstore="stuck", access_key_id=key_id,
                          access_key_secret=secret, linger_ms=60_000)
     for i in range(1000):
