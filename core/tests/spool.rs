@@ -635,8 +635,10 @@ fn a_full_spool_fails_at_once_or_after_blocking() {
     };
     let p = Producer::new(config.clone()).unwrap();
     let (accepted, error) = fill(&p);
+    // max_block_ms 0: refused without waiting for room (what it reports as waited is the time
+    // the add itself took, a few ms under qemu).
     assert!(
-        matches!(error, ProducerError::SpoolFull { waited_ms: 0, .. }),
+        matches!(error, ProducerError::SpoolFull { waited_ms, .. } if waited_ms < 500),
         "{error}"
     );
     assert_eq!(error.kind(), ErrorKind::BufferFull);
