@@ -699,8 +699,20 @@ fn the_lifecycle_moves_forward_only() {
     assert_eq!(q.flush(Duration::from_millis(300)), 1);
     let report = q.close(Duration::from_millis(100));
     assert_eq!(report.undelivered, 1);
-    assert_eq!(report.failed[0].error_code(), Some("ProducerClosed"));
     assert_eq!(q.state(), State::Closed);
+    match report.failed.first() {
+        Some(failed) => assert_eq!(failed.error_code(), Some("ProducerClosed")),
+        None => {
+            // The abort's grace passed before the batch settled: the engine's threads are
+            // shared, and another test of this process may keep them busy (seventy thousand
+            // batches aborting). Counted as undelivered all the same; it settles afterwards.
+            let started = Instant::now();
+            while q.pending() > 0 && started.elapsed() < WAIT {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(q.stats().failures_by_code.get("ProducerClosed"), Some(&1));
+        }
+    }
 }
 
 #[test]
