@@ -38,7 +38,8 @@ use super::error::ProducerError;
 use super::lifecycle::Lifecycle;
 use super::report::{Completion, DeliveryReport};
 use super::routing::Destination;
-use super::spool::{Spool, SpoolMark};
+use super::spool::SpoolMark;
+use super::spooling::Spooling;
 use super::Track;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::proto::put_len_field;
@@ -136,7 +137,7 @@ pub(crate) struct Accumulator {
     batch_max_count: u32,
     key_policy: KeyPolicy,
     /// Where accepted records are also kept, when `spool_dir` is set.
-    spool: Option<Arc<Spool>>,
+    spool: Spooling,
     max_block: Duration,
 }
 
@@ -218,7 +219,7 @@ impl Accumulator {
         default_dest: Arc<Destination>,
         shard_count: usize,
         pack_seed: &str,
-        spool: Option<Arc<Spool>>,
+        spool: Spooling,
     ) -> Accumulator {
         let mut tags = Vec::new();
         let mut tag = Vec::with_capacity(64);
@@ -228,14 +229,12 @@ impl Accumulator {
             put_len_field(&mut tag, 0x12, v.as_bytes());
             put_len_field(&mut tags, 0x32, &tag);
         }
-        if let Some(spool) = &spool {
-            spool.enable_batch_files(
-                config.batch_max_bytes,
-                config.batch_max_count,
-                &default_dest,
-                &tags,
-            );
-        }
+        spool.enable_batch_files(
+            config.batch_max_bytes,
+            config.batch_max_count,
+            &default_dest,
+            &tags,
+        );
         debug_assert!(shard_count.is_power_of_two());
         Accumulator {
             shards: (0..shard_count)
@@ -255,12 +254,12 @@ impl Accumulator {
         }
     }
 
-    /// The spool, when there is one.
-    pub(crate) fn spool(&self) -> Option<&Arc<Spool>> {
-        self.spool.as_ref()
+    /// The spool, as the producer sees it.
+    pub(crate) fn spooling(&self) -> &Spooling {
+        &self.spool
     }
 
-    /// Writes the record at `batch.buf[from..]` to the spool; `false` when it could not be.
+    /// Writes the record at `batch.buf[from..]` to the spool, if there is one.
     #[inline(always)]
     fn spool_record(
         &self,
@@ -268,35 +267,15 @@ impl Accumulator {
         batch: &mut OpenBatch,
         from: usize,
     ) -> Result<(), ProducerError> {
-        match &self.spool {
-            None => Ok(()),
-            Some(spool) => self.spool_record_in(spool, shard, batch, from),
-        }
-    }
-
-    #[inline(never)]
-    fn spool_record_in(
-        &self,
-        spool: &Spool,
-        shard: usize,
-        batch: &mut OpenBatch,
-        from: usize,
-    ) -> Result<(), ProducerError> {
-        if batch.spooled.in_file() {
-            return spool
-                .index_record(&mut batch.spooled, &batch.buf, from)
-                .map_err(ProducerError::from);
-        }
-        spool
-            .record(
-                shard,
-                batch.id,
-                &batch.dest,
-                &self.tags,
-                &batch.buf[from..],
-                &mut batch.spooled,
-            )
-            .map_err(ProducerError::from)
+        self.spool.record_written(
+            shard,
+            batch.id,
+            &batch.dest,
+            &self.tags,
+            &batch.buf,
+            from,
+            &mut batch.spooled,
+        )
     }
 
     /// The shard this thread adds to.
@@ -343,7 +322,7 @@ impl Accumulator {
         // waiting. Nothing is left to do after it.
         if let Ok(Ok(n)) = encoded {
             if track == Track::None
-                && self.spool.is_none()
+                && !self.spool.is_on()
                 && self.linger.is_some()
                 && batch.records > 0
                 && batch.records + 1 < self.batch_max_count
@@ -366,7 +345,7 @@ impl Accumulator {
             Ok(Ok(n)) => {
                 let n = *n;
                 let fits = before + n <= max_bytes || batch.records == 0;
-                let spool_room = self.spool.as_ref().is_none_or(|s| !s.over_limit());
+                let spool_room = self.spool.has_room();
                 fits && spool_room && budget.reserve_now(&mut shard.credit, n) && {
                     // Kept on disk before it counts as accepted; if the spool cannot take
                     // it, it goes the slow way, which reports why.
@@ -425,17 +404,7 @@ impl Accumulator {
         dest: &Option<Arc<Destination>>,
         track: Track,
     ) -> Result<(Option<Completion>, AfterAdd), ProducerError> {
-        if let Some(spool) = &self.spool {
-            let started = Instant::now();
-            if spool.over_limit() && !spool.wait_room(self.max_block) {
-                return Err(ProducerError::SpoolFull {
-                    used: spool.used_bytes(),
-                    limit: spool.max_bytes(),
-                    waited_ms: started.elapsed().as_millis() as u64,
-                    disk_full: spool.disk_full(),
-                });
-            }
-        }
+        self.spool.admit(self.max_block)?;
         let shard_index = self.this_threads_shard();
         let mut guard = self.shards[shard_index].lock();
         if !budget.reserve_now(&mut guard.credit, total) {
@@ -493,16 +462,7 @@ impl Accumulator {
             Some(e) => {
                 drop(guard);
                 budget.release(total - appended);
-                Err(match &self.spool {
-                    // A full disk is a full spool: the buffer-full kind, with what it held.
-                    Some(spool) if spool.disk_full() => ProducerError::SpoolFull {
-                        used: spool.used_bytes(),
-                        limit: spool.max_bytes(),
-                        waited_ms: 0,
-                        disk_full: true,
-                    },
-                    _ => e,
-                })
+                Err(self.spool.refusal(e))
             }
         }
     }
@@ -523,12 +483,12 @@ impl Accumulator {
             *deadline = Some((opened + linger, id));
         }
         let mut spooled = SpoolMark::default();
-        let in_file = match &self.spool {
-            Some(spool) if dest.is_none() && need <= self.batch_max_bytes => {
-                spool.take_batch_file(id, &mut spooled)
-            }
-            _ => None,
-        };
+        let in_file = self.spool.batch_opened(
+            id,
+            dest.is_none(),
+            need <= self.batch_max_bytes,
+            &mut spooled,
+        );
         OpenBatch {
             id,
             dest: dest.clone().unwrap_or_else(|| self.default_dest.clone()),
@@ -547,14 +507,8 @@ impl Accumulator {
         let OpenBatch {
             buf, mut spooled, ..
         } = batch;
-        match &self.spool {
-            Some(spool) => {
-                if let Some(buf) = spool.keep_buffer(&mut spooled, buf) {
-                    budget.recycle(buf);
-                }
-                spool.forget(&mut spooled);
-            }
-            None => budget.recycle(buf),
+        if let Some(buf) = self.spool.discarded(&mut spooled, buf) {
+            budget.recycle(buf);
         }
     }
 
@@ -609,9 +563,7 @@ impl Accumulator {
         } = batch;
         let reserved = buf.len();
         let pack_id = format!("{}-{:X}", self.pack_prefix, id);
-        if let Some(spool) = &self.spool {
-            spool.sealed(shard, id, &pack_id, &mut spooled);
-        }
+        self.spool.sealed(shard, id, &pack_id, &mut spooled);
         buf.extend_from_slice(&group_tail(
             &dest,
             &self.tags,
@@ -644,22 +596,23 @@ impl Accumulator {
     ) -> Result<SealedBatch, ProducerError> {
         let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
         let shard = (id as usize) % self.shards.len();
+        let copy_of = recovered.copy_origin();
         let dest = Arc::new(recovered.dest);
         let total: usize = recovered.records.iter().map(|r| r.len()).sum();
         let mut buf = BatchBuf::with_capacity(total + 1024);
         let mut spooled = SpoolMark::default();
+        // The copy names its original, in case the replay is cut before the ledger does.
+        self.spool
+            .copy_opened(shard, id, &dest, &recovered.tags, &copy_of, &mut spooled)?;
         for record in &recovered.records {
-            if let Some(spool) = &self.spool {
-                spool.record(shard, id, &dest, &recovered.tags, record, &mut spooled)?;
-            }
+            self.spool
+                .copy_record(shard, id, &dest, &recovered.tags, record, &mut spooled)?;
             buf.extend_from_slice(record);
         }
         let pack_id = recovered
             .pack_id
             .unwrap_or_else(|| format!("{}-{:X}", self.pack_prefix, id));
-        if let Some(spool) = &self.spool {
-            spool.sealed(shard, id, &pack_id, &mut spooled);
-        }
+        self.spool.sealed(shard, id, &pack_id, &mut spooled);
         buf.extend_from_slice(&group_tail(&dest, &recovered.tags, Some(&pack_id)));
         let records = recovered.records.len() as u32;
         self.shards[shard].lock().accepted += u64::from(records);
@@ -778,7 +731,13 @@ mod tests {
             ..ProducerConfig::new("http://127.0.0.1:1", "proj", "store")
         };
         let router = Router::new(&config, "src".into());
-        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
+        let acc = Accumulator::new(
+            &config,
+            router.default.clone(),
+            1,
+            "seed",
+            Spooling::default(),
+        );
         let budget = Budget::new(&config, 1);
         (config, router, acc, budget)
     }
@@ -838,7 +797,13 @@ mod tests {
             batch_max_count: 100,
             ..config
         };
-        let acc = Accumulator::new(&config, router.default.clone(), 1, "seed", None);
+        let acc = Accumulator::new(
+            &config,
+            router.default.clone(),
+            1,
+            "seed",
+            Spooling::default(),
+        );
         let (ends, _) = outcomes(&acc, &budget, &[Track::None; 4]);
         assert_eq!(ends, ["opened", "plain", "sealed 3", "opened"]);
     }

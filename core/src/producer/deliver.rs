@@ -28,7 +28,7 @@ use super::lifecycle::{Lifecycle, State};
 use super::report::{DeliveryReport, Outcome};
 use super::reporter::Reporter;
 use super::retry::{self, Action};
-use super::spool::Spool;
+use super::spooling::Spooling;
 use super::transport::Transport;
 use crate::wire::compress::{self, Compression};
 
@@ -58,7 +58,7 @@ pub(crate) struct Delivery {
     pub(crate) lifecycle: Arc<Lifecycle>,
     pub(crate) reporter: Reporter,
     /// Where settled batches are marked done, when there is a spool.
-    pub(crate) spool: Option<Arc<Spool>>,
+    pub(crate) spool: Spooling,
 }
 
 /// Why a batch failed, as its report will say.
@@ -86,7 +86,7 @@ impl Delivery {
         ledger: Arc<Ledger>,
         lifecycle: Arc<Lifecycle>,
         reporter: Reporter,
-        spool: Option<Arc<Spool>>,
+        spool: Spooling,
     ) -> Delivery {
         Delivery {
             policy: RetryPolicy {
@@ -117,21 +117,8 @@ impl Delivery {
             self.settle(batch, Err(failure), 0, None, 0);
             return;
         }
-        if let Some(spool) = &self.spool {
-            // `spool_sync = batch`: durable before it is sent (off the I/O threads).
-            if spool.syncs_batches() {
-                let spool = spool.clone();
-                let spooled = std::mem::take(&mut batch.spooled);
-                let spooled = tokio::task::spawn_blocking(move || {
-                    spool.sync_batch(&spooled);
-                    spooled
-                })
-                .await;
-                if let Ok(spooled) = spooled {
-                    batch.spooled = spooled;
-                }
-            }
-        }
+        // `spool_sync = batch`: durable before it is sent.
+        self.spool.before_send(&mut batch.spooled).await;
         let codec = self.policy.compression;
         let compressed = COMPRESS_AREA
             .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));
@@ -149,18 +136,16 @@ impl Delivery {
                 return;
             }
         };
-        if let Some(spool) = &self.spool {
-            // A batch file's records are now kept as this body: the file goes back.
-            spool.compressed(
-                batch.shard,
-                batch.id,
-                &batch.pack_id,
-                codec,
-                batch.raw_len,
-                &body,
-                &mut batch.spooled,
-            );
-        }
+        // A batch file's records are now kept as this body: the file goes back.
+        self.spool.compressed(
+            batch.shard,
+            batch.id,
+            &batch.pack_id,
+            codec,
+            batch.raw_len,
+            &body,
+            &mut batch.spooled,
+        );
         // From here on the batch holds only its compressed body: give the rest of its
         // reservation back, so the budget bounds the memory actually held.
         if body.len() < batch.reserved {
@@ -282,11 +267,7 @@ impl Delivery {
     /// buffer goes back to the pool, or stays with its batch file until the batch is done.
     fn release_raw(&self, batch: &mut SealedBatch) {
         let raw = std::mem::take(&mut batch.raw);
-        let raw = match &self.spool {
-            Some(spool) => spool.keep_buffer(&mut batch.spooled, raw),
-            None => Some(raw),
-        };
-        if let Some(raw) = raw {
+        if let Some(raw) = self.spool.raw_released(&mut batch.spooled, raw) {
             self.budget.recycle(raw);
         }
     }
@@ -304,10 +285,9 @@ impl Delivery {
         // the next producer on the directory sends it, so it is kept, not failed. Delivered
         // or failed for good, it is done.
         let closed = matches!(&result, Err(f) if f.code == "ProducerClosed");
-        let kept = closed && self.spool.is_some();
-        if let (Some(spool), false) = (&self.spool, closed) {
-            spool.done(batch.shard, batch.id, &mut batch.spooled);
-        }
+        let kept = self
+            .spool
+            .settled(batch.shard, batch.id, closed, &mut batch.spooled);
         let outcome = match result {
             Ok(()) => Outcome::Delivered,
             Err(f) if kept => Outcome::Kept { message: f.message },
@@ -335,9 +315,7 @@ impl Delivery {
         if self.ledger.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
             // The last batch in flight is done: a burst is over, hand its memory back.
             self.budget.at_rest();
-            if let Some(spool) = &self.spool {
-                spool.at_rest();
-            }
+            self.spool.at_rest();
         }
         // Counted before anyone is told, so a waiter woken by its completion sees the counts.
         self.ledger.count_outcome(&report);

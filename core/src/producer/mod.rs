@@ -51,6 +51,7 @@ mod reporter;
 mod retry;
 mod routing;
 mod spool;
+mod spooling;
 pub mod text;
 mod transport;
 pub mod untold;
@@ -277,7 +278,7 @@ impl Producer {
                 config.spool_sync,
             )?),
         };
-        let spool = opened.as_ref().map(|o| o.spool.clone());
+        let spool = spooling::Spooling::new(opened.as_ref().map(|o| o.spool.clone()));
         let accumulator = Accumulator::new(
             &config,
             router.default.clone(),
@@ -461,14 +462,7 @@ impl Producer {
         }
         delivery.lifecycle.advance(State::Closed);
         inner.accumulator.return_credits(&delivery.budget);
-        if let Some(spool) = inner.accumulator.spool() {
-            if pending == 0 {
-                // Everything settled: the current segments hold only finished batches.
-                spool.close();
-            } else {
-                spool.stop_preparer();
-            }
-        }
+        inner.accumulator.spooling().producer_closed(pending == 0);
         // The reporter passes on the last reports; bounded by what is left of the timeout.
         delivery.reporter.finish(
             timeout
@@ -488,7 +482,7 @@ impl Producer {
             .accepted()
             .saturating_sub(failed + kept + delivered);
         // Unsettled records are still in the spool, when there is one; without, they are lost.
-        let spooled = inner.accumulator.spool().is_some();
+        let spooled = inner.accumulator.spooling().is_on();
         CloseReport {
             undelivered: failed + if spooled { 0 } else { unsettled },
             kept: kept + if spooled { unsettled } else { 0 },
@@ -573,14 +567,8 @@ impl Producer {
                 .load(Ordering::Relaxed),
             replayed_batches: ledger.replayed_batches.load(Ordering::Relaxed),
             replayed_records: ledger.replayed_records.load(Ordering::Relaxed),
-            spool_corrupt_entries: inner
-                .accumulator
-                .spool()
-                .map_or(0, |s| s.corrupt_entries.load(Ordering::Relaxed)),
-            spool_bytes: inner
-                .accumulator
-                .spool()
-                .map_or(0, |s| s.used_bytes() as u64),
+            spool_corrupt_entries: inner.accumulator.spooling().corrupt_entries(),
+            spool_bytes: inner.accumulator.spooling().used_bytes(),
         }
     }
 }

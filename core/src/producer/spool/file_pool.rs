@@ -63,7 +63,7 @@ impl Spool {
         dest: &Destination,
         tags: &[u8],
     ) {
-        let open = encode_open(dest, tags);
+        let open = encode_open(dest, tags, None);
         if !Shape::fits(&open) {
             return;
         }

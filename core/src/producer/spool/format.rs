@@ -59,7 +59,24 @@ pub(super) fn take_str<'a>(input: &mut &'a [u8]) -> Option<&'a [u8]> {
     Some(s)
 }
 
-pub(super) fn encode_open(dest: &Destination, tags: &[u8]) -> Vec<u8> {
+/// Where a replay's copy of a batch came from: the directory (its name under `spool_dir`,
+/// empty for `spool_dir` itself) and the batch's run and number there. Written in the copy's
+/// open entry, so that recovery can drop a copy whose original is still there to replay (a
+/// replay cut between writing the copy and noting it in the replay ledger).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CopyOrigin {
+    pub(crate) dir: Arc<str>,
+    pub(crate) run: u64,
+    pub(crate) batch: u64,
+}
+
+/// An open entry's payload: the destination, the group's tags and, for a replay's copy, its
+/// origin (after the rest, so that a reader that does not know it reads the rest unchanged).
+pub(super) fn encode_open(
+    dest: &Destination,
+    tags: &[u8],
+    copy_of: Option<&CopyOrigin>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + tags.len());
     for s in [&*dest.project, &*dest.logstore, &*dest.topic, &*dest.source] {
         put_str(&mut out, s.as_bytes());
@@ -72,10 +89,19 @@ pub(super) fn encode_open(dest: &Destination, tags: &[u8]) -> Vec<u8> {
         None => out.push(0),
     }
     put_str(&mut out, tags);
+    if let Some(origin) = copy_of {
+        out.push(1);
+        put_str(&mut out, origin.dir.as_bytes());
+        out.extend_from_slice(&origin.run.to_le_bytes());
+        out.extend_from_slice(&origin.batch.to_le_bytes());
+    }
     out
 }
 
-pub(super) fn decode_open(mut input: &[u8]) -> Option<(Destination, Vec<u8>)> {
+/// What an open entry says: destination, tags, and the origin of a replay's copy.
+pub(super) type Opening = (Destination, Vec<u8>, Option<CopyOrigin>);
+
+pub(super) fn decode_open(mut input: &[u8]) -> Option<Opening> {
     let text = |input: &mut &[u8]| -> Option<Arc<str>> {
         Some(std::str::from_utf8(take_str(input)?).ok()?.into())
     };
@@ -91,6 +117,20 @@ pub(super) fn decode_open(mut input: &[u8]) -> Option<(Destination, Vec<u8>)> {
         None
     };
     let tags = take_str(&mut input)?.to_vec();
+    let copy_of = match input.split_first() {
+        Some((1, rest)) => {
+            input = rest;
+            let dir = text(&mut input)?;
+            let (run, rest) = input.split_first_chunk::<8>()?;
+            let (batch, _) = rest.split_first_chunk::<8>()?;
+            Some(CopyOrigin {
+                dir,
+                run: u64::from_le_bytes(*run),
+                batch: u64::from_le_bytes(*batch),
+            })
+        }
+        _ => None,
+    };
     Some((
         Destination {
             project,
@@ -100,6 +140,7 @@ pub(super) fn decode_open(mut input: &[u8]) -> Option<(Destination, Vec<u8>)> {
             hash_key,
         },
         tags,
+        copy_of,
     ))
 }
 

@@ -90,6 +90,7 @@ mod segment;
 mod model_tests;
 
 use file_pool::*;
+pub(crate) use format::CopyOrigin;
 use format::*;
 use lock::{DirLock, Held};
 use prepare::*;
@@ -239,6 +240,10 @@ pub(crate) struct Leftover {
 pub(crate) struct Recovered {
     /// The run and batch it had in the files it came from (the replay ledger names it so).
     pub(crate) origin: (u64, u64),
+    /// The directory it came from (its name under `spool_dir`; empty for `spool_dir` itself).
+    from_dir: Arc<str>,
+    /// Where it came from, when it is itself a replay's copy.
+    copy_of: Option<CopyOrigin>,
     pub(crate) dest: Destination,
     pub(crate) tags: Vec<u8>,
     /// Its records (see [`Recovered::decode`]).
@@ -251,6 +256,15 @@ pub(crate) struct Recovered {
 }
 
 impl Recovered {
+    /// What a copy of this batch names as its origin.
+    pub(crate) fn copy_origin(&self) -> CopyOrigin {
+        CopyOrigin {
+            dir: self.from_dir.clone(),
+            run: self.origin.0,
+            batch: self.origin.1,
+        }
+    }
+
     /// Decodes its compressed body, if it has one, into its records (a body that does not
     /// decode is counted as corrupt, and the records a batch file still held, if any, used).
     pub(crate) fn decode(&mut self, spool: &Spool) {
@@ -263,6 +277,37 @@ impl Recovered {
                 spool.corrupt_entries.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// Names each recovered batch's directory and drops every replay's copy whose original is
+/// recovered too: the replay that wrote the copy was cut (by a kill, or a power loss that
+/// kept the copy but not the ledger's entry) before the replay ledger named the original, so
+/// the copy may be incomplete and was never sent; the original goes again, once. A copy
+/// whose original is gone (named by the ledger, or its files deleted) stands for it.
+fn drop_copies_of_what_is_still_there(root: &Path, leftovers: &mut [Leftover]) {
+    let mut originals = std::collections::HashSet::new();
+    for leftover in leftovers.iter_mut() {
+        let name: Arc<str> = if leftover.dir == root {
+            Arc::from("")
+        } else {
+            Arc::from(
+                leftover
+                    .dir
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy(),
+            )
+        };
+        for r in &mut leftover.recovered {
+            r.from_dir = name.clone();
+            originals.insert(r.copy_origin());
+        }
+    }
+    for leftover in leftovers.iter_mut() {
+        leftover
+            .recovered
+            .retain(|r| r.copy_of.as_ref().is_none_or(|o| !originals.contains(o)));
     }
 }
 
@@ -311,6 +356,7 @@ impl Spool {
                 ledger: LedgerWriter::default(),
             });
         }
+        drop_copies_of_what_is_still_there(root, &mut leftovers);
         let lock = claim.own.lock;
         let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
@@ -884,6 +930,84 @@ mod tests {
         spool.remove_old(&old);
         assert!(!slot(&d).join(replay_ledger::SYNCED).exists());
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_replay_cut_before_its_ledger_entry_sends_the_original_once_and_not_its_copy() {
+        let d = dir("copies");
+        {
+            let (spool, _, _) = open(&d, 64 << 20);
+            for batch in 1..=3u64 {
+                let mut mark = SpoolMark::default();
+                for r in [b"r1", b"r2"] {
+                    spool
+                        .record(0, batch, &dest("aaa"), b"tags", r, &mut mark)
+                        .unwrap();
+                }
+            }
+            // Dropped without closing: what a kill leaves.
+        }
+        {
+            // Run 2 replays: batch 1 copied and noted; batch 2 copied whole, the kill before
+            // its ledger entry; batch 3 cut in the middle of its copy.
+            let (spool, recovered, mut left) = open(&d, 64 << 20);
+            assert_eq!(recovered.len(), 3);
+            let copy = |r: &Recovered, batch: u64, records: usize| {
+                let mut mark = SpoolMark::default();
+                spool
+                    .open_copy(0, batch, &r.dest, &r.tags, &r.copy_origin(), &mut mark)
+                    .unwrap();
+                for record in &r.records[..records] {
+                    spool
+                        .record(0, batch, &r.dest, &r.tags, record, &mut mark)
+                        .unwrap();
+                }
+            };
+            copy(&recovered[0], 11, 2);
+            spool
+                .note_replayed(&mut left, &[recovered[0].origin])
+                .unwrap();
+            copy(&recovered[1], 12, 2);
+            copy(&recovered[2], 13, 1);
+        }
+        let (_spool, recovered, _) = open(&d, 64 << 20);
+        let got: Vec<((u64, u64), Option<u64>, usize)> = recovered
+            .iter()
+            .map(|r| {
+                (
+                    r.origin,
+                    r.copy_of.as_ref().map(|o| o.batch),
+                    r.records.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [((1, 2), None, 2), ((1, 3), None, 2), ((2, 11), Some(1), 2)],
+            "each batch once: the originals not yet named, and the copy of the one named"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_open_entry_keeps_a_copys_origin_and_reads_without_one() {
+        let origin = CopyOrigin {
+            dir: "slot-3".into(),
+            run: 7,
+            batch: u64::MAX,
+        };
+        let with = encode_open(&dest("aaa"), b"tags", Some(&origin));
+        assert_eq!(
+            decode_open(&with),
+            Some((dest("aaa"), b"tags".to_vec(), Some(origin)))
+        );
+        let without = encode_open(&dest("aaa"), b"tags", None);
+        assert_eq!(
+            decode_open(&without),
+            Some((dest("aaa"), b"tags".to_vec(), None))
+        );
+        // Cut inside the origin: not an open entry to trust.
+        assert_eq!(decode_open(&with[..with.len() - 1]), None);
     }
 
     #[test]

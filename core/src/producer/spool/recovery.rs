@@ -17,7 +17,7 @@ pub(super) struct Found {
 
 #[derive(Default)]
 pub(super) struct FoundBatch {
-    pub(super) open: Option<(Destination, Vec<u8>)>,
+    pub(super) open: Option<Opening>,
     pub(super) records: Vec<RecordRef>,
     pub(super) pack_id: Option<String>,
     pub(super) done: bool,
@@ -223,9 +223,11 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
             !b.done && (b.body.is_some() || !b.records.is_empty()) && !replayed.contains(id)
         })
         .filter_map(|(origin, b)| {
-            let (dest, tags) = b.open?;
+            let (dest, tags, copy_of) = b.open?;
             Some(Recovered {
                 origin,
+                from_dir: Arc::from(""),
+                copy_of,
                 dest,
                 tags,
                 records: b.records,

@@ -274,13 +274,30 @@ impl Spool {
         mark: &mut SpoolMark,
     ) -> Result<(), SpoolError> {
         if !mark.opened {
-            let open = encode_open(dest, tags);
+            let open = encode_open(dest, tags, None);
             self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
                 .map_err(io(&self.dir, "cannot make a segment"))?;
             mark.opened = true;
         }
         self.append(shard, Kind::Record, self.run, batch, &[log], Some(mark))
             .map_err(io(&self.dir, "cannot make a segment"))
+    }
+
+    /// Opens a replay's copy of a batch (before its records), naming where it came from.
+    pub(crate) fn open_copy(
+        &self,
+        shard: usize,
+        batch: u64,
+        dest: &Destination,
+        tags: &[u8],
+        copy_of: &CopyOrigin,
+        mark: &mut SpoolMark,
+    ) -> Result<(), SpoolError> {
+        let open = encode_open(dest, tags, Some(copy_of));
+        self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
+            .map_err(io(&self.dir, "cannot make a segment"))?;
+        mark.opened = true;
+        Ok(())
     }
 
     /// Notes a batch's pack id as it seals (it may be sent from now on).

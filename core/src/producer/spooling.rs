@@ -1,0 +1,274 @@
+//! The spool as the rest of the producer sees it: one call at each point a batch passes —
+//! admitted, opened, record written, sealed, raw bytes released, compressed, settled,
+//! discarded — and at the producer's close. Without a spool (`spool_dir` unset) every call
+//! does nothing: the accumulator and delivery never ask whether there is one, and the plain
+//! add's only cost is the one inlined check in [`Spooling::record_written`].
+//!
+//! Runs on whichever thread calls: adding threads (admit, open, record, seal, discard), the
+//! I/O threads (release, compress, settle), the closing thread. What blocks: `admit` waits up
+//! to `max_block_ms` for room in a full spool; `before_send` syncs off the I/O threads.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::buffer::BatchBuf;
+use super::error::ProducerError;
+use super::routing::Destination;
+use super::spool::{CopyOrigin, Spool, SpoolMark};
+use crate::wire::compress::Compression;
+
+/// The producer's spool, if it has one.
+#[derive(Clone, Default)]
+pub(crate) struct Spooling(Option<Arc<Spool>>);
+
+impl Spooling {
+    pub(crate) fn new(spool: Option<Arc<Spool>>) -> Spooling {
+        Spooling(spool)
+    }
+
+    /// Whether records are spooled (then what a close leaves is kept, not lost).
+    pub(crate) fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Whether new records find room (always, without a spool).
+    #[inline]
+    pub(crate) fn has_room(&self) -> bool {
+        self.0.as_ref().is_none_or(|s| !s.over_limit())
+    }
+
+    /// Batches of the default destination go in batch files of their own, with this shape.
+    pub(crate) fn enable_batch_files(
+        &self,
+        batch_max_bytes: usize,
+        batch_max_count: usize,
+        default_dest: &Destination,
+        tags: &[u8],
+    ) {
+        if let Some(spool) = &self.0 {
+            spool.enable_batch_files(batch_max_bytes, batch_max_count, default_dest, tags);
+        }
+    }
+
+    /// Before records are accepted: a spool over `spool_max_bytes` waits up to `max_block`
+    /// for room, then refuses them.
+    pub(crate) fn admit(&self, max_block: Duration) -> Result<(), ProducerError> {
+        let Some(spool) = &self.0 else { return Ok(()) };
+        let started = Instant::now();
+        if spool.over_limit() && !spool.wait_room(max_block) {
+            return Err(ProducerError::SpoolFull {
+                used: spool.used_bytes(),
+                limit: spool.max_bytes(),
+                waited_ms: started.elapsed().as_millis() as u64,
+                disk_full: spool.disk_full(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A batch opens: a batch file to write it in (its buffer is the file's mapping), when
+    /// it is the default destination's, its first record fits one, and one can be had.
+    pub(crate) fn batch_opened(
+        &self,
+        batch: u64,
+        default_dest: bool,
+        fits_a_file: bool,
+        mark: &mut SpoolMark,
+    ) -> Option<BatchBuf> {
+        match &self.0 {
+            Some(spool) if default_dest && fits_a_file => spool.take_batch_file(batch, mark),
+            _ => None,
+        }
+    }
+
+    /// The record at `buf[from..]` was written into its batch: indexed in its batch file, or
+    /// appended to the shard's segment.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_written(
+        &self,
+        shard: usize,
+        batch: u64,
+        dest: &Destination,
+        tags: &[u8],
+        buf: &BatchBuf,
+        from: usize,
+        mark: &mut SpoolMark,
+    ) -> Result<(), ProducerError> {
+        match &self.0 {
+            None => Ok(()),
+            Some(spool) => record_in(spool, shard, batch, dest, tags, buf, from, mark),
+        }
+    }
+
+    /// A replay's copy of an earlier producer's batch opens, naming its original.
+    pub(crate) fn copy_opened(
+        &self,
+        shard: usize,
+        batch: u64,
+        dest: &Destination,
+        tags: &[u8],
+        original: &CopyOrigin,
+        mark: &mut SpoolMark,
+    ) -> Result<(), ProducerError> {
+        let Some(spool) = &self.0 else { return Ok(()) };
+        Ok(spool.open_copy(shard, batch, dest, tags, original, mark)?)
+    }
+
+    /// One record of a replay's copy.
+    pub(crate) fn copy_record(
+        &self,
+        shard: usize,
+        batch: u64,
+        dest: &Destination,
+        tags: &[u8],
+        record: &[u8],
+        mark: &mut SpoolMark,
+    ) -> Result<(), ProducerError> {
+        let Some(spool) = &self.0 else { return Ok(()) };
+        Ok(spool.record(shard, batch, dest, tags, record, mark)?)
+    }
+
+    /// A batch sealed under `pack_id` (it may be sent from now on).
+    pub(crate) fn sealed(&self, shard: usize, batch: u64, pack_id: &str, mark: &mut SpoolMark) {
+        if let Some(spool) = &self.0 {
+            spool.sealed(shard, batch, pack_id, mark);
+        }
+    }
+
+    /// What a spool that failed to take a record makes of the failure: a full disk is a
+    /// full spool (the buffer-full kind, with what it held).
+    pub(crate) fn refusal(&self, error: ProducerError) -> ProducerError {
+        match &self.0 {
+            Some(spool) if spool.disk_full() => ProducerError::SpoolFull {
+                used: spool.used_bytes(),
+                limit: spool.max_bytes(),
+                waited_ms: 0,
+                disk_full: true,
+            },
+            _ => error,
+        }
+    }
+
+    /// An opened batch that took no record is forgotten: its buffer comes back unless it was
+    /// a batch file's mapping (which goes back to the spool).
+    pub(crate) fn discarded(&self, mark: &mut SpoolMark, buf: BatchBuf) -> Option<BatchBuf> {
+        let Some(spool) = &self.0 else {
+            return Some(buf);
+        };
+        let buf = spool.keep_buffer(mark, buf);
+        spool.forget(mark);
+        buf
+    }
+
+    /// Before its first attempt (`spool_sync = batch`): the batch's records made durable, off
+    /// the I/O threads.
+    pub(crate) async fn before_send(&self, mark: &mut SpoolMark) {
+        let Some(spool) = &self.0 else { return };
+        if !spool.syncs_batches() {
+            return;
+        }
+        let spool = spool.clone();
+        let taken = std::mem::take(mark);
+        let synced = tokio::task::spawn_blocking(move || {
+            spool.sync_batch(&taken);
+            taken
+        })
+        .await;
+        if let Ok(taken) = synced {
+            *mark = taken;
+        }
+    }
+
+    /// The batch's raw bytes are no longer needed: its buffer, unless the batch file it is
+    /// the mapping of keeps it until the batch is done.
+    pub(crate) fn raw_released(&self, mark: &mut SpoolMark, raw: BatchBuf) -> Option<BatchBuf> {
+        match &self.0 {
+            Some(spool) => spool.keep_buffer(mark, raw),
+            None => Some(raw),
+        }
+    }
+
+    /// The batch is compressed: its body now stands for its records (a batch file goes back).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn compressed(
+        &self,
+        shard: usize,
+        batch: u64,
+        pack_id: &str,
+        codec: Compression,
+        raw_len: usize,
+        body: &[u8],
+        mark: &mut SpoolMark,
+    ) {
+        if let Some(spool) = &self.0 {
+            spool.compressed(shard, batch, pack_id, codec, raw_len, body, mark);
+        }
+    }
+
+    /// The batch reached its outcome. Delivered or failed for good, it is done and marked so
+    /// (before its report goes out); given up because the producer closed, it stays for the
+    /// next producer on the directory. Answers whether it is kept there.
+    pub(crate) fn settled(
+        &self,
+        shard: usize,
+        batch: u64,
+        closed: bool,
+        mark: &mut SpoolMark,
+    ) -> bool {
+        let Some(spool) = &self.0 else { return false };
+        if !closed {
+            spool.done(shard, batch, mark);
+        }
+        closed
+    }
+
+    /// Nothing is in flight: the spool hands back what it kept for the burst.
+    pub(crate) fn at_rest(&self) {
+        if let Some(spool) = &self.0 {
+            spool.at_rest();
+        }
+    }
+
+    /// The producer closed: with everything settled the spool is closed (its current files
+    /// hold only finished batches); otherwise only its preparer stops, and what is left stays.
+    pub(crate) fn producer_closed(&self, everything_settled: bool) {
+        if let Some(spool) = &self.0 {
+            if everything_settled {
+                spool.close();
+            } else {
+                spool.stop_preparer();
+            }
+        }
+    }
+
+    /// Entries found torn or corrupt when the spool was opened.
+    pub(crate) fn corrupt_entries(&self) -> u64 {
+        self.0.as_ref().map_or(0, |s| {
+            s.corrupt_entries.load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
+
+    /// Bytes of spool files on disk.
+    pub(crate) fn used_bytes(&self) -> u64 {
+        self.0.as_ref().map_or(0, |s| s.used_bytes() as u64)
+    }
+}
+
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn record_in(
+    spool: &Spool,
+    shard: usize,
+    batch: u64,
+    dest: &Destination,
+    tags: &[u8],
+    buf: &BatchBuf,
+    from: usize,
+    mark: &mut SpoolMark,
+) -> Result<(), ProducerError> {
+    if mark.in_file() {
+        return Ok(spool.index_record(mark, buf, from)?);
+    }
+    Ok(spool.record(shard, batch, dest, tags, &buf[from..], mark)?)
+}
