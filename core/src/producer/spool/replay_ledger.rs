@@ -116,7 +116,17 @@ impl LedgerWriter {
         }
         let file = match &mut self.synced {
             Some(file) => file,
-            empty => empty.insert(super::private_file().append(true).open(dir.join(SYNCED))?),
+            empty => {
+                let file = super::private_file().append(true).open(dir.join(SYNCED))?;
+                // Whole entries only: one cut short (a power loss) is dropped, so that what
+                // is appended after it stays aligned and readable.
+                let len = file.metadata()?.len();
+                let whole = len / ENTRY as u64 * ENTRY as u64;
+                if whole != len {
+                    file.set_len(whole)?;
+                }
+                empty.insert(file)
+            }
         };
         file.write_all(&encode(origins))?;
         if durable {
@@ -203,18 +213,25 @@ mod tests {
         bytes.extend_from_slice(&encode(&[(1, 9)])[..20]);
         std::fs::write(d.join(SYNCED), &bytes).unwrap();
         assert_eq!(read(&d), want);
+        // A later producer's entries after the torn one still count.
+        LedgerWriter::default()
+            .note_synced(&d, &[(1, 5)], false)
+            .unwrap();
+        let mut want = want;
+        want.insert((1, 5));
+        assert_eq!(read(&d), want);
         if has_boot_id {
             // A later producer of the same boot adds to them (a torn entry dropped first).
             let mut boot = std::fs::read(d.join(THIS_BOOT)).unwrap();
             boot.extend_from_slice(&encode(&[(1, 8)])[..10]);
             std::fs::write(d.join(THIS_BOOT), &boot).unwrap();
             LedgerWriter::default().note_this_boot(&d, (1, 4)).unwrap();
-            assert_eq!(read(&d), [(1, 1), (1, 2), (1, 3), (1, 4)].into());
+            assert_eq!(read(&d), [(1, 1), (1, 2), (1, 3), (1, 4), (1, 5)].into());
             // Written in another boot (its id differs): only the synced entries count.
             let mut boot = std::fs::read(d.join(THIS_BOOT)).unwrap();
             boot[8] ^= 1;
             std::fs::write(d.join(THIS_BOOT), &boot).unwrap();
-            assert_eq!(read(&d), [(1, 1)].into());
+            assert_eq!(read(&d), [(1, 1), (1, 5)].into());
         }
         let _ = std::fs::remove_dir_all(&d);
     }
