@@ -191,14 +191,15 @@ async function eachSecond(seconds, label, emit, body) {
 }
 
 /** Times the producer's work on the event loop besides `send`: its one call per batch of
- * delivery reports (the facade's report handler, wrapped). */
+ * delivery reports (the facade's report handler, wrapped; the reports' objects are made by
+ * the addon just before it). */
 function timeReportCallbacks(producer) {
   const timing = { maxNs: 0 }
   const onReports = producer._onReports
-  producer._onReports = function (json) {
+  producer._onReports = function (reports) {
     const t = process.hrtime.bigint()
     try {
-      return onReports.call(this, json)
+      return onReports.call(this, reports)
     } finally {
       timing.maxNs = Math.max(timing.maxNs, Number(process.hrtime.bigint() - t))
     }

@@ -1,5 +1,9 @@
 // Types of the loghose Node.js facade (node/index.js).
 import { EventEmitter } from 'node:events'
+// Stats, reports and the emulator's answers: generated from the addon's Rust types
+// (node/src/views.rs).
+import type { DeliveryReport, EmulatorCounters, LogstoreTotals, Stats, StoredLog } from './native'
+export type { DeliveryReport, EmulatorCounters, LogstoreTotals, Stats, StoredLog }
 
 /** What a field value may be. Strings, numbers, booleans and bigints are stored as they are
  *  (numbers as every front writes them); Buffers as their UTF-8 text; `null` as `null`; a Date
@@ -190,29 +194,6 @@ export interface SendOptions {
   logstore?: string
 }
 
-export interface DeliveryReport {
-  batchId: number
-  project: string
-  logstore: string
-  delivered: boolean
-  /** Not delivered before the producer closed, and kept in the spool: the next producer on
-   *  `spoolDir` sends it (`code` is `'KeptInSpool'`). Not a failure. */
-  kept: boolean
-  code: string | null
-  message: string | null
-  httpStatus: number | null
-  attempts: number
-  requestId: string | null
-  records: number
-  rawBytes: number
-  compressedBytes: number
-  latencyMs: number
-  packId: string
-  tickets: number[]
-  /** Sent again from a spool an earlier producer left. */
-  replayed: boolean
-}
-
 /** What `close()` resolves with. */
 export interface CloseResult {
   /** Records neither delivered nor kept: failed for good, or given up without a spool (0: nothing lost). */
@@ -221,28 +202,6 @@ export interface CloseResult {
   kept: number
   /** The reports of the batches that failed. */
   failed: DeliveryReport[]
-}
-
-export interface Stats {
-  accepted: number
-  delivered: number
-  failed: number
-  /** Records left in the spool at close, for the next producer on `spoolDir`. */
-  kept: number
-  retried: number
-  dropped: number
-  invalid: number
-  queuedBytes: number
-  queuedRecords: number
-  inFlightBatches: number
-  batchesDelivered: number
-  /** Records failed for good, by error code. */
-  failuresByCode: Record<string, number>
-  callbackErrors: number
-  replayedBatches: number
-  replayedRecords: number
-  spoolCorruptEntries: number
-  spoolBytes: number
 }
 
 export declare class LoghoseError extends Error {
@@ -308,16 +267,6 @@ export interface EmulatorOptions {
   stsKeys?: Array<{ id: string; secret: string; token: string }>
 }
 
-export interface StoredLog {
-  shard: number
-  time: number
-  timeNs: number | null
-  topic: string | null
-  source: string | null
-  tags: Array<[string, string]>
-  contents: Array<[string, string]>
-}
-
 export declare class Emulator {
   constructor(config?: EmulatorOptions)
   readonly endpoint: string
@@ -325,10 +274,10 @@ export declare class Emulator {
   readonly accessKeySecret: string
   producerOptions(project?: string, logstore?: string): ProducerOptions
   logs(project: string, logstore: string): StoredLog[]
-  totals(project: string, logstore: string): { logs: number; groups: number; retainedGroups: number } | null
-  counters(): Record<string, unknown>
+  totals(project: string, logstore: string): LogstoreTotals | null
+  counters(): EmulatorCounters
   /** Adds a fault; `store_then_error` / `store_then_reset` store the batch and then fail the
-   *  answer (a retry makes a duplicate, counted in `counters().duplicate_groups`). */
+   *  answer (a retry makes a duplicate, counted in `counters().duplicateGroups`). */
   inject(kind: 'error' | 'latency' | 'reset' | 'hang' | 'store_then_error' | 'store_then_reset', fault?: Record<string, unknown>): void
   clearFaults(): void
   /** Replaces the temporary (STS) keys: requests signed with a key no longer listed get 401. */

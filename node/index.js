@@ -41,13 +41,7 @@ const { lineWriter } = require('./lines.js')
 // The addon raises its errors as instances of these classes, with `code` set (node/src/errors.rs).
 native.useErrorClasses({ LoghoseError, ConfigError, InvalidRecordError, BufferFullError, ProducerClosedError, SpoolLockedError, TypeError })
 
-/** `object` with its own keys in camelCase (one level: maps keyed by error code stay as they are). */
-function camelKeys(object) {
-  const out = {}
-  for (const [key, value] of Object.entries(object)) out[camel(key)] = value
-  return out
-}
-
+/** An engine option's name in camelCase. */
 function camel(name) {
   return name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 }
@@ -314,9 +308,7 @@ function checkSendOptions(opts) {
 function presetOptions(preset) {
   const snake = JSON.parse(native.presetOptionsJson(String(preset)))
   const options = {}
-  for (const [key, value] of Object.entries(snake)) {
-    options[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value
-  }
+  for (const [key, value] of Object.entries(snake)) options[camel(key)] = value
   return options
 }
 
@@ -398,7 +390,7 @@ class Producer extends EventEmitter {
     }
     this._default = options.default ?? null
     const ask = options.credentialsProvider === undefined ? undefined : credentialsAsker(options.credentialsProvider, () => this._native)
-    this._native = new native.NativeProducer(configJson(options), (json) => this._onReports(json), ask)
+    this._native = new native.NativeProducer(configJson(options), (reports) => this._onReports(reports), ask)
     this._closed = false
     this._closeOnSignalMs = this._native.closeOnSignalMs
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
@@ -524,13 +516,7 @@ class Producer extends EventEmitter {
     }
   }
 
-  _onReports(json) {
-    let reports
-    try {
-      reports = JSON.parse(json)
-    } catch {
-      return
-    }
+  _onReports(reports) {
     if (this.listenerCount('delivery') === 0) this._noteUntold(reports)
     for (const report of reports) {
       for (const ticket of report.tickets) {
@@ -580,7 +566,7 @@ class Producer extends EventEmitter {
    * records left in the spool for the next producer on `spoolDir`, failed reports. */
   async close({ timeoutMs = 10000 } = {}) {
     this._beginClose()
-    return this._endClose(JSON.parse(/** @type {string} */ (await this._native.close(timeoutMs))))
+    return this._endClose(await this._native.close(timeoutMs))
   }
 
   // Sends the open batches now, without waiting (the signal handling's first step).
@@ -591,7 +577,7 @@ class Producer extends EventEmitter {
   // close(), blocking the event loop: for a signal that ends the process, and the exit event.
   _closeSync(timeoutMs) {
     this._beginClose()
-    return this._endClose(JSON.parse(this._native.closeSync(timeoutMs)), true)
+    return this._endClose(this._native.closeSync(timeoutMs), true)
   }
 
   _beginClose() {
@@ -607,15 +593,14 @@ class Producer extends EventEmitter {
     // Reports still on their way when the producer closed are not passed on; its failed list is.
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._unhandled.flush(atOnce)
-    if (result.stats) this._finalStats = camelKeys(result.stats)
+    if (result.stats) this._finalStats = result.stats
     return { undelivered: result.undelivered, kept: result.kept, failed: result.failed }
   }
 
   /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,
    * queuedRecords, inFlightBatches, failuresByCode... */
   stats() {
-    const stats = JSON.parse(this._native.statsJson())
-    return stats === null ? (this._finalStats ?? null) : camelKeys(stats)
+    return this._native.stats() ?? this._finalStats ?? null
   }
 
   async [Symbol.asyncDispose]() {
@@ -651,16 +636,15 @@ class Emulator {
 
   /** Stored logs: shard, time, timeNs, topic, source, tags and contents (arrays of pairs). */
   logs(project, logstore) {
-    return JSON.parse(this._native.logsJson(project, logstore)).map(camelKeys)
+    return this._native.logs(project, logstore)
   }
 
   totals(project, logstore) {
-    const totals = JSON.parse(this._native.totalsJson(project, logstore))
-    return totals === null ? null : camelKeys(totals)
+    return this._native.totals(project, logstore)
   }
 
   counters() {
-    return camelKeys(JSON.parse(this._native.countersJson()))
+    return this._native.counters()
   }
 
   inject(kind, fault = {}) {

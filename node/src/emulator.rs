@@ -5,6 +5,7 @@ use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::errors::RaiseIn;
+use crate::views::{EmulatorCounters, LogstoreTotals, StoredLog};
 
 /// The embedded emulator behind `require('loghose').Emulator`.
 #[napi]
@@ -35,19 +36,29 @@ impl NativeEmulator {
         self.0.access_key_secret().to_owned()
     }
 
+    /// The stored logs of a logstore.
     #[napi]
-    pub fn logs_json(&self, env: Env, project: String, logstore: String) -> Result<String> {
-        self.0.logs_json(&project, &logstore).raise_in(&env)
+    pub fn logs(&self, env: Env, project: String, logstore: String) -> Result<Vec<StoredLog>> {
+        let logs = self.0.logs(&project, &logstore).raise_in(&env)?;
+        Ok(logs.into_iter().map(StoredLog::from).collect())
     }
 
+    /// The exact totals of a logstore (null if it does not exist).
     #[napi]
-    pub fn totals_json(&self, env: Env, project: String, logstore: String) -> Result<String> {
-        self.0.totals_json(&project, &logstore).raise_in(&env)
+    pub fn totals(
+        &self,
+        env: Env,
+        project: String,
+        logstore: String,
+    ) -> Result<Option<LogstoreTotals>> {
+        let totals = self.0.totals(&project, &logstore).raise_in(&env)?;
+        Ok(totals.map(LogstoreTotals::from))
     }
 
+    /// The emulator's counters.
     #[napi]
-    pub fn counters_json(&self, env: Env) -> Result<String> {
-        self.0.counters_json().raise_in(&env)
+    pub fn counters(&self, env: Env) -> Result<EmulatorCounters> {
+        Ok(self.0.counters().raise_in(&env)?.into())
     }
 
     #[napi]

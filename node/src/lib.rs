@@ -8,6 +8,7 @@
 //! - [`pino`]: pino's JSON lines, parsed into logs here.
 //! - [`emulator`]: `NativeEmulator`, the engine's embedded emulator.
 //! - [`errors`]: errors raised as instances of the facade's classes, with their `code`.
+//! - [`views`]: stats, reports and the emulator's answers as plain objects, with their types.
 
 mod emulator;
 mod errors;
@@ -15,6 +16,7 @@ mod fields;
 mod pino;
 mod producer;
 mod record;
+mod views;
 mod warnings;
 
 use napi::Result;

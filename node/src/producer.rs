@@ -3,7 +3,7 @@
 //! - Nothing here blocks the JavaScript thread: sends only encode and queue; `flush` and
 //!   `close` run on the libuv pool (`AsyncTask`) and resolve promises.
 //! - Reports reach JavaScript through one weak ThreadsafeFunction call per batch of reports
-//!   (a JSON array of the engine's report views), so an idle producer never keeps the process
+//!   (an array of plain report objects, see [`views`](crate::views)), so an idle producer never keeps the process
 //!   alive; the facade keeps the loop alive only while records are pending.
 //! - When the environment (the main thread or a worker) exits, a cleanup hook closes the
 //!   producer with a short bound and stops its threads; JavaScript is not called then.
@@ -12,8 +12,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use loghose::producer::{
-    split_unix_seconds, CredentialsProvider, DeliveryReport, Producer, ProducerConfig,
-    ProducerError, ReportCallback, ReportView, SendOptions, Track,
+    split_unix_seconds, CredentialsProvider, DeliveryReport as EngineReport, Producer,
+    ProducerConfig, ProducerError, ReportCallback, SendOptions, Track,
 };
 use loghose::wire::sign::Credentials;
 use napi::bindgen_prelude::{AsyncTask, Function, Unknown};
@@ -24,6 +24,7 @@ use napi_derive::napi;
 use crate::errors::{RaiseIn, Raised};
 use crate::fields;
 use crate::record::{send_json, send_many_json};
+use crate::views::{DeliveryReport, NativeCloseResult, Stats};
 
 /// Credentials from a JavaScript provider, whose `getCredentials()` may be asynchronous: before
 /// every attempt, an I/O thread asks JavaScript for a fresh answer (one request at a time,
@@ -125,27 +126,25 @@ impl NativeProducer {
 
 #[napi]
 impl NativeProducer {
-    /// `configJson`: the engine's ProducerConfig as JSON; `onReports` receives JSON arrays of
+    /// `configJson`: the engine's ProducerConfig as JSON; `onReports` receives arrays of
     /// delivery reports.
     #[napi(constructor)]
     pub fn new(
         env: Env,
         config_json: String,
-        on_reports: Function<String, ()>,
+        on_reports: Function<Vec<DeliveryReport>, ()>,
         ask_credentials: Option<Function<bool, ()>>,
     ) -> Result<Self> {
         let config = ProducerConfig::from_json(&config_json).raise_in(&env)?;
         let tsfn = on_reports
-            .build_threadsafe_function::<String>()
+            .build_threadsafe_function::<Vec<DeliveryReport>>()
             .weak::<true>()
             .callee_handled::<false>()
             .build()?;
-        let callback: ReportCallback = Box::new(move |reports: &[Arc<DeliveryReport>]| {
-            let items: Vec<ReportView<'_>> = reports.iter().map(|r| r.view()).collect();
-            if let Ok(json) = serde_json::to_string(&items) {
-                // After the environment is gone this returns Closing; there is nobody to tell.
-                let _ = tsfn.call(json, ThreadsafeFunctionCallMode::NonBlocking);
-            }
+        let callback: ReportCallback = Box::new(move |reports: &[Arc<EngineReport>]| {
+            let items = reports.iter().map(|r| r.view().into()).collect();
+            // After the environment is gone this returns Closing; there is nobody to tell.
+            let _ = tsfn.call(items, ThreadsafeFunctionCallMode::NonBlocking);
         });
         let credentials = match ask_credentials {
             None => None,
@@ -304,9 +303,9 @@ impl NativeProducer {
     }
 
     /// `close`, blocking the JavaScript thread up to `timeoutMs`: for the moments nothing else
-    /// may run (a signal that will end the process, the `exit` event). Returns the same JSON.
+    /// may run (a signal that will end the process, the `exit` event). Returns the same answer.
     #[napi]
-    pub fn close_sync(&self, timeout_ms: f64) -> String {
+    pub fn close_sync(&self, timeout_ms: f64) -> NativeCloseResult {
         let producer = self.producer.lock().ok().and_then(|mut p| p.take());
         CloseTask {
             producer,
@@ -322,9 +321,9 @@ impl NativeProducer {
             .map_or(0.0, |p| p.config().close_on_signal_ms as f64)
     }
 
-    /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with JSON
-    /// `{undelivered, kept, failed: [reports]}`.
-    #[napi]
+    /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with what
+    /// was not delivered, the failed reports and the final counters.
+    #[napi(ts_return_type = "Promise<NativeCloseResult>")]
     pub fn close(&self, timeout_ms: f64) -> AsyncTask<CloseTask> {
         let producer = self.producer.lock().ok().and_then(|mut p| p.take());
         AsyncTask::new(CloseTask {
@@ -333,12 +332,10 @@ impl NativeProducer {
         })
     }
 
-    /// The counters, as JSON.
+    /// The counters (null once closed).
     #[napi]
-    pub fn stats_json(&self) -> String {
-        self.get()
-            .map(|p| serde_json::to_string(&p.stats()).unwrap_or_default())
-            .unwrap_or_else(|_| "null".into())
+    pub fn stats(&self) -> Option<Stats> {
+        self.get().ok().map(|p| p.stats().into())
     }
 }
 
@@ -382,32 +379,36 @@ pub struct CloseTask {
 }
 
 impl CloseTask {
-    /// Closes (on whichever thread calls it) and answers `{undelivered, kept, failed, stats}`.
-    fn run(&self) -> String {
+    /// Closes (on whichever thread calls it): what was not delivered, the failed reports, the
+    /// final counters.
+    fn run(&self) -> NativeCloseResult {
         let Some(p) = &self.producer else {
-            return r#"{"undelivered":0,"kept":0,"failed":[]}"#.into();
+            return NativeCloseResult {
+                undelivered: 0.0,
+                kept: 0.0,
+                failed: Vec::new(),
+                stats: None,
+            };
         };
         let report = p.close(self.timeout);
-        let failed: Vec<ReportView<'_>> = report.failed.iter().map(|r| r.view()).collect();
-        serde_json::json!({
-            "undelivered": report.undelivered,
-            "kept": report.kept,
-            "failed": failed,
-            "stats": p.stats(),
-        })
-        .to_string()
+        NativeCloseResult {
+            undelivered: report.undelivered as f64,
+            kept: report.kept as f64,
+            failed: report.failed.iter().map(|r| r.view().into()).collect(),
+            stats: Some(p.stats().into()),
+        }
     }
 }
 
 impl Task for CloseTask {
-    type Output = String;
-    type JsValue = String;
+    type Output = NativeCloseResult;
+    type JsValue = NativeCloseResult;
 
-    fn compute(&mut self) -> Result<String> {
+    fn compute(&mut self) -> Result<NativeCloseResult> {
         Ok(self.run())
     }
 
-    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+    fn resolve(&mut self, _env: Env, output: NativeCloseResult) -> Result<NativeCloseResult> {
         Ok(output)
     }
 }

@@ -9,7 +9,7 @@
 
 use std::sync::Mutex;
 
-use super::{Emulator, EmulatorConfig, EmulatorError, Fault};
+use super::{Counters, Emulator, EmulatorConfig, EmulatorError, Fault, LogstoreTotals, StoredLog};
 use crate::producer::ErrorKind;
 
 /// Why an embedded emulator call failed.
@@ -109,6 +109,25 @@ impl EmbeddedEmulator {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.as_ref().map(f).ok_or(EmbeddedError::Stopped)
+    }
+
+    /// The stored logs of a logstore.
+    pub fn logs(&self, project: &str, logstore: &str) -> Result<Vec<StoredLog>, EmbeddedError> {
+        self.with(|e| e.logs(project, logstore))
+    }
+
+    /// The exact totals of a logstore (`None` if it does not exist).
+    pub fn totals(
+        &self,
+        project: &str,
+        logstore: &str,
+    ) -> Result<Option<LogstoreTotals>, EmbeddedError> {
+        self.with(|e| e.totals(project, logstore))
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> Result<Counters, EmbeddedError> {
+        self.with(Emulator::counters)
     }
 
     /// The stored logs of a logstore, as a JSON array.

@@ -1,0 +1,248 @@
+//! What the addon hands JavaScript as plain objects: a producer's stats, delivery reports and
+//! close result, and what the emulator answers. Declared once here with `#[napi(object)]`, so
+//! napi-rs writes their camelCase keys and their TypeScript interfaces (`native.d.ts`, which
+//! `index.d.ts` re-exports); nothing converts case by hand.
+//!
+//! Counts cross as JavaScript numbers (exact up to 2^53). Built on the thread that calls (a
+//! report batch on an I/O thread, converted on the JavaScript thread when the call lands).
+
+use std::collections::HashMap;
+
+use loghose::emulator::{Counters, LogstoreTotals as EngineTotals, StoredLog as EngineStoredLog};
+use loghose::producer::{ReportView, Stats as EngineStats};
+use napi_derive::napi;
+
+/// A producer's counters.
+#[napi(object)]
+pub struct Stats {
+    /// Records accepted by `send`.
+    pub accepted: f64,
+    /// Records delivered.
+    pub delivered: f64,
+    /// Records in batches that failed for good.
+    pub failed: f64,
+    /// Records left in the spool at close, for the next producer on `spoolDir`.
+    pub kept: f64,
+    /// Retry attempts made (attempts beyond each batch's first).
+    pub retried: f64,
+    /// Records refused because the buffer was full (never accepted; the caller was told).
+    pub dropped: f64,
+    /// Records refused as invalid (never accepted; the caller was told).
+    pub invalid: f64,
+    /// Raw bytes held now (open, sealed, in flight, retrying).
+    pub queued_bytes: f64,
+    /// Records accepted and not yet at a final outcome.
+    pub queued_records: f64,
+    /// Batches being sent or waiting to retry now.
+    pub in_flight_batches: f64,
+    /// Batches delivered.
+    pub batches_delivered: f64,
+    /// Records failed for good, by error code.
+    pub failures_by_code: HashMap<String, f64>,
+    /// Report listeners that threw (the producer lives on).
+    pub callback_errors: f64,
+    /// Batches an earlier producer left in the spool, sent again by this one.
+    pub replayed_batches: f64,
+    /// Records in those batches.
+    pub replayed_records: f64,
+    /// Spool entries found torn or corrupted when the spool was opened, and skipped.
+    pub spool_corrupt_entries: f64,
+    /// Bytes of spool files on disk now.
+    pub spool_bytes: f64,
+}
+
+impl From<EngineStats> for Stats {
+    fn from(s: EngineStats) -> Stats {
+        let n = |v: u64| v as f64;
+        Stats {
+            accepted: n(s.accepted),
+            delivered: n(s.delivered),
+            failed: n(s.failed),
+            kept: n(s.kept),
+            retried: n(s.retried),
+            dropped: n(s.dropped),
+            invalid: n(s.invalid),
+            queued_bytes: n(s.queued_bytes),
+            queued_records: n(s.queued_records),
+            in_flight_batches: n(s.in_flight_batches),
+            batches_delivered: n(s.batches_delivered),
+            failures_by_code: s
+                .failures_by_code
+                .into_iter()
+                .map(|(code, count)| (code, n(count)))
+                .collect(),
+            callback_errors: n(s.callback_errors),
+            replayed_batches: n(s.replayed_batches),
+            replayed_records: n(s.replayed_records),
+            spool_corrupt_entries: n(s.spool_corrupt_entries),
+            spool_bytes: n(s.spool_bytes),
+        }
+    }
+}
+
+/// The outcome of one batch.
+#[napi(object)]
+pub struct DeliveryReport {
+    pub batch_id: f64,
+    pub project: String,
+    pub logstore: String,
+    pub delivered: bool,
+    /// Not delivered before the producer closed, and kept in the spool: the next producer on
+    /// `spoolDir` sends it (`code` is `'KeptInSpool'`). Not a failure.
+    pub kept: bool,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub http_status: Option<u32>,
+    pub attempts: u32,
+    pub request_id: Option<String>,
+    pub records: u32,
+    pub raw_bytes: f64,
+    pub compressed_bytes: f64,
+    pub latency_ms: f64,
+    pub pack_id: String,
+    /// The tickets of the records sent with `sendAsync` in this batch.
+    pub tickets: Vec<f64>,
+    /// Sent again from a spool an earlier producer left.
+    pub replayed: bool,
+}
+
+impl From<ReportView<'_>> for DeliveryReport {
+    fn from(r: ReportView<'_>) -> DeliveryReport {
+        DeliveryReport {
+            batch_id: r.batch_id as f64,
+            project: r.project.to_owned(),
+            logstore: r.logstore.to_owned(),
+            delivered: r.delivered,
+            kept: r.kept,
+            code: r.code.map(str::to_owned),
+            message: r.message.map(str::to_owned),
+            http_status: r.http_status.map(u32::from),
+            attempts: r.attempts,
+            request_id: r.request_id.map(str::to_owned),
+            records: r.records,
+            raw_bytes: r.raw_bytes as f64,
+            compressed_bytes: r.compressed_bytes as f64,
+            latency_ms: r.latency_ms,
+            pack_id: r.pack_id.to_owned(),
+            tickets: r.tickets.iter().map(|t| *t as f64).collect(),
+            replayed: r.replayed,
+        }
+    }
+}
+
+/// What closing a producer answers.
+#[napi(object)]
+pub struct NativeCloseResult {
+    /// Records neither delivered nor kept: failed for good, or given up without a spool (0:
+    /// nothing lost).
+    pub undelivered: f64,
+    /// Records not delivered before the timeout and left in the spool for the next producer
+    /// on `spoolDir`.
+    pub kept: f64,
+    /// The reports of the batches that failed.
+    pub failed: Vec<DeliveryReport>,
+    /// The counters once closed (none when the producer was closed already).
+    pub stats: Option<Stats>,
+}
+
+/// A log as the emulator stored it.
+#[napi(object)]
+pub struct StoredLog {
+    /// Shard it was stored in.
+    pub shard: u32,
+    /// Unix seconds.
+    pub time: u32,
+    /// Nanosecond part, when sent.
+    pub time_ns: Option<u32>,
+    /// Group topic (null when the field was absent).
+    pub topic: Option<String>,
+    /// Group source.
+    pub source: Option<String>,
+    /// Group tags, in order.
+    #[napi(ts_type = "Array<[string, string]>")]
+    pub tags: Vec<Vec<String>>,
+    /// Fields, in order.
+    #[napi(ts_type = "Array<[string, string]>")]
+    pub contents: Vec<Vec<String>>,
+}
+
+impl From<EngineStoredLog> for StoredLog {
+    fn from(log: EngineStoredLog) -> StoredLog {
+        let pairs =
+            |pairs: Vec<(String, String)>| pairs.into_iter().map(|(k, v)| vec![k, v]).collect();
+        StoredLog {
+            shard: log.shard,
+            time: log.time,
+            time_ns: log.time_ns,
+            topic: log.topic,
+            source: log.source,
+            tags: pairs(log.tags),
+            contents: pairs(log.contents),
+        }
+    }
+}
+
+/// A logstore's exact totals in the emulator.
+#[napi(object)]
+pub struct LogstoreTotals {
+    /// Logs accepted since creation.
+    pub logs: f64,
+    /// Groups accepted since creation.
+    pub groups: f64,
+    /// Groups still held (the rest were dropped by retention).
+    pub retained_groups: f64,
+}
+
+impl From<EngineTotals> for LogstoreTotals {
+    fn from(t: EngineTotals) -> LogstoreTotals {
+        LogstoreTotals {
+            logs: t.logs as f64,
+            groups: t.groups as f64,
+            retained_groups: t.retained_groups as f64,
+        }
+    }
+}
+
+/// The emulator's counters.
+#[napi(object)]
+pub struct EmulatorCounters {
+    /// Every request to the service's APIs (the emulator's own API is not counted).
+    pub requests: f64,
+    /// PutLogs requests, accepted or not.
+    pub put_requests: f64,
+    /// PutLogs requests accepted.
+    pub accepted_requests: f64,
+    /// Logs accepted.
+    pub logs: f64,
+    /// Log groups accepted.
+    pub log_groups: f64,
+    /// Uncompressed bytes accepted.
+    pub raw_bytes: f64,
+    /// Bytes accepted as sent (compressed).
+    pub compressed_bytes: f64,
+    /// Refused requests by error code (injected errors included).
+    pub rejected: HashMap<String, f64>,
+    /// Requests that met an injected fault.
+    pub faults_injected: f64,
+    /// Accepted groups whose pack id had been accepted before in the same logstore:
+    /// batches delivered more than once.
+    pub duplicate_groups: f64,
+}
+
+impl From<Counters> for EmulatorCounters {
+    fn from(c: Counters) -> EmulatorCounters {
+        let n = |v: u64| v as f64;
+        EmulatorCounters {
+            requests: n(c.requests),
+            put_requests: n(c.put_requests),
+            accepted_requests: n(c.accepted_requests),
+            logs: n(c.logs),
+            log_groups: n(c.log_groups),
+            raw_bytes: n(c.raw_bytes),
+            compressed_bytes: n(c.compressed_bytes),
+            rejected: c.rejected.into_iter().map(|(k, v)| (k, n(v))).collect(),
+            faults_injected: n(c.faults_injected),
+            duplicate_groups: n(c.duplicate_groups),
+        }
+    }
+}
