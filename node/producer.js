@@ -1,0 +1,290 @@
+'use strict'
+// The facade's Producer: sends (the fast path for plain records, JSON for the rest), delivery
+// reports turned into events and settled promises, the keep-alive while records are pending,
+// close (async, and blocking for signals and the exit event) and the warning for failures
+// nobody was told of.
+
+const { EventEmitter } = require('node:events')
+const { isMainThread } = require('node:worker_threads')
+const native = require('./binding.js')
+const signals = require('./signals.js')
+const { DeliveryError } = require('./errors.js')
+const { recordJson, framedFields, framed, checkSendOptions, typeName } = require('./values.js')
+const { presetOptions, credentialsAsker, configJson } = require('./options.js')
+
+/** `err` again with "record N: " before its message. */
+function withIndex(err, index) {
+  const again = new err.constructor(`record ${index}: ${err.message}`, err.code ? { code: err.code } : undefined)
+  again.cause = err
+  return again
+}
+
+function deliveryError(report) {
+  return new DeliveryError(`${report.code}: ${report.message}`, {
+    code: report.code,
+    requestId: report.requestId,
+    httpStatus: report.httpStatus,
+    attempts: report.attempts,
+    report,
+  })
+}
+
+// Says, with process.emitWarning, that records failed for good when nothing else was told
+// (no 'delivery' listener, no promise). The engine's policy decides when (at most one warning
+// per error code every ten seconds, the records of the quiet time counted into the next one or
+// the one close gives, each batch once) and words it; this only emits it.
+class UnhandledFailures {
+  constructor() {
+    this.policy = new native.NativeUndeliveredWarnings()
+  }
+
+  note(report, records, atOnce = false) {
+    const text = this.policy.note(report.batchId, report.project, report.logstore, report.code || 'Failed', report.message || '', Boolean(report.kept), records)
+    if (text !== null && text !== undefined) UnhandledFailures.warn(text, atOnce)
+  }
+
+  /** Says what the quiet time held back; `atOnce`: written to stderr now, for the moments
+   * the process ends before a warning event could be emitted (a signal, the exit event). */
+  flush(atOnce = false) {
+    for (const text of this.policy.flush()) UnhandledFailures.warn(text, atOnce)
+  }
+
+  static warn(text, atOnce = false) {
+    // stderr is synchronous for files, pipes and terminals on POSIX.
+    if (atOnce) process.stderr.write(`(node:${process.pid}) [LOGHOSE_UNDELIVERED] Warning: ${text}\n`)
+    else process.emitWarning(text, { code: 'LOGHOSE_UNDELIVERED' })
+  }
+}
+
+class Producer extends EventEmitter {
+  constructor(options = {}) {
+    super()
+    this._tickets = new Map()
+    this._unhandled = new UnhandledFailures()
+    this._nextTicket = 0
+    this._keepAlive = null
+    this._exitTimeoutMs = options.exitTimeoutMs ?? 5000
+    if (options.default !== undefined && typeof options.default !== 'function') {
+      throw new TypeError(`option default must be a function, not ${typeName(options.default)}`)
+    }
+    this._default = options.default ?? null
+    const ask = options.credentialsProvider === undefined ? undefined : credentialsAsker(options.credentialsProvider, () => this._native)
+    this._native = new native.NativeProducer(configJson(options), (reports) => this._onReports(reports), ask)
+    this._closed = false
+    this._closeOnSignalMs = this._native.closeOnSignalMs
+    if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
+    this._sendFields = this._native.fieldsSender()
+    this._lengths = this._sendFields.lengths
+    this._framing = false
+    this._statsTimer = null
+    this._finalStats = null
+    if (options.statsIntervalMs > 0) {
+      // Emits 'stats' periodically; unref'd, so it never keeps the process alive.
+      this._statsTimer = setInterval(() => {
+        if (this.listenerCount('stats') > 0) this.emit('stats', this.stats())
+      }, options.statsIntervalMs)
+      this._statsTimer.unref()
+    }
+  }
+
+  static fromPreset(preset, options = {}) {
+    return new Producer({ ...presetOptions(preset), ...options })
+  }
+
+  /** The options a preset sets (camelCase), to merge into options given elsewhere (a pino
+   * transport's, say). */
+  static presetOptions(preset) {
+    return presetOptions(preset)
+  }
+
+  send(contents, opts) {
+    this._send(contents, opts, undefined)
+  }
+
+  sendAsync(contents, opts) {
+    return new Promise((resolve, reject) => {
+      const ticket = ++this._nextTicket
+      this._tickets.set(ticket, { resolve, reject })
+      try {
+        this._send(contents, opts, ticket)
+      } catch (err) {
+        this._tickets.delete(ticket)
+        reject(err)
+      }
+    })
+  }
+
+  /** Queues every record or none of them; returns how many were queued. All or nothing: every
+   * record is checked before any is queued, so retrying a failed call sends nothing twice. */
+  sendMany(records) {
+    const parts = []
+    let index = 0
+    for (const record of records) {
+      try {
+        parts.push(recordJson(record, this._default))
+      } catch (err) {
+        throw withIndex(err, index)
+      }
+      index += 1
+    }
+    if (parts.length === 0) return 0
+    const count = this._native.sendManyJson(`[${parts.join(',')}]`)
+    if (this._keepAlive === null) this._startKeepAlive()
+    return count
+  }
+
+  /** Queues the log of one JSON line as pino writes it: `time` (ms) is the log's time, `level`
+   * its label, every other key a field (nested values as compact JSON), parsed by the engine.
+   * A line that is not a JSON object is a TypeError; nothing is queued then. */
+  sendJsonLine(line) {
+    this._native.sendPinoLine(line)
+    if (this._keepAlive === null) this._startKeepAlive()
+  }
+
+  _send(contents, opts, ticket) {
+    if (opts !== undefined) checkSendOptions(opts)
+    if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object' && !this._framing) {
+      // Reading the record may run its getters; one that sends through this producer while
+      // this record's lengths are being written takes the JSON path instead.
+      this._framing = true
+      let text
+      try {
+        text = framedFields(contents, this._lengths)
+      } finally {
+        this._framing = false
+      }
+      if (text !== null && this._sendFields(text, framed.count)) {
+        if (this._keepAlive === null) this._startKeepAlive()
+        return
+      }
+    }
+    const json = recordJson(contents, this._default)
+    const o = opts || {}
+    this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
+    if (this._keepAlive === null) this._startKeepAlive()
+  }
+
+  _startKeepAlive() {
+    // Keeps the loop alive while records are pending, so they are delivered before a natural
+    // exit: while a sendAsync() promise is unsettled (someone awaits it; it settles within
+    // deliveryTimeoutMs), and otherwise until exitTimeoutMs have passed with no sign of life
+    // (no record accepted, none settled). A program that awaits each send in turn is never
+    // cut off; one whose endpoint is unreachable ends after exitTimeoutMs, and its exit event
+    // says what was not delivered.
+    let lastPending = -1
+    let lastAccepted = -1
+    let lastLife = Date.now()
+    this._keepAlive = setInterval(() => {
+      const pending = this._native.pending()
+      if (pending === 0 && this._tickets.size === 0) return this._stopKeepAlive()
+      const accepted = this._native.accepted()
+      const now = Date.now()
+      if (pending !== lastPending || accepted !== lastAccepted) {
+        lastPending = pending
+        lastAccepted = accepted
+        lastLife = now
+      }
+      if (this._tickets.size === 0 && now - lastLife > this._exitTimeoutMs) this._stopKeepAlive()
+    }, 25)
+  }
+
+  _stopKeepAlive() {
+    if (this._keepAlive !== null) {
+      clearInterval(this._keepAlive)
+      this._keepAlive = null
+    }
+  }
+
+  _onReports(reports) {
+    if (this.listenerCount('delivery') === 0) this._noteUntold(reports)
+    for (const report of reports) {
+      for (const ticket of report.tickets) {
+        const waiter = this._tickets.get(ticket)
+        if (waiter === undefined) continue
+        this._tickets.delete(ticket)
+        if (report.delivered) waiter.resolve(report)
+        else waiter.reject(deliveryError(report))
+      }
+    }
+    if (this.listenerCount('delivery') > 0) {
+      try {
+        this.emit('delivery', reports)
+      } catch (err) {
+        if (this.listenerCount('error') > 0) this.emit('error', err)
+      }
+    }
+  }
+
+  // Records that failed with nobody told (no listener, no promise) are never only a counter.
+  _noteUntold(reports, atOnce = false) {
+    for (const report of reports) {
+      const untold = report.records - report.tickets.length
+      if (report.delivered || untold <= 0) continue
+      this._unhandled.note(report, untold, atOnce)
+    }
+  }
+
+  /** Sends everything queued and waits up to timeoutMs; resolves with the records not
+   * delivered: still pending, plus those that failed for good since the previous flush
+   * (0: everything sent was delivered). */
+  flush(timeoutMs = 60000) {
+    try {
+      return this._native.flush(timeoutMs)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  /** Whether close() was called. */
+  get closed() {
+    return this._closed
+  }
+
+  /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with
+   * `{ undelivered, kept, failed }`: records neither delivered nor kept (0: nothing lost),
+   * records left in the spool for the next producer on `spoolDir`, failed reports. */
+  async close({ timeoutMs = 10000 } = {}) {
+    this._beginClose()
+    return this._endClose(await this._native.close(timeoutMs))
+  }
+
+  // Sends the open batches now, without waiting (the signal handling's first step).
+  _seal() {
+    this._native.flushAccepted(0).catch(() => {})
+  }
+
+  // close(), blocking the event loop: for a signal that ends the process, and the exit event.
+  _closeSync(timeoutMs) {
+    this._beginClose()
+    return this._endClose(this._native.closeSync(timeoutMs), true)
+  }
+
+  _beginClose() {
+    this._closed = true
+    this._stopKeepAlive()
+    if (this._statsTimer !== null) {
+      clearInterval(this._statsTimer)
+      this._statsTimer = null
+    }
+  }
+
+  _endClose(result, atOnce = false) {
+    // Reports still on their way when the producer closed are not passed on; its failed list is.
+    if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
+    this._unhandled.flush(atOnce)
+    if (result.stats) this._finalStats = result.stats
+    return { undelivered: result.undelivered, kept: result.kept, failed: result.failed }
+  }
+
+  /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,
+   * queuedRecords, inFlightBatches, failuresByCode... */
+  stats() {
+    return this._native.stats() ?? this._finalStats ?? null
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
+module.exports = { Producer }
