@@ -11,6 +11,7 @@ const { spawn } = require('node:child_process')
 const { createHistogram, monitorEventLoopDelay } = require('node:perf_hooks')
 const path = require('node:path')
 const lh = require('./index.js')
+const native = require('./binding.js')
 const benchScenarios = require('./bench.js')
 const { median } = benchScenarios
 
@@ -133,24 +134,9 @@ async function compare(emu, count) {
   return { us: Object.fromEntries(Object.entries(rounds).map(([style, us]) => [style, median(us)])), received, lost: sent - received }
 }
 
-/** Rows as markdown tables: one per shape of row (a scenario's rates, its unthrottled run, its
- * codecs...), lists (a backlog series) left out. */
+/** Rows as markdown tables (the engine's table writer: one table per shape of row). */
 function markdown(rows) {
-  const shapes = new Map()
-  for (const row of rows) {
-    const keys = Object.keys(row).filter((k) => k !== 'scenario' && row[k] !== null && !Array.isArray(row[k]))
-    const shape = keys.join(',')
-    if (!shapes.has(shape)) shapes.set(shape, { keys, rows: [] })
-    shapes.get(shape).rows.push(row)
-  }
-  const cell = (v) => (typeof v === 'number' && !Number.isInteger(v) ? (Math.abs(v) < 10 ? v.toFixed(3) : Math.abs(v) < 1000 ? v.toFixed(1) : v.toFixed(0)) : String(v))
-  const out = []
-  for (const { keys, rows: group } of shapes.values()) {
-    out.push(`| ${keys.join(' | ')} |`, `|${'---:|'.repeat(keys.length)}`)
-    for (const row of group) out.push(`| ${keys.map((k) => cell(row[k])).join(' | ')} |`)
-    out.push('')
-  }
-  return out.join('\n')
+  return native.benchMarkdown(JSON.stringify(rows.map((row) => Object.entries(row))))
 }
 
 async function bench(argv) {

@@ -4,7 +4,8 @@
 //! S1 (the C producer's published server benchmark): each iteration adds two logs, one of ten
 //! fields (~700 bytes) and one of four (~200 bytes); topic `test_topic`, tags `tag_1=val_1` …
 //! `tag_5=val_5`. S6: one large value of seeded access-log text ([`s6_payload`]), the same in
-//! every harness. Pure data, any thread.
+//! every harness. The harnesses' rows are printed as markdown tables by [`markdown_tables`],
+//! the one table writer of every front. Pure data, any thread.
 
 /// The 48-byte alphabet run the S1 values are built from.
 pub const S1_ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+";
@@ -184,9 +185,97 @@ pub fn s6_payload(size: usize) -> String {
     out
 }
 
+/// One row of a benchmark's results: its columns in order (JSON values, as every front's
+/// harness hands them over).
+pub type Row = Vec<(String, serde_json::Value)>;
+
+/// Rows as markdown tables: one per shape of row (a scenario's rates, its unthrottled run, its
+/// codecs…), in the order the shapes first appear; the `scenario` column, empty (null)
+/// columns and lists (a backlog series) left out. Floats are written with three decimals
+/// below 10, one below 1 000, none above; integers, booleans and strings as they are; objects
+/// as compact JSON.
+pub fn markdown_tables(rows: &[Row]) -> String {
+    let mut shapes: Vec<(Vec<&str>, Vec<&Row>)> = Vec::new();
+    for row in rows {
+        let keys: Vec<&str> = row
+            .iter()
+            .filter(|(k, v)| k != "scenario" && !v.is_null() && !v.is_array())
+            .map(|(k, _)| k.as_str())
+            .collect();
+        match shapes.iter_mut().find(|(shape, _)| *shape == keys) {
+            Some((_, group)) => group.push(row),
+            None => shapes.push((keys, vec![row])),
+        }
+    }
+    let mut out = String::new();
+    for (keys, group) in &shapes {
+        out.push_str(&format!(
+            "| {} |\n|{}\n",
+            keys.join(" | "),
+            "---:|".repeat(keys.len())
+        ));
+        for row in group {
+            let cells: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    row.iter()
+                        .find(|(name, _)| name == k)
+                        .map_or_else(String::new, |(_, v)| cell(v))
+                })
+                .collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// [`markdown_tables`] of rows given as JSON: a list of rows, each a list of `[column, value]`
+/// pairs (pairs keep the columns' order, which a JSON object need not).
+pub fn markdown_tables_json(rows_json: &str) -> Result<String, serde_json::Error> {
+    let rows: Vec<Row> = serde_json::from_str(rows_json)?;
+    Ok(markdown_tables(&rows))
+}
+
+fn cell(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let v = n.as_f64().unwrap_or(f64::NAN);
+            match v.abs() {
+                a if a < 10.0 => format!("{v:.3}"),
+                a if a < 1000.0 => format!("{v:.1}"),
+                _ => format!("{v:.0}"),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_print_as_one_table_per_shape_in_order() {
+        let rows = markdown_tables_json(
+            r#"[
+                [["scenario", "s1"], ["rate", 1000], ["cpu_pct", 2.5], ["lost", 0], ["backlog", [1, 2]]],
+                [["scenario", "s1"], ["rate", 200000], ["cpu_pct", 47.25], ["lost", 0], ["backlog", [3]]],
+                [["scenario", "s1"], ["unthrottled", true], ["logs_per_s", 1234567.8], ["p99_ms", null]],
+                [["scenario", "s1"], ["rate", 5], ["cpu_pct", 0.1], ["lost", 2], ["us", {"dict": 0.5}]]
+            ]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            "| rate | cpu_pct | lost |\n|---:|---:|---:|\n| 1000 | 2.500 | 0 |\n| 200000 | 47.2 | 0 |\n\n\
+             | unthrottled | logs_per_s |\n|---:|---:|\n| true | 1234568 |\n\n\
+             | rate | cpu_pct | lost | us |\n|---:|---:|---:|---:|\n| 5 | 0.100 | 2 | {\"dict\":0.5} |\n\n"
+        );
+        assert!(markdown_tables_json("{}").is_err(), "rows are a list");
+        assert_eq!(markdown_tables(&[]), "");
+    }
 
     fn size(fields: &[(String, String)]) -> usize {
         fields.iter().map(|(k, v)| k.len() + v.len()).sum()

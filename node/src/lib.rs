@@ -22,6 +22,16 @@ mod warnings;
 use napi::Result;
 use napi_derive::napi;
 
+/// A benchmark's rows (JSON: a list of rows, each a list of `[column, value]` pairs) as
+/// markdown tables, one per shape of row: the engine's one table writer for every front.
+#[napi]
+pub fn bench_markdown(env: napi::Env, rows_json: String) -> Result<String> {
+    use errors::RaiseIn as _;
+    loghose::bench::markdown_tables_json(&rows_json)
+        .map_err(|e| errors::Raised::type_error(format!("benchmark rows: {e}")))
+        .raise_in(&env)
+}
+
 /// The version of the Rust engine this addon was built from.
 /// The `loghose` command on a libuv pool thread, so the event loop stays free for the
 /// process's own SIGINT/SIGTERM listeners (which call [`cli_stop`]).

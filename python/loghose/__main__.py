@@ -20,6 +20,7 @@ import traceback
 from typing import Any
 
 import loghose
+from loghose import _native
 from loghose import bench as bench_module
 from loghose.bench import TAGS, TOPIC, ChildEmulator
 
@@ -66,26 +67,8 @@ def compare(emu: ChildEmulator, count: int) -> dict[str, Any]:
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:
-    """Rows as markdown tables: one per shape of row (a scenario's rates, its unthrottled run,
-    its codecs...), lists (a backlog series) left out."""
-    out: list[str] = []
-    shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for row in rows:
-        keys = tuple(k for k, v in row.items() if k != "scenario" and not isinstance(v, list) and v is not None)
-        shapes.setdefault(keys, []).append(row)
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}" if abs(v) < 1000 else f"{v:.0f}"
-        return str(v)
-
-    for keys, group in shapes.items():
-        out.append("| " + " | ".join(keys) + " |")
-        out.append("|" + "---:|" * len(keys))
-        for row in group:
-            out.append("| " + " | ".join(cell(row[k]) for k in keys) + " |")
-        out.append("")
-    return "\n".join(out)
+    """Rows as markdown tables (the engine's table writer: one table per shape of row)."""
+    return _native.bench_markdown(json.dumps([list(row.items()) for row in rows]))
 
 
 def bench(argv: list[str]) -> int:

@@ -69,6 +69,14 @@ fn bench_payload(size: usize) -> String {
     loghose::bench::s6_payload(size)
 }
 
+/// A benchmark's rows (JSON: a list of rows, each a list of `[column, value]` pairs) as
+/// markdown tables, one per shape of row: the engine's one table writer for every front.
+#[pyfunction]
+fn bench_markdown(rows_json: &str) -> PyResult<String> {
+    loghose::bench::markdown_tables_json(rows_json)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("benchmark rows: {e}")))
+}
+
 /// Lets the watchdog hear of `signum` (whose previous disposition was the default) and act if
 /// the Python handler does not start in time (`signals`); false where it cannot.
 #[pyfunction]
@@ -98,6 +106,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preset_options_json, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_markdown, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_function(wrap_pyfunction!(bench_payload, m)?)?;
     m.add_function(wrap_pyfunction!(arm_signal, m)?)?;
