@@ -60,7 +60,10 @@ def run_child(emu: loghose.Emulator, tmp_path, logstore: str, mode: str, signum:
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None
     assert child.stdout.readline() == "ready\n"
-    time.sleep(1.0)
+    # Signalled once it has sent more than 10 000 records (about 1 s; longer on a loaded machine).
+    deadline = time.monotonic() + 30
+    while struct.unpack("<Q", ack.read_bytes())[0] <= 10_000 and time.monotonic() < deadline:
+        time.sleep(0.05)
     os.kill(child.pid, signum)
     _, stderr = child.communicate(timeout=30)
     acknowledged = struct.unpack("<Q", ack.read_bytes())[0]
