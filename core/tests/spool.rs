@@ -253,6 +253,7 @@ fn kill_loop(kills: u32, rate: u64, sync: &str) {
         // ones left).
         std::thread::sleep(Duration::from_millis(300 + fastrand::u64(0..1200)));
         kill(child);
+        eprintln!("KILL {run}");
         marks.push(acked(&ack));
     }
     let stats = drain(&emu, &dir);
