@@ -10,7 +10,8 @@
 #   through the same runner) cross-compiled for it and run under qemu (ARM) or natively (musl);
 # - ARM: the CPython 3.11 wheel unpacked beside pytest, and the value table shared with the
 #   other tests, every kind of dict table the in-place walk reads, send_many and a report
-#   awaited from asyncio (tests-py/test_values.py, test_asyncio.py), in the ARM interpreter;
+#   awaited from asyncio (tests-py/test_values.py, test_asyncio.py), and the signal watchdog of a
+#   stuck main thread (test_signals.py, a fresh interpreter under qemu), in the ARM interpreter;
 # - ARM: the npm packages (loghose and its platform package) unpacked into node_modules, and
 #   scripts/platforms/check-node.js in the ARM Node.js: the value table, sendMany, a report
 #   awaited from a Promise, the pino transport;
@@ -94,8 +95,12 @@ for name in "${targets[@]}"; do
     # pytest and what it needs are pure Python: this machine's pip installs them for the ARM one.
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --target "$work/site" \
       "$(grep '^pytest>' tests-py/requirements.txt)" "$(grep '^pytest-timeout' tests-py/requirements.txt)"
-    PYTHONPATH="$work/site" QEMU_LD_PREFIX="$sysroot" "$QEMU" "$sysroot/usr/bin/python3.11" -m pytest -q \
-      -p no:cacheprovider tests-py/test_values.py tests-py/test_asyncio.py tests-py/test_producer.py
+    # The watchdog of a main thread that cannot run Python's signal handler, in a fresh ARM
+    # interpreter the test starts through qemu (LOGHOSE_TEST_PYTHON: no binfmt here).
+    PYTHONPATH="$work/site" QEMU_LD_PREFIX="$sysroot" LOGHOSE_TEST_PYTHON="$QEMU $sysroot/usr/bin/python3.11" \
+      "$QEMU" "$sysroot/usr/bin/python3.11" -m pytest -q -p no:cacheprovider tests-py/test_values.py \
+      tests-py/test_asyncio.py tests-py/test_producer.py \
+      "tests-py/test_signals.py::test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_the_signal"
   fi
 
   if [[ " $parts " == *" node "* && -n "$sysroot" ]]; then

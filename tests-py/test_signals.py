@@ -6,6 +6,7 @@ KeyboardInterrupt, or its own handler's exit status), and its own handler must r
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import struct
 import subprocess
@@ -17,6 +18,10 @@ import loghose
 import pytest
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")]
+
+# How a fresh interpreter is started: this one's executable, or (under qemu-user, where an ARM
+# interpreter cannot exec another without binfmt) the command LOGHOSE_TEST_PYTHON names.
+PYTHON = shlex.split(os.environ.get("LOGHOSE_TEST_PYTHON", "")) or [sys.executable]
 
 CHILD = """
     import mmap, os, signal, struct, sys, threading, time, loghose
@@ -186,7 +191,7 @@ STUCK = """
 @pytest.mark.skipif(sys.platform != "linux", reason="a zeroed buffer is a mutex with glibc or musl")
 def test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_the_signal():
     with loghose.Emulator() as emu:
-        child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(STUCK), emu.endpoint, emu.access_key_id,
+        child = subprocess.Popen([*PYTHON, "-c", textwrap.dedent(STUCK), emu.endpoint, emu.access_key_id,
                                   emu.access_key_secret, "stuck"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert child.stdout is not None
