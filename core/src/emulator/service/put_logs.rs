@@ -42,7 +42,6 @@ fn pack_id_key(project: &str, logstore: &str, pack_id: &[u8]) -> u64 {
 #[derive(Default)]
 pub(crate) struct PackIds {
     seen: std::collections::HashSet<u64>,
-    first: std::collections::HashMap<u64, std::time::Instant>,
     order: std::collections::VecDeque<u64>,
 }
 
@@ -56,13 +55,9 @@ impl PackIds {
         for &key in keys {
             if !self.seen.insert(key) {
                 duplicates += 1;
-                if let Some(t) = self.first.get(&key) {
-                    eprintln!("DUP {key:x} first seen {:?} ago", t.elapsed());
-                }
                 continue;
             }
             self.order.push_back(key);
-            self.first.insert(key, std::time::Instant::now());
             if self.order.len() > Self::CAPACITY {
                 if let Some(old) = self.order.pop_front() {
                     self.seen.remove(&old);
@@ -210,13 +205,6 @@ impl Service {
                 let summary = scan::scan_log_group(raw, policy).map_err(scan_error)?;
                 if let Some((a, b)) = summary.pack_id {
                     pack_ids.push(pack_key(&raw[a..b]));
-                    if std::env::var_os("DBG_PACK").is_some() {
-                        eprintln!(
-                            "PACK {:x} {}",
-                            pack_key(&raw[a..b]),
-                            String::from_utf8_lossy(&raw[a..b])
-                        );
-                    }
                 }
                 Ok(vec![StoredGroup {
                     body: body.clone(),

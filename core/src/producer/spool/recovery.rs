@@ -216,35 +216,6 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
     } else {
         files.extend(replay_ledger::files(dir));
     }
-    if let Some(path) = std::env::var_os("DBG_SCAN") {
-        use std::io::Write as _;
-        let mut out = String::new();
-        for (id, b) in &found.batches {
-            out.push_str(&format!(
-                "SCAN pid={} {:?} done={} named={} pack={:?} copy_of={:?} n={} body={}\n",
-                std::process::id(),
-                id,
-                b.done,
-                replayed.contains(id),
-                b.pack_id,
-                b.open.as_ref().map(|o| o.2.clone()),
-                b.records.len(),
-                b.body.is_some()
-            ));
-        }
-        out.push_str(&format!(
-            "LEDGER pid={} {} entries\n",
-            std::process::id(),
-            replayed.len()
-        ));
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            let _ = f.write_all(out.as_bytes());
-        }
-    }
     let recovered = found
         .batches
         .into_iter()
