@@ -24,6 +24,8 @@ pub mod bench;
 pub mod cli;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+#[cfg(feature = "log")]
+pub mod logger;
 pub mod producer;
 mod threads;
 pub mod wire;

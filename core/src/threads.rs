@@ -14,8 +14,30 @@
 //! SIGSYS) stay unblocked: blocking them would turn a crash into a hang. Threads inherit the
 //! mask of the thread that starts them, so blocking around each start leaves no window in which
 //! a new thread could take a signal.
+//!
+//! The threads of the I/O runtime and the emulator's are also marked as the engine's
+//! ([`is_engine_thread`]): a record logged there (by the HTTP client, the emulator's server) is
+//! never fed back into a producer by the `log` integration, which would send one request per
+//! request. The reporter thread is not marked: the application's report callbacks run there,
+//! and what they log is theirs.
 
+use std::cell::Cell;
 use std::thread::JoinHandle;
+
+thread_local! {
+    static ENGINE_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as one of the engine's (the runtimes' `on_thread_start`).
+pub(crate) fn mark_engine_thread() {
+    ENGINE_THREAD.with(|t| t.set(true));
+}
+
+/// Whether the calling thread is one of the engine's own.
+#[cfg_attr(not(feature = "log"), allow(dead_code))]
+pub(crate) fn is_engine_thread() -> bool {
+    ENGINE_THREAD.with(Cell::get)
+}
 
 /// Runs `start` (which starts threads) with the asynchronous signals blocked in the calling
 /// thread, then puts the calling thread's mask back, even if `start` panics.
@@ -30,7 +52,14 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    with_signals_blocked(|| std::thread::Builder::new().name(name.into()).spawn(body))
+    with_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                mark_engine_thread();
+                body()
+            })
+    })
 }
 
 /// The calling thread's signal mask as it was; put back when dropped.

@@ -327,6 +327,7 @@ impl Emulator {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(config.worker_threads.max(1))
                 .thread_name("loghose-emulator")
+                .on_thread_start(crate::threads::mark_engine_thread)
                 .enable_all()
                 .build()
         })

@@ -89,6 +89,7 @@ fn engine() -> Result<&'static Engine, ProducerError> {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("loghose-io")
+            .on_thread_start(crate::threads::mark_engine_thread)
             .enable_all()
             .build()
     })

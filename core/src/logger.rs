@@ -1,0 +1,204 @@
+//! The `log` crate's records into a producer (feature `log`): [`LoghoseLogger`] implements
+//! [`log::Log`], so `log::info!` and every library that logs through `log` send to Log Service.
+//!
+//! Each record becomes one log, written straight into the open batch (the producer's plain add,
+//! no copy of its fields): `level`, `target`, `message`, then `module`, `file` and `line` when
+//! known, then the record's key-values (`log::info!(user = "bob"; "login")`), each as its
+//! `Display` text. The caller's thread only encodes and queues; it waits only where the
+//! producer is configured to (`max_block_ms` with a full buffer). A record the producer refuses
+//! (a full buffer, a reserved or invalid key) is counted in the producer's stats (`dropped`,
+//! `invalid`) and said once on stderr per kind of refusal: never silent, never a panic in the
+//! caller. Records logged on the engine's I/O threads (its HTTP client's) or an embedded
+//! emulator's are not sent: each would cost a request that logs again.
+//! [`LoghoseLogger::install`] sets it as the process's logger and answers a [`LogGuard`] that
+//! delivers what is pending when dropped (at the end of `main`).
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::producer::{CloseReport, ErrorKind, LogEncoder, Producer, ProducerError, RecordError};
+
+/// A `log::Log` that sends every enabled record through a producer.
+pub struct LoghoseLogger {
+    producer: Arc<Producer>,
+    level: log::LevelFilter,
+    /// Kinds of refusal already said on stderr (one bit per [`ErrorKind`] seen).
+    said: AtomicU32,
+}
+
+impl LoghoseLogger {
+    /// Sends records at `Info` and above through `producer`.
+    pub fn new(producer: Arc<Producer>) -> LoghoseLogger {
+        LoghoseLogger {
+            producer,
+            level: log::LevelFilter::Info,
+            said: AtomicU32::new(0),
+        }
+    }
+
+    /// Sends records at `level` and above.
+    pub fn with_level(mut self, level: log::LevelFilter) -> LoghoseLogger {
+        self.level = level;
+        self
+    }
+
+    /// The producer it sends through.
+    pub fn producer(&self) -> &Arc<Producer> {
+        &self.producer
+    }
+
+    /// Makes this the process's logger (and its level `log`'s maximum); the guard delivers
+    /// what is pending when dropped, within `close_timeout`. Fails when a logger is set.
+    pub fn install(self, close_timeout: Duration) -> Result<LogGuard, log::SetLoggerError> {
+        let producer = self.producer.clone();
+        let level = self.level;
+        log::set_boxed_logger(Box::new(self))?;
+        log::set_max_level(level);
+        Ok(LogGuard {
+            producer: Some(producer),
+            close_timeout,
+        })
+    }
+
+    /// Says on stderr, once per kind, that a record was refused.
+    fn refused(&self, error: &ProducerError) {
+        let bit = 1u32 << (error.kind() as u32 % 32);
+        if self.said.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+            let counted = match error.kind() {
+                ErrorKind::BufferFull => "dropped",
+                _ => "invalid",
+            };
+            eprintln!(
+                "loghose: a log record was not sent: {error} (counted in the producer's stats as \
+                 {counted}; said once per kind of error)"
+            );
+        }
+    }
+}
+
+thread_local! {
+    /// Per thread text of the record being written (its message, a key-value's text).
+    static TEXT: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+}
+
+impl log::Log for LoghoseLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        // What the engine's own threads log (the HTTP client sending a batch, the emulator
+        // serving one) would come back as another request each: left to other loggers.
+        metadata.level() <= self.level && !crate::threads::is_engine_thread()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let sent = TEXT.with(|text| {
+            // A logger called while this thread's text is in use (a `Display` that logs) uses
+            // fresh strings rather than panicking.
+            let mut fresh = (String::new(), String::new());
+            let mut borrowed = text.try_borrow_mut();
+            let (message, value) = match &mut borrowed {
+                Ok(t) => {
+                    let t: &mut (String, String) = t;
+                    (&mut t.0, &mut t.1)
+                }
+                Err(_) => (&mut fresh.0, &mut fresh.1),
+            };
+            message.clear();
+            let _ = write!(message, "{}", record.args());
+            self.producer.add_with(|log| {
+                log.field_str("level", record.level().as_str())?;
+                log.field_str("target", record.target())?;
+                log.field_str("message", message)?;
+                if let Some(module) = record.module_path() {
+                    log.field_str("module", module)?;
+                }
+                if let Some(file) = record.file() {
+                    log.field_str("file", file)?;
+                }
+                if let Some(line) = record.line() {
+                    value.clear();
+                    let _ = write!(value, "{line}");
+                    log.field_str("line", value)?;
+                }
+                let mut fields = KeyValues {
+                    log,
+                    value,
+                    failed: None,
+                };
+                let _ = record.key_values().visit(&mut fields);
+                match fields.failed {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                }
+            })
+        });
+        if let Err(e) = sent {
+            self.refused(&e);
+        }
+    }
+
+    fn flush(&self) {
+        self.producer.flush(Duration::from_secs(30));
+    }
+}
+
+/// Writes a record's key-values as fields.
+struct KeyValues<'a, 'b> {
+    log: &'a mut LogEncoder<'b>,
+    value: &'a mut String,
+    failed: Option<RecordError>,
+}
+
+impl<'kvs> log::kv::VisitSource<'kvs> for KeyValues<'_, '_> {
+    fn visit_pair(
+        &mut self,
+        key: log::kv::Key<'kvs>,
+        value: log::kv::Value<'kvs>,
+    ) -> Result<(), log::kv::Error> {
+        self.value.clear();
+        let _ = write!(self.value, "{value}");
+        if let Err(e) = self.log.field_str(key.as_str(), self.value) {
+            self.failed = Some(e);
+            return Err(log::kv::Error::msg("a field was refused"));
+        }
+        Ok(())
+    }
+}
+
+/// Delivers what the logger's producer holds when dropped (at the end of `main`), within the
+/// close timeout; says on stderr what was not delivered.
+#[must_use = "dropped at once, it closes the producer at once"]
+pub struct LogGuard {
+    producer: Option<Arc<Producer>>,
+    close_timeout: Duration,
+}
+
+impl LogGuard {
+    /// Closes the producer now and answers what was not delivered (records logged after it
+    /// are refused, and said once on stderr).
+    pub fn close(mut self) -> CloseReport {
+        self.producer
+            .take()
+            .map(|p| p.close(self.close_timeout))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for LogGuard {
+    fn drop(&mut self) {
+        let Some(producer) = self.producer.take() else {
+            return;
+        };
+        let report = producer.close(self.close_timeout);
+        if report.undelivered > 0 {
+            eprintln!(
+                "loghose: {} log record(s) not delivered at exit",
+                report.undelivered
+            );
+        }
+    }
+}
