@@ -15,11 +15,12 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::producer::{CloseReport, ErrorKind, LogEncoder, Producer, ProducerError, RecordError};
+use crate::producer::{CloseReport, ErrorKind, Producer, ProducerError};
 
 /// A `log::Log` that sends every enabled record through a producer.
 pub struct LoghoseLogger {
@@ -107,8 +108,22 @@ impl log::Log for LoghoseLogger {
                 }
                 Err(_) => (&mut fresh.0, &mut fresh.1),
             };
+            // Everything that runs the application's code (the message's and the key-values'
+            // `Display`) is rendered first: a `Display` that logs, or takes its time, must not
+            // run while the add holds the batch.
             message.clear();
             let _ = write!(message, "{}", record.args());
+            value.clear();
+            let line = record.line().map(|line| {
+                let _ = write!(value, "{line}");
+                0..value.len()
+            });
+            let mut pairs = Vec::new();
+            let _ = record.key_values().visit(&mut Render {
+                text: value,
+                pairs: &mut pairs,
+            });
+            let value = &*value;
             self.producer.add_with(|log| {
                 log.field_str("level", record.level().as_str())?;
                 log.field_str("target", record.target())?;
@@ -119,21 +134,13 @@ impl log::Log for LoghoseLogger {
                 if let Some(file) = record.file() {
                     log.field_str("file", file)?;
                 }
-                if let Some(line) = record.line() {
-                    value.clear();
-                    let _ = write!(value, "{line}");
-                    log.field_str("line", value)?;
+                if let Some(line) = line {
+                    log.field_str("line", &value[line])?;
                 }
-                let mut fields = KeyValues {
-                    log,
-                    value,
-                    failed: None,
-                };
-                let _ = record.key_values().visit(&mut fields);
-                match fields.failed {
-                    Some(e) => Err(e),
-                    None => Ok(()),
+                for (key, text) in &pairs {
+                    log.field_str(&value[key.clone()], &value[text.clone()])?;
                 }
+                Ok(())
             })
         });
         if let Err(e) = sent {
@@ -146,25 +153,24 @@ impl log::Log for LoghoseLogger {
     }
 }
 
-/// Writes a record's key-values as fields.
-struct KeyValues<'a, 'b> {
-    log: &'a mut LogEncoder<'b>,
-    value: &'a mut String,
-    failed: Option<RecordError>,
+/// Renders a record's key-values into one text, each key and value's place in `pairs`.
+struct Render<'a> {
+    text: &'a mut String,
+    pairs: &'a mut Vec<(Range<usize>, Range<usize>)>,
 }
 
-impl<'kvs> log::kv::VisitSource<'kvs> for KeyValues<'_, '_> {
+impl<'kvs> log::kv::VisitSource<'kvs> for Render<'_> {
     fn visit_pair(
         &mut self,
         key: log::kv::Key<'kvs>,
         value: log::kv::Value<'kvs>,
     ) -> Result<(), log::kv::Error> {
-        self.value.clear();
-        let _ = write!(self.value, "{value}");
-        if let Err(e) = self.log.field_str(key.as_str(), self.value) {
-            self.failed = Some(e);
-            return Err(log::kv::Error::msg("a field was refused"));
-        }
+        let key_at = self.text.len();
+        self.text.push_str(key.as_str());
+        let value_at = self.text.len();
+        let _ = write!(self.text, "{value}");
+        self.pairs
+            .push((key_at..value_at, value_at..self.text.len()));
         Ok(())
     }
 }

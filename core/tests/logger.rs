@@ -27,6 +27,8 @@ fn log_records_arrive_with_their_level_target_place_and_key_values() {
     log::info!(target: "web", "served {} in {} ms", "/items", 12);
     log::warn!(user = "bob", attempt = 3; "login refused");
     log::debug!("debug is on");
+    // A value whose `Display` logs (it runs before the add takes the batch: no deadlock).
+    log::info!(who:% = Chatty; "outer");
     log::trace!("below the level: not sent");
     // A key the service reserves: refused, counted, the rest goes on.
     log::error!(__topic__ = "x"; "reserved key");
@@ -34,7 +36,7 @@ fn log_records_arrive_with_their_level_target_place_and_key_values() {
     log::logger().flush();
 
     let stats = producer.stats();
-    assert_eq!((stats.accepted, stats.invalid), (3, 1));
+    assert_eq!((stats.accepted, stats.invalid), (5, 1));
     let report = guard.close();
     assert_eq!(report.undelivered, 0);
 
@@ -50,8 +52,15 @@ fn log_records_arrive_with_their_level_target_place_and_key_values() {
     let messages: Vec<String> = logs.iter().filter_map(|l| field(l, "message")).collect();
     assert_eq!(
         messages,
-        ["served /items in 12 ms", "login refused", "debug is on"]
+        [
+            "served /items in 12 ms",
+            "login refused",
+            "debug is on",
+            "from a Display",
+            "outer"
+        ]
     );
+    assert_eq!(field(&logs[4], "who").as_deref(), Some("chatty"));
     let served = &logs[0];
     assert_eq!(field(served, "level").as_deref(), Some("INFO"));
     assert_eq!(field(served, "target").as_deref(), Some("web"));
@@ -75,5 +84,14 @@ fn log_records_arrive_with_their_level_target_place_and_key_values() {
         .is_some_and(|l| l > 0 && l < line));
     // After the close, records are refused (said once on stderr), never a panic.
     log::info!("after the close");
-    assert_eq!(emu.logs("proj", "app").len(), 3);
+    assert_eq!(emu.logs("proj", "app").len(), 5);
+}
+
+struct Chatty;
+
+impl std::fmt::Display for Chatty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        log::info!("from a Display");
+        f.write_str("chatty")
+    }
 }
