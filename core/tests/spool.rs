@@ -281,15 +281,12 @@ fn kill_loop(kills: u32, rate: u64, sync: &str) {
     );
     assert!(acknowledged > 0);
     assert_eq!(lost, 0, "acknowledged records lost across kills");
-    // A duplicate should come only from a batch in flight at a kill: at most `send_concurrency`
-    // (default 8) batches of at most 500 records each, per kill; a batch keeps its send slot
-    // until it is marked done, and a replay's copy names its original (a kill between the copy
-    // and its ledger entry sends the batch once). Release builds at full speed on a loaded
-    // machine still exceed that now and then (46 to 51 groups in 5 kills; once, after one kill,
-    // 17 batches a replay had delivered 0.4 s before it were sent again): a defect not found
-    // yet. The bound allows twice the in-flight batches per kill, so that it still catches a
-    // regression of the done marks or the ledger, and the message gives the figures.
-    const PER_KILL: u64 = 2 * 8;
+    // A duplicate comes only from a batch in flight at a kill: at most `send_concurrency`
+    // (default 8) batches of at most 500 records each, per kill. A batch keeps its send slot
+    // until it is marked done; a replay's copy names its original (a kill between the copy
+    // and its ledger entry sends the batch once); the old files go oldest first (a kill in
+    // the middle of their deletion never leaves a done batch's records without its mark).
+    const PER_KILL: u64 = 8;
     assert!(
         counters.duplicate_groups <= u64::from(kills) * PER_KILL,
         "{} duplicate groups; duplicated records by first run {per_run:?}",

@@ -28,11 +28,13 @@
 //! cleared: its earlier use's entries carry another sequence and end the scan. Every batch not `Done`
 //! is rebuilt — its records in order, its pack id kept when it had been sealed (it may have
 //! been sent: the service sees the same pack id twice at most) — written again into the new
-//! run's segments, and only then are the old files deleted; a crash during recovery loses
-//! nothing either. Each batch written again is named (old run and batch) in the replay ledger
-//! (`replayed.log`, CRC-checked entries), which a later recovery skips: a replay cut short by a
-//! close or a kill does not make the next producer send those batches a second time. The
-//! ledger is deleted after the old files it names.
+//! run's segments, and only then are the old files deleted (oldest segment first, so that a
+//! deletion cut by a kill never leaves a batch's records without the later entry that marks it
+//! done); a crash during recovery loses nothing either. Each batch written again is named
+//! (old run and batch) in the replay ledger (`replayed.log`, CRC-checked entries), which a
+//! later recovery skips: a replay cut short by a close or a kill does not make the next
+//! producer send those batches a second time. The ledger is deleted after the old files it
+//! names.
 //!
 //! Durability (`spool_sync`): `none` survives the process (the page cache outlives it);
 //! `batch` makes a batch's segment durable with `fdatasync` when it seals, before it is sent;
@@ -482,7 +484,9 @@ impl Spool {
     }
 
     /// Deletes the files an earlier producer left in `from`, once their batches are in this
-    /// run's (an orphan is let go when `from` is dropped).
+    /// run's (an orphan is let go when `from` is dropped), in the order the scan put them:
+    /// cut anywhere by a kill, what is left never holds a done batch's records without its
+    /// `Done` entry.
     pub(crate) fn remove_old(&self, from: &Leftover) {
         if self.sync != SpoolSync::None {
             self.sync_all();
@@ -886,6 +890,78 @@ mod tests {
         drop(spool);
         let (_, again, _) = open(&d, 64 << 20);
         assert!(again.is_empty(), "removed files are not replayed twice");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Copies the spool directory `from` (its slot directories and their files) to `to`.
+    fn copy_spool(from: &Path, to: &Path) {
+        for slot in std::fs::read_dir(from).unwrap() {
+            let slot = slot.unwrap().path();
+            let into = to.join(slot.file_name().unwrap());
+            std::fs::create_dir_all(&into).unwrap();
+            for file in std::fs::read_dir(&slot).unwrap() {
+                let file = file.unwrap().path();
+                std::fs::copy(&file, into.join(file.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn old_files_deleted_in_part_never_bring_back_a_batch_that_was_done() {
+        let d = dir("cut-delete");
+        {
+            let (spool, _, _) = open(&d, 64 << 20);
+            let (mut done, mut open_batch, mut first) = Default::default();
+            // Batch 1's records span several segments of shard 0, the first of which also
+            // holds a record of batch 3, which is not done: those segments are not settled.
+            // Batch 1's Done entry lands in the last one, after batch 2's records (not done).
+            let record = vec![b'x'; 1000];
+            spool
+                .record(0, 3, &dest("aaa"), b"tags", &record, &mut first)
+                .unwrap();
+            for _ in 0..600 {
+                spool
+                    .record(0, 1, &dest("aaa"), b"tags", &record, &mut done)
+                    .unwrap();
+            }
+            for _ in 0..100 {
+                spool
+                    .record(0, 2, &dest("aaa"), b"tags", &record, &mut open_batch)
+                    .unwrap();
+            }
+            spool.done(0, 1, &mut done);
+            assert!(done.segments.len() >= 3, "{:?}", done.segments);
+        }
+        let (spool, recovered, old) = open(&d, 64 << 20);
+        assert_eq!(
+            recovered.iter().map(|r| r.origin.1).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        drop((spool, recovered));
+        // A replay's deletion of the old files cut by a kill after each file in turn: the next
+        // producer finds batch 1 done (or gone) every time, never to be sent again.
+        let slot_files: Vec<PathBuf> = old
+            .old_files
+            .iter()
+            .filter(|f| f.exists())
+            .cloned()
+            .collect();
+        drop(old);
+        for cut in 0..=slot_files.len() {
+            let copy = dir("cut-delete-copy");
+            copy_spool(&d, &copy);
+            for f in &slot_files[..cut] {
+                let _ = std::fs::remove_file(slot(&copy).join(f.file_name().unwrap()));
+            }
+            let (_, again, _) = open(&copy, 64 << 20);
+            let origins: Vec<u64> = again.iter().map(|r| r.origin.1).collect();
+            assert!(
+                !origins.contains(&1),
+                "after deleting {cut} of {} old files, the done batch came back: {origins:?}",
+                slot_files.len()
+            );
+            let _ = std::fs::remove_dir_all(&copy);
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 

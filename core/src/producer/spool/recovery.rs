@@ -173,15 +173,24 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
     // names say nothing, as a segment file is reused under its name), so that a batch's
     // records, which may span segments, come back in order.
     let mut maps = Vec::with_capacity(entries.len());
-    for path in &entries {
+    // The order the old files are deleted in once their batches are spooled anew: a kill
+    // may cut the deletion anywhere, and what is left must never hold a batch's records
+    // without the entry that marks it done (the batch would be sent again). Batch files and
+    // empty segments first, then the segments from the oldest: a `Done` entry is always in
+    // the same or a later segment of its shard than the records and body it settles.
+    let mut batch_files = Vec::new();
+    let mut segments = Vec::with_capacity(entries.len());
+    for path in entries {
         if path.extension().is_some_and(|x| x == batch_file::EXTENSION) {
-            scan_batch_file(dir, path, &mut found)?;
+            scan_batch_file(dir, &path, &mut found)?;
+            batch_files.push(path);
             continue;
         }
-        let file = File::open(path).map_err(io(dir, "cannot read a segment"))?;
+        let file = File::open(&path).map_err(io(dir, "cannot read a segment"))?;
         if file.metadata().map_or(0, |m| m.len()) == 0 {
             // Made and not yet allocated (a spare the preparer was making at a kill):
             // nothing was ever written in it.
+            batch_files.push(path);
             continue;
         }
         // SAFETY: old segments are only read; the directory's lock keeps other producers
@@ -192,12 +201,18 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
             .and_then(|b| b.try_into().ok())
             .map_or(0, u64::from_le_bytes);
         maps.push((seq, Arc::new(map)));
+        segments.push((seq, path));
     }
     maps.sort_by_key(|(seq, _)| *seq);
     for (_, map) in &maps {
         scan_segment(map, &mut found);
         forget_pages(map);
     }
+    segments.sort_by_key(|(seq, _)| *seq);
+    let entries: Vec<PathBuf> = batch_files
+        .into_iter()
+        .chain(segments.into_iter().map(|(_, path)| path))
+        .collect();
     // Batches an interrupted replay had already spooled anew (their copies are in a later
     // run's files, or were delivered from there) are not sent again. The ledger goes last,
     // after the files it names; with no old files left it names nothing.
