@@ -24,6 +24,7 @@ const readline = require('node:readline')
 const lh = require('./index.js')
 const native = require('./native.js')
 const { recordA, recordB } = require('./s1-records.js')
+const { camel } = require('./options.js')
 
 const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
 const CLI = path.join(__dirname, 'cli.js')
@@ -97,50 +98,39 @@ function failed(row) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6
-const rssMb = () => process.memoryUsage().rss / 1048576
 const cpuMs = (since) => {
   const c = process.cpuUsage(since)
   return (c.user + c.system) / 1000
 }
 
+// The statistics, the process figures, the exactly-once check and the rows are the engine's
+// benchmark harness (shared with the Python front and the Rust examples); this file supplies
+// the send loops.
+
+/** The process's CPU time and memory now: `cpu_seconds`, `rss_mb`, `anon_mb`, `peak_rss_mb`,
+ * `threads` (snake_case, as the harness's rows take it). */
+const sample = () => JSON.parse(native.benchProcessSample())
+const rssMb = () => sample().rss_mb
+const threadCount = () => sample().threads
+
 function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+  return native.benchMedian(values)
 }
 
 function percentile(values, q) {
-  if (!values.length) return null
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.round(q * (sorted.length - 1)))]
+  return native.benchPercentile(values, q)
 }
 
 /** The least-squares slope of `values` against their index: a backlog's growth per second (one
  * that keeps up saws with the linger around a flat line, near 0 against the rate). */
 function slope(values) {
-  const n = values.length
-  if (n < 2) return 0
-  const mx = (n - 1) / 2
-  const my = values.reduce((a, b) => a + b, 0) / n
-  let num = 0
-  let den = 0
-  values.forEach((y, x) => {
-    num += (x - mx) * (y - my)
-    den += (x - mx) ** 2
-  })
-  return num / den
+  return native.benchSlope(values)
 }
 
-/** A count or kB figure of /proc/self/status (0 where there is none). */
-function procStatus(key) {
-  try {
-    return Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(fs.readFileSync('/proc/self/status', 'utf8'))[1])
-  } catch {
-    return 0
-  }
+/** A row of the harness (JSON `[column, value]` pairs, snake_case) as an object, camelCase. */
+function rowObject(json) {
+  return Object.fromEntries(JSON.parse(json).map(([k, v]) => [camel(k), v]))
 }
-const threadCount = () => procStatus('Threads')
-const anonMb = () => procStatus('RssAnon') / 1024
 
 /** The emulator in a child process at nice 10 (its work is not the producer's). */
 async function startEmulator() {
@@ -153,24 +143,31 @@ async function startEmulator() {
   const info = await new Promise((resolve) => {
     readline.createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)))
   })
-  const admin = async (what) => (await fetch(`${info.endpoint}/_emulator/${what}`)).json()
   return {
-    ...info,
-    options: { endpoint: info.endpoint, accessKeyId: info.accessKeyId, accessKeySecret: info.accessKeySecret },
-    logs: async (project, logstore) => ((await admin(`totals?project=${project}&logstore=${logstore}`)) || { logs: 0 }).logs,
-    duplicateGroups: async () => (await admin('counters')).duplicate_groups,
+    endpoint: info.endpoint,
+    options: { endpoint: info.endpoint, accessKeyId: info.access_key_id, accessKeySecret: info.access_key_secret },
     close: () => child.stdin.end(),
+  }
+}
+
+/** One run's measure by the harness: the exactly-once check of a logstore and the process's
+ * CPU time and memory between `begin()` and `stop()`; `rateRow`/`unthrottledRow` make its row. */
+function meter(emu, logstore, project = 'bench') {
+  const m = new native.BenchMeter(emu.endpoint, project, logstore)
+  return {
+    begin: () => m.begin(),
+    stop: () => m.stop(),
+    counted: (sent) => JSON.parse(m.counted(sent)),
+    rateRow: (run) => rowObject(m.rateRow(JSON.stringify(run))),
+    unthrottledRow: (run) => rowObject(m.unthrottledRow(JSON.stringify(run))),
   }
 }
 
 /** The exactly-once check of one logstore: logs read back against logs sent, and batches the
  * emulator saw twice while the check was open. */
 async function counted(emu, logstore) {
-  const duplicates0 = await emu.duplicateGroups()
-  return async (sent) => {
-    const received = await emu.logs('bench', logstore)
-    return { received, lost: Math.max(sent - received, 0), duplicates: Math.max(received - sent, 0) + (await emu.duplicateGroups()) - duplicates0 }
-  }
+  const m = meter(emu, logstore)
+  return async (sent) => m.counted(sent)
 }
 
 /** Calls `body(second)` at the start of each second and sleeps out the rest; resolves with the
@@ -207,9 +204,9 @@ function timeReportCallbacks(producer) {
   return timing
 }
 
-async function rateRow(emu, emit, scenario, preset, rate, seconds, idleRss, idleAnon) {
+async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
   const logstore = `${scenario}-rate-${rate}`
-  const result = await counted(emu, logstore)
+  const measure = meter(emu, logstore)
   const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore, topic: 'test_topic', tags: TAGS })
   const callbacks = timeReportCallbacks(producer)
   const delay = monitorEventLoopDelay({ resolution: 5 })
@@ -217,8 +214,7 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idleRss, idle
   const pairs = Math.max(Math.floor(rate / 2), 1)
   let refused = 0
   let index = 0
-  const cpu0 = process.cpuUsage()
-  const t0 = nowMs()
+  measure.begin()
   const took = await eachSecond(seconds, `${scenario} ${rate} logs/s`, emit, async () => {
     let yielded = 0
     for (let i = 0; i < pairs; i++) {
@@ -241,28 +237,22 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idleRss, idle
     return yielded
   })
   const pending = await producer.flush(120000)
-  const wall = nowMs() - t0
-  const cpu = cpuMs(cpu0)
-  const rss = rssMb()
-  const anon = anonMb()
+  measure.stop()
   delay.disable()
   await producer.close()
-  return {
-    // The median second: one second disturbed by a collection or the neighbours does not move it.
-    scenario, preset, rate: pairs * 2, usPerSend: (median(took) * 1000) / (pairs * 2), cpuPct: (cpu / wall) * 100,
-    // Growth over the idle process: all of it, and the anonymous part (the rest is code paged in).
-    rssMb: rss, rssGrowthMb: rss - idleRss, anonGrowthMb: anon - idleAnon, loopDelayMaxMs: delay.max / 1e6, callbackMaxMs: callbacks.maxNs / 1e6,
-    ...(await result(pairs * 2 * seconds)), refused, pending,
-  }
+  return measure.rateRow({
+    scenario, preset, pairs_per_second: pairs, took_seconds: took.map((ms) => ms / 1000), refused, pending, idle,
+    extra: [['loop_delay_max_ms', delay.max / 1e6], ['callback_max_ms', callbacks.maxNs / 1e6]],
+  })
 }
 
 async function unthrottled(emu, emit, preset, seconds) {
-  const result = await counted(emu, 's1-unthrottled')
+  const measure = meter(emu, 's1-unthrottled')
   const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore: 's1-unthrottled', topic: 'test_topic', tags: TAGS })
   let n = 0
   let index = 0
-  let refused = 0
-  const cpu0 = process.cpuUsage()
+  let backoffs = 0
+  measure.begin()
   const t0 = nowMs()
   for (let second = 0; second < seconds; second++) {
     while (nowMs() - t0 < (second + 1) * 1000) {
@@ -276,7 +266,7 @@ async function unthrottled(emu, emit, preset, seconds) {
           index += 1
         } catch (err) {
           if (!(err instanceof lh.BufferFullError)) throw err
-          refused += 1
+          backoffs += 1
           full = true
         }
       }
@@ -287,18 +277,16 @@ async function unthrottled(emu, emit, preset, seconds) {
   }
   const addMs = nowMs() - t0
   const pending = await producer.flush(300000)
-  const wall = nowMs() - t0
-  const cpu = cpuMs(cpu0)
+  measure.stop()
   await producer.close()
-  const r = await result(n)
   // Refused sends were retried after a back-off, never lost: not part of the check.
-  return { scenario: 's1', preset, rate: null, unthrottled: true, usPerSend: (addMs * 1000) / n, deliveredPerS: r.received / (wall / 1000), perCpuSecond: r.received / (cpu / 1000), cpuPct: (cpu / wall) * 100, ...r, backoffs: refused, pending }
+  return measure.unthrottledRow({ preset, sent: n, add_seconds: addMs / 1000, pending, extra: [['backoffs', backoffs]] })
 }
 
 const SCENARIO_BODIES = {
   async s1(emu, emit, p) {
-    const [idle, idleAnon] = [rssMb(), anonMb()]
-    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle, idleAnon) })
+    const idle = sample()
+    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle) })
     if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds) })
   },
 
@@ -308,9 +296,9 @@ const SCENARIO_BODIES = {
       const allowed = /^Cpus_allowed_list:\s+(\S+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]
       if (allowed === String(p.core)) pinned = p.core
     } catch {}
-    const [idle, idleAnon] = [rssMb(), anonMb()]
+    const idle = sample()
     for (const rate of p.rates) {
-      const row = await rateRow(emu, emit, 's2', p.preset, rate, p.seconds, idle, idleAnon)
+      const row = await rateRow(emu, emit, 's2', p.preset, rate, p.seconds, idle)
       emit({ row: { ...row, pinnedCore: pinned } })
     }
   },
@@ -486,4 +474,4 @@ async function runHere(scenario, params, emit) {
   }
 }
 
-module.exports = { run, runHere, checked, failed, DEFAULTS, SCENARIOS, startEmulator, median, TAGS }
+module.exports = { run, runHere, checked, failed, DEFAULTS, SCENARIOS, startEmulator, meter, median, TAGS }

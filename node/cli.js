@@ -101,6 +101,7 @@ const COMPARE_ROUNDS = 5
  * producer, a warm-up round, then COMPARE_ROUNDS rounds with the styles alternating; the median
  * round of each style, and how many records of all rounds were received and lost. */
 async function compare(emu, count) {
+  const measure = benchScenarios.meter(emu, 'compare')
   const producer = lh.Producer.fromPreset('server', { ...emu.options, project: 'bench', logstore: 'compare', maxBlockMs: 60000 })
   const styles = {
     object: () => {
@@ -130,8 +131,8 @@ async function compare(emu, count) {
   await producer.flush(120000)
   await producer.close()
   const sent = (COMPARE_ROUNDS + 1) * Object.keys(styles).length * count
-  const received = await emu.logs('bench', 'compare')
-  return { us: Object.fromEntries(Object.entries(rounds).map(([style, us]) => [style, median(us)])), received, lost: sent - received }
+  const { received, lost } = measure.counted(sent)
+  return { us: Object.fromEntries(Object.entries(rounds).map(([style, us]) => [style, median(us)])), received, lost }
 }
 
 /** Rows as markdown tables (the engine's table writer: one table per shape of row). */
@@ -409,7 +410,7 @@ async function loggingCost(argv) {
         const ns = Number(process.hrtime.bigint() - t0)
         const ended = await Promise.race([target.end().then(() => true), new Promise((r) => setTimeout(() => r(false), 60000).unref())])
         if (!ended) console.error(`loghose: ${kind} did not finish within 60 s`)
-        const arrived = target.remote ? await emu.logs('bench-logging', name) : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
+        const arrived = target.remote ? benchScenarios.meter(emu, name, 'bench-logging').counted(0).received : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
         rows[kind].us.push(ns / opts.records / 1000)
         rows[kind].lost += opts.records - arrived
       }
@@ -450,13 +451,9 @@ function load(url, seconds, connections) {
 }
 
 function serveEmulator() {
-  // The emulator stands in for the remote service, which takes none of the producer's CPU: at
-  // nice 10 it runs on what the benchmarked process leaves instead of taking half the cores.
-  require('node:os').setPriority(10)
-  const emu = new lh.Emulator({ retentionBytes: 64 << 20 })
-  console.log(JSON.stringify({ endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret }))
-  process.stdin.resume()
-  process.stdin.on('end', () => emu.close())
+  // The engine's benchmark emulator: at nice 10 (it stands in for the remote service, which
+  // takes none of the producer's CPU), served until stdin closes.
+  native.benchServeEmulator(64 << 20)
 }
 
 const ENGINE_COMMANDS = ['send', 'pipe', 'emulator', 'help', '--help', '-h', '--version', '-V']

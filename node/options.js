@@ -56,4 +56,4 @@ function configJson(options) {
   return JSON.stringify(config)
 }
 
-module.exports = { presetOptions, credentialsAsker, configJson }
+module.exports = { presetOptions, credentialsAsker, configJson, camel }

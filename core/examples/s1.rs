@@ -14,13 +14,14 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
-use loghose::bench::{S1Workload, S1_TAGS, S1_TOPIC};
+use loghose::bench::harness::{self, Meter, ProcessSample, RateRun, UnthrottledRun};
+use loghose::bench::{Row, S1Workload, S1_TAGS, S1_TOPIC};
 use loghose::producer::{Producer, ProducerConfig, SpoolSync};
 use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
 use loghose::wire::request::{self, Auth};
 use prost::Message;
-use support::{proc_cpu_seconds, proc_status_kb, thread_report, thread_times};
+use support::{thread_report, thread_times};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -75,15 +76,6 @@ fn pin_to_core(core: usize) {
                 std::io::Error::last_os_error()
             );
         }
-    }
-}
-
-fn median(values: &mut [Duration]) -> Duration {
-    values.sort_unstable();
-    match values.len() {
-        0 => Duration::ZERO,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2,
     }
 }
 
@@ -300,8 +292,7 @@ fn main() {
         .build()
         .expect("runtime");
     let workload = S1Workload::default();
-    let idle_rss = proc_status_kb("VmRSS:");
-    let idle_anon = proc_status_kb("RssAnon:");
+    let idle = ProcessSample::now();
     println!(
         "S1 `{}` preset, {} s per rate, emulator in a child process at {endpoint}",
         args.preset, args.seconds
@@ -315,49 +306,39 @@ fn main() {
         );
         println!();
     }
-    println!("| logs/s | median µs per add | raw KB/s | CPU % | RSS MB | RSS growth MB | anon growth MB | peak RSS MB | disk B/log | received | lost | duplicated |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = false;
+    let mut rows: Vec<Row> = Vec::new();
     let mut next = 0u64;
     for &rate in &args.rates {
+        // Rates are of logs, in S1 pairs (a ten-field log and a four-field one).
+        let rate = rate.max(2) / 2 * 2;
         let logstore = format!("rate-{rate}");
+        let mut meter = Meter::start(&endpoint, "bench-s1", &logstore).expect("emulator admin");
         let p = producer(&args, &endpoint, &logstore, false);
-        let cpu0 = proc_cpu_seconds();
         let threads0 = thread_times();
         let disk0 = disk_written();
+        meter.begin();
         let t0 = Instant::now();
-        let (mut bursts, mut adds, mut raw, mut refused) = (Vec::new(), 0u64, 0u64, 0u64);
+        let (mut took, mut adds, mut refused) = (Vec::new(), 0u64, 0u64);
         let first = next;
         for second in 0..args.seconds {
             let second_start = t0 + Duration::from_secs(second);
             let started = Instant::now();
-            let burst_from = next;
             for _ in 0..rate {
                 if workload.add(&p, next - first).is_err() {
                     refused += 1;
                 }
                 next += 1;
             }
-            bursts.push(started.elapsed());
-            // Counted after the clock stops: the harness's own bookkeeping (it formats each
-            // index again) is not part of an add.
-            raw += (burst_from..next)
-                .map(|n| workload.raw_bytes(n - first))
-                .sum::<u64>();
+            took.push(started.elapsed().as_secs_f64());
             adds += rate;
             let end = second_start + Duration::from_secs(1);
             if let Some(rest) = end.checked_duration_since(Instant::now()) {
                 std::thread::sleep(rest);
             }
         }
-        let left = p.flush(Duration::from_secs(120));
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = proc_cpu_seconds() - cpu0;
-        let rss = proc_status_kb("VmRSS:") / 1024.0;
-        let peak = proc_status_kb("VmHWM:") / 1024.0;
-        // The anonymous part of the growth is the producer's own memory; the rest is the
-        // library's code paged in (shared, reclaimable).
-        let anon = proc_status_kb("RssAnon:") / 1024.0;
+        let pending = p.flush(Duration::from_secs(120));
+        meter.stop();
         if let Some(dir) = &args.spool_dir {
             eprintln!("{}", spool_mappings(dir));
         }
@@ -367,31 +348,33 @@ fn main() {
         );
         drop(p);
         let disk_per_log = (disk_written() - disk0).max(0) as f64 / adds.max(1) as f64;
+        // Every log read back, its contents checked, in a child process (its memory is not
+        // the producer's).
         let check = verify_in_child(&endpoint, &logstore, adds);
-        let lost =
-            adds.saturating_sub(check.received - check.duplicates.min(check.received)) + refused;
-        if lost > 0 || check.duplicates > 0 || check.wrong > 0 || left > 0 {
-            failed = true;
-        }
-        println!(
-            "| {rate} | {:.3} | {:.0} | {:.1} | {rss:.1} | {:.1} | {:.1} | {peak:.1} | {disk_per_log:.1} | {} | {lost} | {} |",
-            // The median second: one disturbed second does not move it.
-            median(&mut bursts).as_secs_f64() * 1e6 / rate.max(1) as f64,
-            raw as f64 / 1024.0 / args.seconds.max(1) as f64,
-            cpu / wall * 100.0,
-            rss - idle_rss / 1024.0,
-            anon - idle_anon / 1024.0,
-            check.received,
-            check.duplicates,
-        );
-        if check.wrong > 0 {
-            println!("\n{} logs read back with wrong contents", check.wrong);
-        }
+        let row = meter
+            .rate_row(&RateRun {
+                scenario: "s1".into(),
+                preset: args.preset.clone(),
+                pairs_per_second: rate / 2,
+                took_seconds: took,
+                refused,
+                pending,
+                idle,
+                extra: vec![
+                    ("disk_b_per_log".into(), disk_per_log.into()),
+                    ("read_back_duplicates".into(), check.duplicates.into()),
+                    ("read_back_wrong".into(), check.wrong.into()),
+                ],
+            })
+            .expect("emulator admin");
+        failed |= harness::failed(&row) || check.duplicates > 0 || check.wrong > 0;
+        rows.push(row);
     }
     if args.unthrottled_seconds > 0 {
+        let mut meter = Meter::start(&endpoint, "bench-s1", "unthrottled").expect("emulator admin");
         let p = producer(&args, &endpoint, "unthrottled", true);
-        let cpu0 = proc_cpu_seconds();
         let threads0 = thread_times();
+        meter.begin();
         let t0 = Instant::now();
         let mut n = 0u64;
         let stop = t0 + Duration::from_secs(args.unthrottled_seconds);
@@ -401,46 +384,27 @@ fn main() {
                 n += 1;
             }
         }
-        let add_secs = t0.elapsed().as_secs_f64();
-        let left = p.flush(Duration::from_secs(300));
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = proc_cpu_seconds() - cpu0;
+        let add_seconds = t0.elapsed().as_secs_f64();
+        let pending = p.flush(Duration::from_secs(300));
+        meter.stop();
         eprintln!(
             "threads unthrottled: {}",
             thread_report(&threads0, &thread_times())
         );
-        let stats = p.stats();
         drop(p);
-        let totals: serde_json::Value = rt
-            .block_on(async {
-                reqwest::get(format!(
-                    "{endpoint}/_emulator/totals?project=bench-s1&logstore=unthrottled"
-                ))
-                .await?
-                .json()
-                .await
+        let row = meter
+            .unthrottled_row(&UnthrottledRun {
+                preset: args.preset.clone(),
+                sent: n,
+                add_seconds,
+                pending,
+                extra: Vec::new(),
             })
-            .expect("totals");
-        let received = totals["logs"].as_u64().unwrap_or(0);
-        if received != n || left > 0 || stats.failed > 0 {
-            failed = true;
-        }
-        println!();
-        println!(
-            "Unthrottled, one adding thread, {} s:",
-            args.unthrottled_seconds
-        );
-        println!();
-        println!("| logs added | add rate logs/s | delivered logs/s | producer CPU s | logs per CPU-second | received | lost |");
-        println!("|---:|---:|---:|---:|---:|---:|---:|");
-        println!(
-            "| {n} | {:.0} | {:.0} | {cpu:.2} | {:.0} | {received} | {} |",
-            n as f64 / add_secs,
-            received as f64 / wall,
-            received as f64 / cpu.max(0.01),
-            n.saturating_sub(received),
-        );
+            .expect("emulator admin");
+        failed |= harness::failed(&row);
+        rows.push(row);
     }
+    println!("{}", loghose::bench::markdown_tables(&rows));
     let counters: serde_json::Value = rt
         .block_on(async {
             reqwest::get(format!("{endpoint}/_emulator/counters"))
@@ -458,10 +422,7 @@ fn main() {
         counters["raw_bytes"].as_u64().unwrap_or(0) as f64 / logs,
     );
     println!();
-    println!(
-        "Idle RSS before the first producer: {:.1} MB",
-        idle_rss / 1024.0
-    );
+    println!("Idle RSS before the first producer: {:.1} MB", idle.rss_mb);
     drop(emulator);
     if failed {
         eprintln!("S1 FAILED: logs were lost, duplicated or altered");

@@ -10,6 +10,7 @@
 //! - [`errors`]: errors raised as instances of the facade's classes, with their `code`.
 //! - [`views`]: stats, reports and the emulator's answers as plain objects, with their types.
 
+pub mod bench;
 mod emulator;
 mod errors;
 mod fields;

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -47,6 +46,7 @@ def compare(emu: ChildEmulator, count: int) -> dict[str, Any]:
             send_many([{"level": "INFO", "logger": "app.http", "msg": "request served", "status": "200",
                         "path": "/api/items", "index": str(i)} for i in range(start, min(start + 1000, n))])
 
+    meter = bench_module._Meter(emu, "compare", project="bench-s1")
     producer = loghose.Producer.from_preset("server", **emu.options, project="bench-s1", logstore="compare",
                                             topic=TOPIC, tags=TAGS, max_block_ms=60_000)
     styles = {"dict": (dicts, producer.send), "pairs": (pairs, producer.send),
@@ -61,9 +61,9 @@ def compare(emu: ChildEmulator, count: int) -> dict[str, Any]:
     producer.flush(120)
     producer.close(10)
     sent = (COMPARE_ROUNDS + 1) * len(styles) * count
-    received = emu.totals("bench-s1", "compare")["logs"]
+    counted = meter.result(sent)
     return {"us": {style: statistics.median(us) for style, us in rounds.items()},
-            "received": received, "lost": sent - received}
+            "received": counted["received"], "lost": counted["lost"]}
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:
@@ -152,11 +152,7 @@ def bench(argv: list[str]) -> int:
 def serve_emulator() -> int:
     # The emulator stands in for the remote service, which takes none of the producer's CPU:
     # at nice 10 it runs on what the benchmarked process leaves instead of taking half the cores.
-    os.nice(10)
-    with loghose.Emulator(retention_bytes=64 << 20) as emu:
-        print(json.dumps({"endpoint": emu.endpoint, "access_key_id": emu.access_key_id,
-                          "access_key_secret": emu.access_key_secret}), flush=True)
-        sys.stdin.read()
+    _native.bench_serve_emulator(64 << 20)
     return 0
 
 

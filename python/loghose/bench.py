@@ -38,11 +38,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import loghose
+from loghose import _native
 
 SCENARIOS = ("s1", "s2", "s4", "s5", "s6")
 
@@ -63,9 +63,6 @@ LOG_B = {
     "Visualized": "dashboard and report functions",
     "Interconnection": "Grafana and JDBC/SQL92",
 }
-RAW_A = sum(len(k) + len(v) for k, v in [("content_key_1", "1" + ALPHABET * 3)]
-            + [(f"content_key_{d}", f"{d}{ALPHABET}") for d in range(2, 10)]) + len("index") + 6
-RAW_B = sum(len(k) + len(v) for k, v in LOG_B.items())
 
 # What each scenario runs when not told otherwise (the vendor's rates; 10 s per rate).
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -205,45 +202,23 @@ def add_s1_pair(send: Any, index: int) -> None:
           "Interconnection": "Grafana and JDBC/SQL92"})
 
 
+def _sample() -> dict[str, float]:
+    """The process's CPU time and memory now (the engine's harness reads them, as for every
+    front): ``cpu_seconds``, ``rss_mb``, ``anon_mb``, ``peak_rss_mb``, ``threads``."""
+    return json.loads(_native.bench_process_sample())
+
+
 def rss_mb() -> float:
-    return _status_kb("VmRSS:") / 1024
-
-
-def peak_rss_mb() -> float:
-    return _status_kb("VmHWM:") / 1024
-
-
-def _status_kb(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_peak_rss() -> None:
-    # Writing 5 to clear_refs resets VmHWM to the current RSS (Linux ≥ 4.0); best effort.
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
+    return _sample()["rss_mb"]
 
 
 def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+    return _native.bench_percentile(values, q)
 
 
 def _slope(values: list[int]) -> float:
     """The least-squares slope of ``values`` against their index."""
-    n = len(values)
-    if n < 2:
-        return 0.0
-    mean_x, mean_y = (n - 1) / 2, sum(values) / n
-    return sum((x - mean_x) * (y - mean_y) for x, y in enumerate(values)) / sum((x - mean_x) ** 2 for x in range(n))
+    return _native.bench_slope([float(v) for v in values])
 
 
 class ChildEmulator:
@@ -257,17 +232,6 @@ class ChildEmulator:
         self.endpoint = info["endpoint"]
         self.options = {"endpoint": info["endpoint"], "access_key_id": info["access_key_id"],
                         "access_key_secret": info["access_key_secret"]}
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-    def _get(self, path: str) -> Any:
-        with self._opener.open(f"{self.endpoint}/_emulator/{path}", timeout=60) as resp:
-            return json.loads(resp.read())
-
-    def totals(self, project: str, logstore: str) -> dict[str, int]:
-        return self._get(f"totals?project={project}&logstore={logstore}") or {"logs": 0, "groups": 0}
-
-    def duplicate_groups(self) -> int:
-        return int(self._get("counters")["duplicate_groups"])
 
     def close(self) -> None:
         if self.proc.stdin:
@@ -275,18 +239,28 @@ class ChildEmulator:
         self.proc.wait(timeout=30)
 
 
-class _Counted:
-    """The exactly-once check of one logstore: logs read back against logs sent, and the batches
-    the emulator saw twice (by pack id) while this check was open."""
+class _Meter:
+    """One run's measure, by the engine's harness: the exactly-once check of a logstore (logs
+    read back against logs sent, batches the emulator saw twice while it was open) and the
+    process's CPU time and memory between ``begin`` and ``stop``; the run's row."""
 
-    def __init__(self, emu: ChildEmulator, project: str, logstore: str) -> None:
-        self.emu, self.project, self.logstore = emu, project, logstore
-        self.duplicates0 = emu.duplicate_groups()
+    def __init__(self, emu: ChildEmulator, logstore: str, project: str = "bench") -> None:
+        self._meter = _native.BenchMeter(emu.endpoint, project, logstore)
+
+    def begin(self) -> None:
+        self._meter.begin()
+
+    def stop(self) -> None:
+        self._meter.stop()
 
     def result(self, sent: int) -> dict[str, int]:
-        received = self.emu.totals(self.project, self.logstore)["logs"]
-        return {"received": received, "lost": max(sent - received, 0),
-                "duplicates": max(received - sent, 0) + self.emu.duplicate_groups() - self.duplicates0}
+        return json.loads(self._meter.counted(sent))
+
+    def rate_row(self, **run: Any) -> dict[str, Any]:
+        return dict(json.loads(self._meter.rate_row(json.dumps(run))))
+
+    def unthrottled_row(self, **run: Any) -> dict[str, Any]:
+        return dict(json.loads(self._meter.unthrottled_row(json.dumps(run))))
 
 
 def _seconds_loop(seconds: int, label: str, emit: Emit, body: Callable[[int], None]) -> list[float]:
@@ -306,10 +280,9 @@ def _seconds_loop(seconds: int, label: str, emit: Emit, body: Callable[[int], No
 
 
 def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: int, seconds: int,
-              idle_rss: float, idle_anon: float) -> dict[str, Any]:
+              idle: dict[str, float]) -> dict[str, Any]:
     logstore = f"{scenario}-rate-{rate}"
-    check = _Counted(emu, "bench", logstore)
-    _reset_peak_rss()
+    meter = _Meter(emu, logstore)
     producer = loghose.Producer.from_preset(preset, **emu.options, project="bench", logstore=logstore,
                                             topic=TOPIC, tags=TAGS)
     send = producer.send
@@ -326,39 +299,31 @@ def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: 
                 refused += 1
             next_index += 1
 
-    cpu0, t0 = time.process_time(), time.perf_counter()
+    meter.begin()
     took = _seconds_loop(seconds, f"{scenario} {rate} logs/s", emit, second_of_sends)
     pending = producer.flush(120)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    rss, peak, anon = rss_mb(), peak_rss_mb(), _status_kb("RssAnon:") / 1024
+    meter.stop()
     producer.close(10)
-    counted = check.result(pairs * 2 * seconds)
-    # The median second: one second disturbed by a collection or the neighbours does not move it.
-    return {"scenario": scenario, "preset": preset, "rate": pairs * 2,
-            "us_per_send": statistics.median(took) * 1e6 / (pairs * 2),
-            "raw_kb_s": (RAW_A + RAW_B) * pairs / 1024, "cpu_pct": cpu / wall * 100,
-            # Growth over the idle process: all of it, and the anonymous part (the producer's own
-            # memory; the rest is the library's code paged in, shared and reclaimable).
-            "rss_mb": rss, "rss_growth_mb": rss - idle_rss, "anon_growth_mb": anon - idle_anon,
-            "peak_rss_growth_mb": peak - idle_rss,
-            **counted, "refused": refused, "pending": pending}
+    return meter.rate_row(scenario=scenario, preset=preset, pairs_per_second=pairs, took_seconds=took,
+                          refused=refused, pending=pending, idle=idle)
 
 
 def s1(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
-    idle, idle_anon = rss_mb(), _status_kb("RssAnon:") / 1024
+    idle = _sample()
     for rate in p["rates"]:
-        emit({"row": _rate_row(emu, emit, "s1", p["preset"], rate, p["seconds"], idle, idle_anon)})
+        emit({"row": _rate_row(emu, emit, "s1", p["preset"], rate, p["seconds"], idle)})
     if p["unthrottled_seconds"]:
         emit({"row": _unthrottled(emu, emit, p["preset"], p["unthrottled_seconds"])})
 
 
 def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int) -> dict[str, Any]:
-    check = _Counted(emu, "bench", "s1-unthrottled")
+    meter = _Meter(emu, "s1-unthrottled")
     producer = loghose.Producer.from_preset(preset, **emu.options, project="bench", logstore="s1-unthrottled",
                                             topic=TOPIC, tags=TAGS, max_block_ms=60_000)
     send = producer.send
     n = 0
-    cpu0, t0 = time.process_time(), time.perf_counter()
+    meter.begin()
+    t0 = time.perf_counter()
     for second in range(seconds):
         stop = t0 + second + 1
         while time.perf_counter() < stop:
@@ -368,13 +333,9 @@ def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int) -> d
         emit({"progress": {"label": "s1 unthrottled", "done": second + 1, "total": seconds}})
     add_secs = time.perf_counter() - t0
     pending = producer.flush(300)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    meter.stop()
     producer.close(10)
-    counted = check.result(n)
-    return {"scenario": "s1", "preset": preset, "rate": None, "unthrottled": True,
-            "us_per_send": add_secs * 1e6 / max(n, 1), "delivered_per_s": counted["received"] / wall,
-            "per_cpu_second": counted["received"] / max(cpu, 1e-3), "cpu_pct": cpu / wall * 100,
-            **counted, "refused": 0, "pending": pending}
+    return meter.unthrottled_row(preset=preset, sent=n, add_seconds=add_secs, pending=pending)
 
 
 def s2(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
@@ -388,9 +349,9 @@ def s2(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
         emit({"progress": {"label": "s2 instructions (callgrind)", "done": 0, "total": 1}})
         instructions = instructions_per_send(p["preset"], p["instruction_sends"])
         emit({"progress": {"label": "s2 instructions (callgrind)", "done": 1, "total": 1}})
-    idle, idle_anon = rss_mb(), _status_kb("RssAnon:") / 1024
+    idle = _sample()
     for rate in p["rates"]:
-        row = _rate_row(emu, emit, "s2", p["preset"], rate, p["seconds"], idle, idle_anon)
+        row = _rate_row(emu, emit, "s2", p["preset"], rate, p["seconds"], idle)
         row.update(pinned_core=p["core"] if pinned else None, instructions_per_send=instructions)
         emit({"row": row})
 
@@ -440,7 +401,7 @@ def s4(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
 
 def _timers(emu: ChildEmulator, emit: Emit, n: int, linger_ms: int, seconds: int) -> dict[str, Any]:
     logstore = f"s4-{n}-{linger_ms}"
-    check = _Counted(emu, "bench", logstore)
+    check = _Meter(emu, logstore)
     sources = [f"device-{i:07d}" for i in range(n)]
     record = {"event": "tick", "status": "ok"}
     rss0 = rss_mb()
@@ -510,7 +471,7 @@ def _fleet(emu: ChildEmulator, emit: Emit, devices: int, rate: int, seconds: int
     if key not in ("shard_key", "source"):
         raise ValueError(f"s5 key must be shard_key or source, not {key!r}")
     logstore = f"s5-{rate}-{key.replace('_', '-')}"
-    check = _Counted(emu, "bench", logstore)
+    check = _Meter(emu, logstore)
     producer = loghose.Producer.from_preset("server", **emu.options, project="bench", logstore=logstore,
                                             adjust_shard_hash=True)
     # A device's messages come in their order; devices take turns in a shuffled order, as a
@@ -570,8 +531,9 @@ def _tenants(emu: ChildEmulator, emit: Emit, tenants: int) -> dict[str, Any]:
     """Many producers in one process, one per tenant, idle after one record each: memory and
     threads per producer (they share the engine's I/O threads; a report thread runs only
     while there are reports)."""
-    check = _Counted(emu, "bench", "s5-tenants")
-    rss0, threads0 = rss_mb(), _status_kb("Threads:")
+    check = _Meter(emu, "s5-tenants")
+    start = _sample()
+    rss0, threads0 = start["rss_mb"], start["threads"]
     producers = []
     for i in range(tenants):
         producers.append(loghose.Producer(**emu.options, project="bench", logstore="s5-tenants",
@@ -584,8 +546,8 @@ def _tenants(emu: ChildEmulator, emit: Emit, tenants: int) -> dict[str, Any]:
     pending = sum(producer.flush(60) for producer in producers)
     # Idle: past the time after which a producer's report thread ends (5 s without reports).
     time.sleep(IDLE_SECONDS)
-    rss_idle = rss_mb()
-    threads = _status_kb("Threads:")
+    idle = _sample()
+    rss_idle, threads = idle["rss_mb"], idle["threads"]
     for producer in producers:
         producer.close(10)
     counted = check.result(tenants)
@@ -603,7 +565,7 @@ def payload(size: int) -> str:
 
 def s6(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
     logstore = "s6-payload"
-    check = _Counted(emu, "bench", logstore)
+    check = _Meter(emu, logstore)
     producer = loghose.Producer(**emu.options, project="bench", logstore=logstore, linger_ms=0,
                                 buffer_max_bytes=64 << 20, max_block_ms=60_000)
     sent = 0

@@ -77,6 +77,78 @@ fn bench_markdown(rows_json: &str) -> PyResult<String> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("benchmark rows: {e}")))
 }
 
+/// The process's CPU time and memory now (JSON: `cpu_seconds`, `rss_mb`, `anon_mb`,
+/// `peak_rss_mb`, `threads`), as every front's benchmark harness reads them.
+#[pyfunction]
+fn bench_process_sample() -> String {
+    loghose::bench::harness::process_sample_json()
+}
+
+/// The `q` quantile of `values` (nearest rank), None when empty.
+#[pyfunction]
+fn bench_percentile(values: Vec<f64>, q: f64) -> Option<f64> {
+    loghose::bench::harness::percentile(&values, q)
+}
+
+/// The least-squares slope of `values` against their index.
+#[pyfunction]
+fn bench_slope(values: Vec<f64>) -> f64 {
+    loghose::bench::harness::slope(&values)
+}
+
+/// The benchmark emulator child's side: the emulator at nice 10, its endpoint and keys printed
+/// as a JSON line, served until stdin closes (the GIL released).
+#[pyfunction]
+fn bench_serve_emulator(py: Python<'_>, retention_bytes: usize) -> PyResult<()> {
+    py.detach(|| loghose::bench::harness::serve_emulator_child(retention_bytes))
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+}
+
+/// One benchmark run's measure (`loghose::bench::harness::Meter`): the exactly-once check of
+/// its logstore at the emulator and the process's CPU time and memory; its rows as JSON.
+#[pyclass(module = "loghose._native")]
+struct BenchMeter(loghose::bench::harness::Meter);
+
+#[pymethods]
+impl BenchMeter {
+    #[new]
+    fn new(py: Python<'_>, endpoint: &str, project: &str, logstore: &str) -> PyResult<Self> {
+        py.detach(|| loghose::bench::harness::Meter::start(endpoint, project, logstore))
+            .map(BenchMeter)
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+    }
+
+    /// The run's work begins now.
+    fn begin(&mut self) {
+        self.0.begin();
+    }
+
+    /// The run's work is over.
+    fn stop(&mut self) {
+        self.0.stop();
+    }
+
+    /// The check of `sent` logs (JSON).
+    fn counted(&self, py: Python<'_>, sent: u64) -> PyResult<String> {
+        py.detach(|| self.0.counted_json(sent))
+            .map_err(pyo3::exceptions::PyOSError::new_err)
+    }
+
+    /// The row of a rate run (JSON in, JSON pairs out).
+    fn rate_row(&mut self, py: Python<'_>, run_json: &str) -> PyResult<String> {
+        let meter = &mut self.0;
+        py.detach(|| meter.rate_row_json(run_json))
+            .map_err(pyo3::exceptions::PyValueError::new_err)
+    }
+
+    /// The row of an unthrottled run (JSON in, JSON pairs out).
+    fn unthrottled_row(&mut self, py: Python<'_>, run_json: &str) -> PyResult<String> {
+        let meter = &mut self.0;
+        py.detach(|| meter.unthrottled_row_json(run_json))
+            .map_err(pyo3::exceptions::PyValueError::new_err)
+    }
+}
+
 /// Lets the watchdog hear of `signum` (whose previous disposition was the default) and act if
 /// the Python handler does not start in time (`signals`); false where it cannot.
 #[pyfunction]
@@ -109,6 +181,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_markdown, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_function(wrap_pyfunction!(bench_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_process_sample, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_percentile, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_slope, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_serve_emulator, m)?)?;
+    m.add_class::<BenchMeter>()?;
     m.add_function(wrap_pyfunction!(arm_signal, m)?)?;
     m.add_function(wrap_pyfunction!(signal_handler_started, m)?)?;
     m.add_class::<producer::NativeProducer>()?;

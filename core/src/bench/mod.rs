@@ -5,7 +5,11 @@
 //! fields (~700 bytes) and one of four (~200 bytes); topic `test_topic`, tags `tag_1=val_1` …
 //! `tag_5=val_5`. S6: one large value of seeded access-log text ([`s6_payload`]), the same in
 //! every harness. The harnesses' rows are printed as markdown tables by [`markdown_tables`],
-//! the one table writer of every front. Pure data, any thread.
+//! the one table writer of every front. Pure data, any thread. [`harness`] is the rest of
+//! what every front's harness shares: the child emulator, the exactly-once check, the process
+//! figures and the rows.
+
+pub mod harness;
 
 /// The 48-byte alphabet run the S1 values are built from.
 pub const S1_ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+";
