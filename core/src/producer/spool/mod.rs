@@ -286,7 +286,8 @@ impl Recovered {
 /// recovered too: the replay that wrote the copy was cut (by a kill, or a power loss that
 /// kept the copy but not the ledger's entry) before the replay ledger named the original, so
 /// the copy may be incomplete and was never sent; the original goes again, once. A copy
-/// whose original is gone (named by the ledger, or its files deleted) stands for it.
+/// whose original is gone (named by the ledger, or its files deleted) stands for it; of two
+/// copies of one original in a directory, only the later (the scan drops the earlier).
 fn drop_copies_of_what_is_still_there(root: &Path, leftovers: &mut [Leftover]) {
     let mut originals = std::collections::HashSet::new();
     for leftover in leftovers.iter_mut() {
@@ -1062,6 +1063,57 @@ mod tests {
             [((1, 2), None, 2), ((1, 3), None, 2), ((2, 11), Some(1), 2)],
             "each batch once: the originals not yet named, and the copy of the one named"
         );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_copy_superseded_by_a_later_replays_copy_is_never_sent() {
+        let d = dir("superseded");
+        let copy = |spool: &Spool, r: &Recovered, batch: u64| {
+            let mut mark = SpoolMark::default();
+            spool
+                .open_copy(0, batch, &r.dest, &r.tags, &r.copy_origin(), &mut mark)
+                .unwrap();
+            for record in &r.records {
+                spool
+                    .record(0, batch, &r.dest, &r.tags, record, &mut mark)
+                    .unwrap();
+            }
+            mark
+        };
+        {
+            let (spool, _, _) = open(&d, 64 << 20);
+            let mut mark = SpoolMark::default();
+            for r in [b"r1", b"r2"] {
+                spool
+                    .record(0, 1, &dest("aaa"), b"tags", r, &mut mark)
+                    .unwrap();
+            }
+        }
+        {
+            // Run 2 copies batch 1 whole; the kill comes before its ledger entry.
+            let (spool, recovered, _) = open(&d, 64 << 20);
+            assert_eq!(recovered.len(), 1);
+            copy(&spool, &recovered[0], 11);
+        }
+        {
+            // Run 3 drops that copy (the original is still there), copies the original again,
+            // notes it in the ledger and delivers the new copy; the kill comes before the old
+            // files are deleted.
+            let (spool, recovered, mut left) = open(&d, 64 << 20);
+            let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
+            assert_eq!(origins, [(1, 1)], "the original, not run 2's copy");
+            let mut mark = copy(&spool, &recovered[0], 21);
+            spool
+                .note_replayed(&mut left, &[recovered[0].origin])
+                .unwrap();
+            spool.done(0, 21, &mut mark);
+        }
+        // Run 4: the original is named by the ledger and its latest copy was delivered; run
+        // 2's copy, superseded, is not sent either.
+        let (_spool, recovered, _) = open(&d, 64 << 20);
+        let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
+        assert_eq!(origins, [], "nothing left to send");
         let _ = std::fs::remove_dir_all(&d);
     }
 

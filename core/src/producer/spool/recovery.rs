@@ -231,11 +231,34 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
     } else {
         files.extend(replay_ledger::files(dir));
     }
+    // A batch copied by two replays (the first cut before the ledger named the original, so
+    // the next dropped that copy, sent the original and copied it again): only the latest
+    // copy stands for the original, delivered or not; an earlier one is superseded, never to
+    // be sent (once the ledger names the original, it would otherwise stand for it too).
+    let mut latest_copy: std::collections::HashMap<&CopyOrigin, (u64, u64)> =
+        std::collections::HashMap::new();
+    for (id, b) in &found.batches {
+        if let Some((_, _, Some(origin))) = &b.open {
+            let latest = latest_copy.entry(origin).or_insert(*id);
+            *latest = (*latest).max(*id);
+        }
+    }
+    let superseded: std::collections::HashSet<(u64, u64)> = found
+        .batches
+        .iter()
+        .filter_map(|(id, b)| match &b.open {
+            Some((_, _, Some(origin))) if latest_copy.get(origin) != Some(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
     let recovered = found
         .batches
         .into_iter()
         .filter(|(id, b)| {
-            !b.done && (b.body.is_some() || !b.records.is_empty()) && !replayed.contains(id)
+            !b.done
+                && (b.body.is_some() || !b.records.is_empty())
+                && !replayed.contains(id)
+                && !superseded.contains(id)
         })
         .filter_map(|(origin, b)| {
             let (dest, tags, copy_of) = b.open?;
