@@ -24,10 +24,14 @@ pub mod bench;
 pub mod cli;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+#[cfg(any(feature = "log", feature = "tracing"))]
+mod integration;
 #[cfg(feature = "log")]
 pub mod logger;
 pub mod producer;
 mod threads;
+#[cfg(feature = "tracing")]
+pub mod tracing_layer;
 pub mod wire;
 
 /// The README's Rust code blocks, run as doctests: each must work as pasted.

