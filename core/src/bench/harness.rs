@@ -65,28 +65,36 @@ fn status_field(status: &str, key: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// CPU seconds (user + system) of this process, all threads, to the microsecond.
+/// CPU seconds (user + system) of this process, all threads, to the microsecond (Unix; 0
+/// elsewhere).
 pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes the zeroed struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return 0.0;
-        }
-        usage
-    };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    #[cfg(unix)]
+    {
+        // SAFETY: getrusage writes the zeroed struct it is given.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+                return 0.0;
+            }
+            usage
+        };
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+    #[cfg(not(unix))]
+    0.0
 }
 
 fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf reads a constant of the system.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf reads a constant of the system.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if hz > 0 {
+            return hz as f64;
+        }
     }
+    100.0
 }
 
 /// Resets the peak resident memory (`VmHWM`) to what is resident now (Linux 4.0 and later;
@@ -192,6 +200,7 @@ pub fn slope(values: &[f64]) -> f64 {
 /// `retention_bytes`: what it keeps of the logs themselves (totals count everything).
 pub fn serve_emulator_child(retention_bytes: usize) -> std::io::Result<()> {
     // SAFETY: nice() only changes this process's scheduling priority.
+    #[cfg(unix)]
     unsafe {
         libc::nice(10);
     }
