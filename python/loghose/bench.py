@@ -205,7 +205,8 @@ def add_s1_pair(send: Any, index: int) -> None:
 def _sample() -> dict[str, float]:
     """The process's CPU time and memory now (the engine's harness reads them, as for every
     front): ``cpu_seconds``, ``rss_mb``, ``anon_mb``, ``peak_rss_mb``, ``threads``."""
-    return json.loads(_native.bench_process_sample())
+    sample: dict[str, float] = json.loads(_native.bench_process_sample())
+    return sample
 
 
 def rss_mb() -> float:
@@ -254,7 +255,8 @@ class _Meter:
         self._meter.stop()
 
     def result(self, sent: int) -> dict[str, int]:
-        return json.loads(self._meter.counted(sent))
+        counted: dict[str, int] = json.loads(self._meter.counted(sent))
+        return counted
 
     def rate_row(self, **run: Any) -> dict[str, Any]:
         return dict(json.loads(self._meter.rate_row(json.dumps(run))))
