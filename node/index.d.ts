@@ -134,9 +134,10 @@ export interface ProducerOptions {
   /** A directory where every accepted record is also kept until its batch is delivered, so that a
    *  killed process loses nothing: the next producer opened on the directory sends what was left.
    *  Producers share it: each takes a slot directory of its own under it (`slot-<n>`), so the
-   *  worker processes of a pre-fork server can all be given the same `spoolDir`; a slot left by a
-   *  process that died is sent by the next producer that takes it (or that finds it unheld).
-   *  Created private to the user (0700, files 0600). Absent: memory only. Default none.
+   *  worker processes of a pre-fork server can all be given the same `spoolDir`; what a process
+   *  that died left in its slot is sent by the next producer that takes the slot, or within about a
+   *  second by a live producer on the same directory that finds it unheld. Created private to the
+   *  user (0700, files 0600). Absent: memory only. Default none.
    */
   spoolDir?: string
   /** How many producers may hold a slot of `spoolDir` at once; one more is refused with the

@@ -214,12 +214,16 @@ def get(port: int, request: int) -> None:
 def test_gunicorn_workers_share_one_spool_dir_and_a_killed_workers_records_arrive_once(tmp_path, preload):
     # Every worker takes a slot of its own under the one spool_dir (the master too, with
     # --preload). A worker SIGKILLed with its records still in the open batch leaves its slot
-    # to the worker that replaces it, which sends them.
+    # behind: the worker that replaces it takes the slot and sends them when it first logs,
+    # or, if a sibling looks first (the replacement may not be given a request for a while),
+    # the sibling does. Either way they arrive while the server runs, once.
     pytest.importorskip("gunicorn")
     port = free_port()
     spool = tmp_path / "spool"
     with loghose.Emulator() as emu:
-        env = environment(emu, "gunicorn", LOGHOSE_TEST_SPOOL=str(spool), LOGHOSE_TEST_LINGER_MS="60000")
+        trace = tmp_path / "served"
+        env = environment(emu, "gunicorn", LOGHOSE_TEST_SPOOL=str(spool), LOGHOSE_TEST_LINGER_MS="60000",
+                          LOGHOSE_TEST_TRACE=str(trace))
         server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "3", "-b", f"127.0.0.1:{port}",
                                    "--graceful-timeout", "30", *(["--preload"] if preload else []), "wsgi_app:app"],
                                   env=env, cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -235,6 +239,12 @@ def test_gunicorn_workers_share_one_spool_dir_and_a_killed_workers_records_arriv
                 time.sleep(0.1)
             for n in range(300, 600):
                 get(port, n)
+            served = dict(reversed(line.split()) for line in trace.read_text().splitlines())
+            dead = {f"request {n}" for n in range(300) if served[str(n)] == str(workers[0])}
+            deadline = time.monotonic() + 20
+            while not dead <= set(messages(emu, "gunicorn")) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            late = dead - set(messages(emu, "gunicorn"))
         finally:
             server.send_signal(signal.SIGTERM)
             output, _ = server.communicate(timeout=60)
@@ -242,12 +252,21 @@ def test_gunicorn_workers_share_one_spool_dir_and_a_killed_workers_records_arriv
     assert "Logging error" not in output, output
     assert server.returncode == 0, output
     answered = Counter(message for message in seen if message != "request -")
-    assert sorted(int(m.split()[1]) for m in answered) == list(range(600)), output[-3000:]
+    arrived = sorted(int(m.split()[1]) for m in answered)
+    if arrived != list(range(600)):
+        missing: Counter[str] = Counter(served.get(str(n), "?") for n in set(range(600)) - set(arrived))
+        files = sorted(f"{p.relative_to(spool)} {p.stat().st_size}" for p in spool.rglob("*") if p.is_file())
+        raise AssertionError(f"{600 - len(set(arrived))} records missing; by the process that served them "
+                             f"(killed: {workers[0]}): {dict(missing)}; served per process: "
+                             f"{dict(Counter(served.values()))}; spool files: {files}\n{output[-3000:]}")
     assert max(answered.values()) == 1  # none twice
+    assert not late, f"{len(late)} of the killed worker's {len(dead)} records arrived only at the stop"
     # A slot per producer at once: three workers and, with --preload, the master; the
-    # replacement took the dead worker's slot (the lowest free one).
+    # replacement took the dead worker's slot (the lowest free one), or the next one when a
+    # sibling held the dead slot to send its records just then.
     slots = sorted(p.name for p in spool.iterdir())
-    assert slots == [f"slot-{n}" for n in range(4 if preload else 3)], slots
+    expected = [f"slot-{n}" for n in range(4 if preload else 3)]
+    assert slots in (expected, [*expected, f"slot-{len(expected)}"]), slots
     assert not any(p.suffix in (".spl", ".spb") for p in spool.rglob("*")), "a clean stop leaves no spool file"
 
 

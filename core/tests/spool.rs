@@ -508,6 +508,61 @@ fn a_replay_cut_short_is_not_sent_again_by_the_next_producer() {
 }
 
 #[test]
+fn a_live_producer_sends_what_a_killed_sibling_left_without_waiting_for_its_replacement() {
+    // A pre-fork server's worker SIGKILLed with records in its open batches: the worker that
+    // replaces it may not log for a long while (or there is none). A sibling producer on the
+    // same spool_dir, idle itself, takes the dead slot within about a second and sends them.
+    let emu = Emulator::start_default().unwrap();
+    let dir = temp_dir("sibling");
+    let sibling = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
+    let ack = dir.with_extension("ack");
+    // 300 records, under batch_max_count: every one still in an open batch (a 10-minute
+    // linger) when the child is killed.
+    let child = spawn_child_with(&emu, &dir, &ack, (7, 0, 300), "none", 600_000);
+    let started = Instant::now();
+    while acked(&ack) < 300 && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(acked(&ack), 300, "the child did not send its records");
+    assert!(
+        held(&emu).is_empty(),
+        "the child delivered before its linger"
+    );
+    kill(child);
+    let killed = Instant::now();
+    while held(&emu).len() < 300 && killed.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let seen = held(&emu);
+    assert_eq!(
+        (0..300).filter(|i| seen.get(&(7, *i)) == Some(&1)).count(),
+        300,
+        "each of the dead child's records once, {:?} after the kill: {} held",
+        killed.elapsed(),
+        seen.len()
+    );
+    assert_eq!(sibling.stats().replayed_records, 300);
+    // The dead slot is let go once its files are gone: the next producer takes it rather
+    // than a third.
+    let started = Instant::now();
+    while !spool_files(&dir.join("slot-1"), &["spl", "spb", "log"]).is_empty()
+        && started.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let next = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
+    assert!(
+        !dir.join("slot-2").exists(),
+        "a third slot was made: the dead one was still held"
+    );
+    assert_eq!(sibling.close(Duration::from_secs(10)).undelivered, 0);
+    assert_eq!(next.close(Duration::from_secs(10)).undelivered, 0);
+    assert_eq!(held(&emu).len(), 300, "nothing else was sent");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&ack);
+}
+
+#[test]
 fn a_directory_whose_every_slot_is_held_is_refused_with_the_holders_pid() {
     let emu = Emulator::start_default().unwrap();
     let dir = temp_dir("held");

@@ -19,7 +19,9 @@
 //!
 //! With a spool ([`spool`]), what an earlier producer left there is queued again by a
 //! `loghose-replay` thread as room in the budget allows, so the constructor never waits for
-//! deliveries; `flush` and `close` wait for that thread within their timeouts.
+//! deliveries; `flush` and `close` wait for that thread within their timeouts. While it runs,
+//! the producer looks every second for slots of the same `spool_dir` whose producer died
+//! (`watch_orphans`) and replays them the same way.
 //!
 //! # Guarantees
 //!
@@ -306,6 +308,9 @@ impl Producer {
             replay: parking_lot::Mutex::new(None),
         });
         runtime.spawn(linger::run(Arc::downgrade(&inner)));
+        if inner.accumulator.spooling().is_on() {
+            runtime.spawn(watch_orphans(Arc::downgrade(&inner)));
+        }
         let producer = Producer { inner };
         if let Some(opened) = opened {
             if opened.nothing_to_replay() {
@@ -587,6 +592,53 @@ fn replay(inner: &Inner, opened: spool::Opened) {
         if !replay_leftover(inner, &spool, &mut leftover) {
             return;
         }
+    }
+}
+
+/// Every `ORPHAN_CHECK` while the producer runs: takes what producers that died under the
+/// same `spool_dir` left (a pre-fork server's worker killed beside this one) and replays it on
+/// a `loghose-replay` thread, as at open. One replay at a time: while one runs, the next check
+/// waits. The directories are scanned on the runtime's blocking pool. Holds the producer
+/// weakly; ends once it closes or is dropped.
+async fn watch_orphans(weak: std::sync::Weak<Inner>) {
+    loop {
+        tokio::time::sleep(spool::ORPHAN_CHECK).await;
+        {
+            let Some(inner) = weak.upgrade() else { return };
+            if !inner.delivery.lifecycle.is_running() {
+                return;
+            }
+            let mut slot = inner.replay.lock();
+            match slot.as_ref() {
+                Some(thread) if !thread.is_finished() => continue,
+                Some(_) => {
+                    if let Some(thread) = slot.take() {
+                        let _ = thread.join();
+                    }
+                }
+                None => {}
+            }
+        }
+        let scanning = weak.clone();
+        let adopted = tokio::task::spawn_blocking(move || {
+            scanning
+                .upgrade()
+                .and_then(|inner| inner.accumulator.spooling().adopt_orphans())
+        })
+        .await;
+        let Ok(Some(opened)) = adopted else { continue };
+        // Dropped unreplayed (the producer closed meanwhile), the directories are let go for
+        // the next producer.
+        let Some(inner) = weak.upgrade() else { return };
+        let mut slot = inner.replay.lock();
+        if !inner.delivery.lifecycle.is_running() {
+            return;
+        }
+        if slot.is_some() {
+            continue;
+        }
+        let replaying = inner.clone();
+        *slot = crate::threads::spawn("loghose-replay", move || replay(&replaying, opened)).ok();
     }
 }
 

@@ -31,6 +31,17 @@ impl Spooling {
         self.0.is_some()
     }
 
+    /// What other producers under the same `spool_dir` left without a holder, taken to send
+    /// again (see `Spool::adopt_orphans`); None without a spool or when there is nothing.
+    pub(crate) fn adopt_orphans(&self) -> Option<super::spool::Opened> {
+        let spool = self.0.as_ref()?;
+        let leftovers = spool.adopt_orphans();
+        (!leftovers.is_empty()).then(|| super::spool::Opened {
+            spool: spool.clone(),
+            leftovers,
+        })
+    }
+
     /// Whether new records find room (always, without a spool).
     #[inline]
     pub(crate) fn has_room(&self) -> bool {

@@ -136,9 +136,10 @@ spec::producer_options! {
     /// that a killed process loses nothing: the next producer opened on the directory sends
     /// what was left. Producers share it: each takes a slot directory of its own under it
     /// (`slot-<n>`), so the worker processes of a pre-fork server can all be given the same
-    /// `spool_dir`; a slot left by a process that died is sent by the next producer that takes
-    /// it (or that finds it unheld). Created private to the user (0700, files 0600). Absent:
-    /// memory only.
+    /// `spool_dir`; what a process that died left in its slot is sent by the next producer
+    /// that takes the slot, or within about a second by a live producer on the same directory
+    /// that finds it unheld. Created private to the user (0700, files 0600). Absent: memory
+    /// only.
     spool_dir: Option<String> = None, OptionKind::OptionalText { max_bytes: 0 };
     /// How many producers may hold a slot of `spool_dir` at once; one more is refused with
     /// the spool-locked error naming the directory and a holder's pid (1: one producer per

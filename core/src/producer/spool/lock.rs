@@ -13,7 +13,10 @@
 //! producer to take that slot recovers it. Other unheld slots that still hold files (a
 //! service restarted with fewer workers than it had), and files left in `spool_dir` itself by
 //! a version that wrote there, are taken too, as orphans: their batches are sent again by the
-//! producer that took them, and they are let go once their files are gone. Slot directories
+//! producer that took them, and they are let go once their files are gone. Live producers
+//! look for orphans again every [`ORPHAN_CHECK`] (see [`orphans`]): a worker killed beside
+//! its siblings has its records sent by one of them, whether or not the worker that replaces
+//! it ever logs. Slot directories
 //! are never removed (one could be taken between the removal of its lock file and its own),
 //! and are made private to the user (0700).
 //!
@@ -31,6 +34,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::{io, SpoolError};
+
+/// How often a live producer looks for slots that died (or closed with batches left) under
+/// its `spool_dir`: a few system calls per slot, so a sibling's records wait at most this long
+/// for someone to send them.
+pub(crate) const ORPHAN_CHECK: Duration = Duration::from_secs(1);
 
 /// The name of the slot directory `n`.
 fn slot_name(n: u32) -> String {
@@ -76,6 +84,15 @@ pub(crate) fn claim(root: &Path, slots: u32) -> Result<Claim, SpoolError> {
             pid: holder,
         });
     };
+    let orphans = orphans(root, &own.dir)?;
+    Ok(Claim { own, orphans })
+}
+
+/// Takes every unheld place under `root` but `own` that still holds files: slots whose
+/// producer died (or closed leaving batches it could not deliver), and `root` itself when a
+/// version that wrote there left files. Tried, never awaited: a place another producer holds
+/// (or takes meanwhile) is skipped.
+pub(crate) fn orphans(root: &Path, own: &Path) -> Result<Vec<Held>, SpoolError> {
     let mut orphans = Vec::new();
     // Files of a version that wrote into spool_dir itself.
     if holds_files(root) {
@@ -94,7 +111,7 @@ pub(crate) fn claim(root: &Path, slots: u32) -> Result<Claim, SpoolError> {
             let n = name.to_str()?.strip_prefix("slot-")?.parse::<u32>().ok()?;
             Some((n, e.path()))
         })
-        .filter(|(_, dir)| *dir != own.dir && holds_files(dir))
+        .filter(|(_, dir)| dir != own && holds_files(dir))
         .collect();
     others.sort();
     for (_, dir) in others {
@@ -105,7 +122,7 @@ pub(crate) fn claim(root: &Path, slots: u32) -> Result<Claim, SpoolError> {
             }
         }
     }
-    Ok(Claim { own, orphans })
+    Ok(orphans)
 }
 
 /// Whether `dir` holds spool files (segments, batch files, a replay ledger).

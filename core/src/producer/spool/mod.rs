@@ -94,6 +94,7 @@ mod model_tests;
 use file_pool::*;
 pub(crate) use format::CopyOrigin;
 use format::*;
+pub(crate) use lock::ORPHAN_CHECK;
 use lock::{DirLock, Held};
 use prepare::*;
 use recovery::*;
@@ -438,6 +439,33 @@ impl Spool {
             });
         }
         Ok(Opened { spool, leftovers })
+    }
+
+    /// Takes, while the producer runs, what other producers under the same `spool_dir` left
+    /// without a holder (see `lock::orphans`): each directory scanned, ready to send again as
+    /// at open. A directory that cannot be read is let go and looked at again next time.
+    pub(crate) fn adopt_orphans(&self) -> Vec<Leftover> {
+        let Some(root) = self.dir.parent() else {
+            return Vec::new();
+        };
+        let Ok(held) = lock::orphans(root, &self.dir) else {
+            return Vec::new();
+        };
+        let mut leftovers = Vec::new();
+        for Held { dir, lock } in held {
+            let Ok(orphan) = scan_dir(&dir) else { continue };
+            self.corrupt_entries
+                .fetch_add(orphan.corrupt, Ordering::Relaxed);
+            leftovers.push(Leftover {
+                dir,
+                _lock: Some(lock),
+                recovered: orphan.recovered,
+                old_files: orphan.files,
+                ledger: LedgerWriter::default(),
+            });
+        }
+        drop_copies_of_what_is_still_there(root, &mut leftovers);
+        leftovers
     }
 
     /// This producer's run number.
