@@ -46,3 +46,17 @@ async function benchRows(): Promise<number> {
   return rows.filter((row) => !bench.failed(row)).length + bench.DEFAULTS.s4.seconds
 }
 void benchRows
+
+// loghose/otel: the processor and the exporter fit @opentelemetry/sdk-logs' own interfaces.
+import { LoggerProvider, BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry/sdk-logs'
+import { LoghoseLogRecordProcessor, LoghoseLogExporter } from '../node/otel'
+export async function otel(options: ConstructorParameters<typeof Producer>[0]): Promise<number> {
+  const processor: LogRecordProcessor = new LoghoseLogRecordProcessor({ ...options, closeTimeoutMs: 5000 })
+  const batched = new BatchLogRecordProcessor({ exporter: new LoghoseLogExporter(options) })
+  const provider = new LoggerProvider({ processors: [processor, batched] })
+  provider.getLogger('shop').emit({ body: 'paid', attributes: { cents: 1250 } })
+  await provider.shutdown()
+  // @ts-expect-error: closeTimeoutMs is a number
+  void new LoghoseLogExporter({ closeTimeoutMs: 'soon' })
+  return new LoghoseLogRecordProcessor(options).failures
+}

@@ -1,0 +1,188 @@
+'use strict'
+// loghose/otel: OpenTelemetry logs (@opentelemetry/sdk-logs) into Log Service.
+//
+//   const { LoggerProvider } = require('@opentelemetry/sdk-logs')
+//   const { LoghoseLogRecordProcessor } = require('loghose/otel')
+//   const provider = new LoggerProvider({ resource, processors: [new LoghoseLogRecordProcessor({ endpoint, project, logstore, ... })] })
+//
+// LoghoseLogRecordProcessor hands each record straight to the producer as it is emitted (the
+// producer batches, compresses and retries on its own threads: no second batching queue in
+// front of it). LoghoseLogExporter is for a pipeline composed by hand
+// (`new BatchLogRecordProcessor({ exporter: new LoghoseLogExporter(options) })`).
+//
+// Each record becomes one log with the fields of the OpenTelemetry Collector's Log Service
+// exporter, which Log Service dashboards for OpenTelemetry data expect, exactly as the Python
+// front stores them (both are checked against tests-shared/otel.json): `host` and `service`
+// (the resource's `host.name` and `service.name`), `resource` (its other attributes),
+// `otlp.name` and `otlp.version` (the instrumentation scope), `timeUnixNano`, `severityNumber`,
+// `severityText`, `attribute` (the record's attributes), `content` (the body), `flags`,
+// `traceID` and `spanID` (lowercase hex, empty outside a span). `resource` and `attribute` are
+// compact JSON objects with sorted keys whose values are text (numbers and booleans as written,
+// arrays and maps as JSON); a structured body is JSON too. A record without a body is stored
+// with an empty `content` (the Collector's exporter drops it; nothing is dropped here).
+//
+// Runs on the thread that emits; never throws into the application: a record that cannot be
+// sent is counted in `failures` and reported once per error name as a process warning.
+// `shutdown()` (LoggerProvider.shutdown) delivers within `closeTimeoutMs` (default 10 000) and
+// closes the producer the processor built; `forceFlush()` waits for delivery.
+
+const { Producer } = require('./index.js')
+
+const OWN_OPTIONS = ['producer', 'closeTimeoutMs']
+
+/** JSON as the Collector's exporter writes it: compact, keys sorted, non-ASCII kept, and the
+ *  characters HTML treats specially escaped. */
+function goJson(value) {
+  if (value === null || value === undefined) return 'null'
+  if (Array.isArray(value)) return `[${value.map(goJson).join(',')}]`
+  if (value instanceof Uint8Array) return JSON.stringify(Buffer.from(value).toString('base64'))
+  if (typeof value === 'bigint') return value.toString()
+  if (typeof value === 'object') {
+    const keys = Object.keys(value).sort()
+    return `{${keys.map((k) => `${escapeHtml(JSON.stringify(k))}:${goJson(value[k])}`).join(',')}}`
+  }
+  return escapeHtml(JSON.stringify(value) ?? 'null')
+}
+
+function escapeHtml(text) {
+  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/** A number as the exporter writes one: an integer in full, else the shortest digits that
+ *  read back the same, never in exponent form. */
+function numberText(value) {
+  if (Number.isNaN(value)) return 'NaN'
+  if (!Number.isFinite(value)) return value > 0 ? '+Inf' : '-Inf'
+  if (Number.isInteger(value)) return BigInt(value).toString()
+  const text = String(value)
+  const exponent = text.indexOf('e')
+  if (exponent < 0) return text
+  // Only small magnitudes reach here (a non-integer at or above 1e21 cannot be).
+  const sign = text.startsWith('-') ? '-' : ''
+  const digits = text.slice(sign.length, exponent).replace('.', '')
+  const shift = -Number(text.slice(exponent + 1))
+  return `${sign}0.${'0'.repeat(shift - 1)}${digits}`
+}
+
+/** An attribute value or body as text (the OTel data model's string form). */
+function text(value) {
+  if (typeof value === 'string') return value
+  if (typeof value === 'boolean') return value ? 'true' : 'false'
+  if (typeof value === 'number') return numberText(value)
+  if (typeof value === 'bigint') return value.toString()
+  if (value === null || value === undefined) return ''
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+  if (typeof value === 'object') return goJson(value)
+  return String(value)
+}
+
+function object(attributes, leave = []) {
+  const fields = {}
+  for (const [key, value] of Object.entries(attributes ?? {})) {
+    if (!leave.includes(key)) fields[key] = text(value)
+  }
+  return goJson(fields)
+}
+
+/** The fields of a resource, worked out once per resource object. */
+const resourceFields = new WeakMap()
+
+function fieldsOfResource(resource) {
+  if (!resource) return { host: '', service: '', resource: '{}' }
+  let fields = resourceFields.get(resource)
+  if (!fields) {
+    const attributes = resource.attributes ?? {}
+    fields = {
+      host: text(attributes['host.name']),
+      service: text(attributes['service.name']),
+      resource: object(attributes, ['host.name', 'service.name']),
+    }
+    resourceFields.set(resource, fields)
+  }
+  return fields
+}
+
+/** The log's fields for one emitted record, and its time (Unix seconds). */
+function layout(record) {
+  const [seconds, nanos] = record.hrTime ?? [0, 0]
+  const span = record.spanContext
+  const fields = {
+    ...fieldsOfResource(record.resource),
+    'otlp.name': record.instrumentationScope?.name ?? '',
+    'otlp.version': record.instrumentationScope?.version ?? '',
+    timeUnixNano: (BigInt(seconds) * 1000000000n + BigInt(nanos)).toString(),
+    severityNumber: String(record.severityNumber ?? 0),
+    severityText: record.severityText ?? '',
+    attribute: object(record.attributes),
+    content: text(record.body),
+    flags: (span?.traceFlags ?? 0).toString(16),
+    traceID: span?.traceId ?? '',
+    spanID: span?.spanId ?? '',
+  }
+  return { fields, time: seconds + nanos / 1e9 }
+}
+
+class OtelSink {
+  constructor(options = {}) {
+    // What is not the integration's is the producer's (checked by the engine, naming what is wrong).
+    const producerOptions = /** @type {import('./index').ProducerOptions} */ ({})
+    for (const [key, value] of Object.entries(options)) {
+      if (!OWN_OPTIONS.includes(key)) producerOptions[key] = value
+    }
+    this.ownsProducer = !options.producer
+    /** The producer records go to. */
+    this.producer = options.producer ?? new Producer(producerOptions)
+    this.closeTimeoutMs = options.closeTimeoutMs ?? 10000
+    /** Records that could not be sent. */
+    this.failures = 0
+    this._reported = new Set()
+  }
+
+  _send(record) {
+    try {
+      const { fields, time } = layout(record)
+      this.producer.send(fields, { time })
+      return true
+    } catch (err) {
+      this.failures += 1
+      const name = err?.name ?? 'Error'
+      if (!this._reported.has(name)) {
+        this._reported.add(name)
+        process.emitWarning(
+          `loghose: an OpenTelemetry log record could not be sent to Log Service: ${err?.message ?? err} (counted in failures; reported once per error name)`,
+          { code: 'LOGHOSE_OTEL_REFUSED' },
+        )
+      }
+      return false
+    }
+  }
+
+  async forceFlush() {
+    if (!this.producer.closed) await this.producer.flush(this.closeTimeoutMs)
+  }
+
+  async shutdown() {
+    if (this.ownsProducer && !this.producer.closed) await this.producer.close({ timeoutMs: this.closeTimeoutMs })
+  }
+}
+
+/** Sends each OTel log record to Log Service as it is emitted. */
+class LoghoseLogRecordProcessor extends OtelSink {
+  onEmit(logRecord) {
+    this._send(logRecord)
+  }
+}
+
+/** An OTel log exporter to Log Service, for BatchLogRecordProcessor or SimpleLogRecordProcessor:
+ *  `export` queues the batch in the producer and answers at once (SUCCESS when every record
+ *  was queued, else FAILED, the others counted in `failures`). */
+class LoghoseLogExporter extends OtelSink {
+  export(logs, resultCallback) {
+    let queued = true
+    for (const record of logs) queued = this._send(record) && queued
+    // ExportResultCode of @opentelemetry/core: SUCCESS 0, FAILED 1.
+    resultCallback(queued ? { code: 0 } : { code: 1, error: new Error(`loghose: ${this.failures} record(s) could not be sent so far`) })
+  }
+}
+
+module.exports = { LoghoseLogRecordProcessor, LoghoseLogExporter, layout }

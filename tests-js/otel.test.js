@@ -1,0 +1,104 @@
+// OpenTelemetry logs into the emulator: the processor and the exporter with the real
+// @opentelemetry/sdk-logs, every case of the shared field table (tests-shared/otel.json, which
+// the Python front reads too) checked field by field, a record emitted inside a real span,
+// failures counted, and shutdown's delivery.
+'use strict'
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { trace, context, ROOT_CONTEXT } = require('@opentelemetry/api')
+const { LoggerProvider, BatchLogRecordProcessor } = require('@opentelemetry/sdk-logs')
+const { resourceFromAttributes } = require('@opentelemetry/resources')
+const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
+const lh = require('..')
+const { LoghoseLogRecordProcessor, LoghoseLogExporter } = require('../node/otel.js')
+const { ROOT } = require('./helpers.js')
+
+jest.setTimeout(60000)
+
+const TABLE = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests-shared', 'otel.json'), 'utf8')).cases
+const FIELDS = Object.keys(TABLE[0].stored)
+const stored = (emu, logstore) => emu.logs('loghose', logstore).map((l) => ({ ...Object.fromEntries(l.contents), __time__: l.time }))
+
+function emitCase(c, processor) {
+  const provider = new LoggerProvider({ resource: resourceFromAttributes(c.resource), processors: [processor] })
+  const logger = provider.getLogger(c.scope.name, c.scope.version)
+  let ctx = ROOT_CONTEXT
+  if (c.trace_id) ctx = trace.setSpanContext(ROOT_CONTEXT, { traceId: c.trace_id, spanId: c.span_id, traceFlags: c.trace_flags })
+  const ns = BigInt(c.timestamp_ns)
+  const record = {
+    timestamp: [Number(ns / 1000000000n), Number(ns % 1000000000n)],
+    context: ctx,
+    severityNumber: c.severity_number,
+    attributes: c.attributes,
+  }
+  if (c.body !== null) record.body = c.body
+  if (c.severity_text !== null) record.severityText = c.severity_text
+  logger.emit(record)
+  return provider
+}
+
+describe('OpenTelemetry', () => {
+  let emu
+  beforeEach(() => {
+    emu = new lh.Emulator()
+  })
+  afterEach(() => emu.close())
+
+  for (const shape of ['processor', 'exporter']) {
+    test(`every case of the shared table is stored field by field (${shape})`, async () => {
+      for (const [n, c] of TABLE.entries()) {
+        const logstore = `otel-${shape}-${n}`
+        const options = { ...emu.producerOptions('loghose', logstore), lingerMs: 10 }
+        const sink = shape === 'processor' ? new LoghoseLogRecordProcessor(options) : new BatchLogRecordProcessor({ exporter: new LoghoseLogExporter(options) })
+        const provider = emitCase(c, sink)
+        await provider.shutdown() // delivers and closes the producer the integration built
+        const logs = stored(emu, logstore)
+        expect(logs).toHaveLength(1)
+        const [log] = logs
+        expect(Object.fromEntries(FIELDS.map((k) => [k, log[k]]))).toEqual(c.stored)
+        expect(Object.keys(log).sort()).toEqual([...FIELDS, '__time__'].sort())
+        expect(log.__time__).toBe(c.time)
+      }
+    })
+  }
+
+  test('a record emitted in a real span carries its ids; a passed producer is left open', async () => {
+    const producer = new lh.Producer({ ...emu.producerOptions('loghose', 'span'), lingerMs: 10 })
+    const processor = new LoghoseLogRecordProcessor({ producer })
+    const provider = new LoggerProvider({ resource: resourceFromAttributes({ 'service.name': 'checkout', zone: 'b' }), processors: [processor] })
+    const tracer = new BasicTracerProvider().getTracer('shop')
+    const span = tracer.startSpan('pay')
+    const before = Math.floor(Date.now() / 1000)
+    provider.getLogger('shop', '1.0').emit({ body: 'order paid', severityText: 'INFO', severityNumber: 9, context: trace.setSpan(context.active(), span), attributes: { order: 'A-17', cents: 1250 } })
+    span.end()
+    await provider.shutdown()
+    expect(producer.closed).toBe(false)
+    expect(await producer.flush(10000)).toBe(0)
+    const [log] = stored(emu, 'span')
+    const ids = span.spanContext()
+    expect([log.traceID, log.spanID, log.flags]).toEqual([ids.traceId, ids.spanId, ids.traceFlags.toString(16)])
+    expect([log.service, log.host, log.resource, log['otlp.name'], log['otlp.version']]).toEqual(['checkout', '', '{"zone":"b"}', 'shop', '1.0'])
+    expect(JSON.parse(log.attribute)).toEqual({ order: 'A-17', cents: '1250' })
+    expect(log.__time__).toBeGreaterThanOrEqual(before)
+    await producer.close()
+  })
+
+  test('records the producer refuses are counted, reported once, and the export answers FAILED', async () => {
+    const producer = new lh.Producer({ ...emu.producerOptions('loghose', 'refused') })
+    await producer.close()
+    const exporter = new LoghoseLogExporter({ producer })
+    const warnings = []
+    const emitWarning = jest.spyOn(process, 'emitWarning').mockImplementation((text, options) => warnings.push({ text: String(text), ...options }))
+    const records = [1, 2, 3].map((n) => ({ hrTime: [1764763200, n], body: String(n), attributes: {}, resource: resourceFromAttributes({}), instrumentationScope: { name: 's' } }))
+    let result
+    exporter.export(records, (r) => {
+      result = r
+    })
+    emitWarning.mockRestore()
+    expect(result.code).toBe(1)
+    expect(exporter.failures).toBe(3)
+    expect(warnings.filter((w) => w.code === 'LOGHOSE_OTEL_REFUSED')).toHaveLength(1)
+    expect(warnings[0].text).toMatch(/could not be sent/)
+  })
+})
