@@ -136,7 +136,7 @@ def phase(mode: str, index: int, seconds: int, emu: Any, directory: str) -> dict
     latency = re.search(r"Latency\s+(\S+)", out)
     logged = json.loads(stdout.strip().splitlines()[-1])["logged"]
     if mode == "loghose":
-        received = (emu.totals("bench-s3", logstore) or {"logs": 0})["logs"]
+        received = emu.received("bench-s3", logstore)
     elif mode == "file":
         with open(os.path.join(directory, f"{logstore}.log")) as f:
             received = sum(1 for _ in f)

@@ -234,6 +234,10 @@ class ChildEmulator:
         self.options = {"endpoint": info["endpoint"], "access_key_id": info["access_key_id"],
                         "access_key_secret": info["access_key_secret"]}
 
+    def received(self, project: str, logstore: str) -> int:
+        """How many logs the emulator holds for ``project``/``logstore``."""
+        return _Meter(self, logstore, project).result(0)["received"]
+
     def close(self) -> None:
         if self.proc.stdin:
             self.proc.stdin.close()
