@@ -43,7 +43,6 @@ import base64
 import decimal
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring as _string
@@ -77,16 +76,14 @@ def _json(value: Any) -> str:
 def _float_text(value: float) -> str:
     """A float as the exporter writes one: the shortest digits that read back the same, never
     in exponent form."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
     text = repr(value)
-    if "e" in text or "E" in text:
-        text = format(decimal.Decimal(text), "f")
-    elif text.endswith(".0"):
-        text = text[:-2]
-    return text
+    if "e" in text or "n" in text:  # an exponent, nan or inf
+        if value != value:
+            return "NaN"
+        if text in ("inf", "-inf"):
+            return "+Inf" if value > 0 else "-Inf"
+        return format(decimal.Decimal(text), "f")
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _raw(value: Any) -> Any:
@@ -124,8 +121,20 @@ def _object(attributes: Mapping[str, Any] | None, leave: tuple[str, ...] = ()) -
     for every record (a third of the encoder's time)."""
     if not attributes:
         return "{}"
-    text = "{" + ",".join([f"{_string(k)}:{_string(v if type(v) is str else _text(v))}"
-                           for k, v in sorted(attributes.items()) if k not in leave]) + "}"
+    # The SDK's BoundedAttributes answers every Mapping call in Python, under a lock (half the
+    # cost of a record here); the dict it keeps is read directly when it has one.
+    held = getattr(attributes, "_dict", None)
+    if type(held) is dict:
+        attributes = held
+    parts = []
+    for key, value in sorted(attributes.items()):
+        if key in leave:
+            continue
+        kind = type(value)
+        if kind is not str:
+            value = str(value) if kind is int else _float_text(value) if kind is float else _text(value)
+        parts.append(f"{_string(key)}:{_string(value)}")
+    text = "{" + ",".join(parts) + "}"
     return _GO_SPECIAL.sub(_go_escape, text) if _GO_SPECIAL.search(text) else text
 
 
