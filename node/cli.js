@@ -79,7 +79,7 @@ const HELP = {
   middleware:
     'usage: loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
     'Scenario S3: an HTTP service that logs every request, loaded from a second process, per phase.',
-  logging: 'usage: loghose logging [--rounds N] [--records N]\nThe cost of a record through pino and winston into loghose.',
+  logging: 'usage: loghose logging [--rounds N] [--records N]\nThe cost of a record through pino, winston and OpenTelemetry into loghose.',
 }
 
 /** Prints `command`'s help and ends the process when `argv` asks for it. */
@@ -244,7 +244,7 @@ async function middleware(argv) {
   const logFile = path.join(os.tmpdir(), `loghose-s3-${process.pid}.log`)
   const fileConsole = new console.Console(fs.createWriteStream(logFile))
   const producer = lh.Producer.fromPreset('server', {
-    endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret,
+    ...emu.options,
     project: 'bench-s3', logstore: 'access', topic: 'http',
   })
   const phases = opts.phases.split(',')
@@ -258,7 +258,7 @@ async function middleware(argv) {
     if (phases.includes('pino')) {
       pinoTransport = pino.transport({
         target: path.join(__dirname, 'pino.js'),
-        options: { ...lh.Producer.presetOptions('server'), endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret, project: 'bench-s3', logstore: 'access-pino', topic: 'http' },
+        options: { ...lh.Producer.presetOptions('server'), ...emu.options, project: 'bench-s3', logstore: 'access-pino', topic: 'http' },
       })
       pinoLoghose = pino(pinoTransport)
     }
@@ -360,7 +360,7 @@ async function loggingCost(argv) {
   const fs = require('node:fs')
   const os = require('node:os')
   const emu = await benchScenarios.startEmulator()
-  const place = (logstore) => ({ ...lh.Producer.presetOptions('server'), endpoint: emu.endpoint, accessKeyId: emu.accessKeyId, accessKeySecret: emu.accessKeySecret, project: 'bench-logging', logstore })
+  const place = (logstore) => ({ ...lh.Producer.presetOptions('server'), ...emu.options, project: 'bench-logging', logstore })
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-logging-'))
   const fields = { user: 'u-12345', path: '/api/v1/items', status: 200, elapsedMs: 12.5, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
   const kinds = {
@@ -394,6 +394,40 @@ async function loggingCost(argv) {
       return { log: logger, end: () => new Promise((r) => { logger.once('finish', () => { stream.once('close', r); stream.end() }); logger.end() }), file }
     },
   }
+  // OpenTelemetry's logs SDK (when installed): its batch processor with an exporter that does
+  // nothing (the floor OTel itself sets), and loghose's processor in its place.
+  let otel = null
+  try {
+    otel = { sdk: require('@opentelemetry/sdk-logs'), loghose: require('./otel.js') }
+  } catch {
+    console.error('loghose: @opentelemetry/sdk-logs is not installed: the OpenTelemetry phases are skipped')
+  }
+  const otelTarget = (processor, extra) => {
+    const provider = new otel.sdk.LoggerProvider({ processors: [processor] })
+    const logger = provider.getLogger('bench')
+    const log = { info: (body, attributes) => logger.emit({ severityNumber: 9, severityText: 'INFO', body, attributes }) }
+    return { log, end: () => provider.shutdown(), ...extra }
+  }
+  const noOpBatch = (queue) => {
+    const exported = { n: 0 }
+    const exporter = {
+      export: (logs, done) => {
+        exported.n += logs.length
+        done({ code: 0 })
+      },
+      shutdown: async () => {},
+      forceFlush: async () => {},
+    }
+    const processor = new otel.sdk.BatchLogRecordProcessor({ exporter, ...(queue ? { maxQueueSize: queue } : {}) })
+    return otelTarget(processor, { counted: () => exported.n })
+  }
+  if (otel) {
+    // Its default queue (2 048) drops what a burst overflows: shown, and the same floor with
+    // a queue that holds every record, which the ratio is taken against.
+    kinds['otel + no-op batch processor'] = async () => noOpBatch(0)
+    kinds['otel + no-op batch processor, queue of every record'] = async () => noOpBatch(opts.records + 1)
+    kinds['otel + loghose processor'] = async (name) => otelTarget(new otel.loghose.LoghoseLogRecordProcessor(place(name)), { remote: true })
+  }
   const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, { us: [], lost: 0 }]))
   try {
     for (let round = 0; round < opts.rounds; round += 1) {
@@ -410,7 +444,11 @@ async function loggingCost(argv) {
         const ns = Number(process.hrtime.bigint() - t0)
         const ended = await Promise.race([target.end().then(() => true), new Promise((r) => setTimeout(() => r(false), 60000).unref())])
         if (!ended) console.error(`loghose: ${kind} did not finish within 60 s`)
-        const arrived = target.remote ? benchScenarios.meter(emu, name, 'bench-logging').counted(0).received : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
+        const arrived = target.counted
+          ? target.counted()
+          : target.remote
+            ? benchScenarios.meter(emu, name, 'bench-logging').counted(0).received
+            : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
         rows[kind].us.push(ns / opts.records / 1000)
         rows[kind].lost += opts.records - arrived
       }
@@ -426,7 +464,12 @@ async function loggingCost(argv) {
   }
   const ratio = median(rows['pino + loghose transport'].us) / median(rows['pino + file (async)'].us)
   console.log(`\npino + loghose transport / pino + file: ${ratio.toFixed(2)}`)
-  if (Object.values(rows).some((r) => r.lost !== 0)) process.exitCode = 1
+  if (otel) {
+    const otelRatio = median(rows['otel + loghose processor'].us) / median(rows['otel + no-op batch processor, queue of every record'].us)
+    console.log(`otel + loghose processor / otel + no-op batch processor keeping every record: ${otelRatio.toFixed(2)}`)
+  }
+  // What loghose loses fails the run; what OTel's default queue drops is only shown.
+  if (Object.entries(rows).some(([kind, r]) => r.lost !== 0 && kind !== 'otel + no-op batch processor')) process.exitCode = 1
 }
 
 /** The load generator of `middleware`: `connections` keep-alive connections, each sending

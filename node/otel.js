@@ -31,7 +31,7 @@ const { Producer } = require('./index.js')
 const OWN_OPTIONS = ['producer', 'closeTimeoutMs']
 
 /** JSON as the Collector's exporter writes it: compact, keys sorted, non-ASCII kept, and the
- *  characters HTML treats specially escaped. */
+ *  characters HTML treats specially escaped (by `goEscape`, once on the whole text). */
 function goJson(value) {
   if (value === null || value === undefined) return 'null'
   if (Array.isArray(value)) return `[${value.map(goJson).join(',')}]`
@@ -39,14 +39,21 @@ function goJson(value) {
   if (typeof value === 'bigint') return value.toString()
   if (typeof value === 'object') {
     const keys = Object.keys(value).sort()
-    return `{${keys.map((k) => `${escapeHtml(JSON.stringify(k))}:${goJson(value[k])}`).join(',')}}`
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${goJson(value[k])}`).join(',')}}`
   }
-  return escapeHtml(JSON.stringify(value) ?? 'null')
+  return JSON.stringify(value) ?? 'null'
 }
 
-function escapeHtml(text) {
-  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+const GO_SPECIAL = /[<>&\u2028\u2029]/
+const GO_SPECIALS = /[<>&\u2028\u2029]/g
+
+function goEscape(text) {
+  // Tested first: nearly every record has none of them.
+  return GO_SPECIAL.test(text) ? text.replace(GO_SPECIALS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : text
 }
+
+/** Keys JavaScript would order first, numerically, in an object (JSON.stringify keeps that). */
+const INDEX_LIKE = /^(0|[1-9][0-9]*)$/
 
 /** A number as the exporter writes one: an integer in full, else the shortest digits that
  *  read back the same, never in exponent form. */
@@ -72,16 +79,24 @@ function text(value) {
   if (typeof value === 'bigint') return value.toString()
   if (value === null || value === undefined) return ''
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
-  if (typeof value === 'object') return goJson(value)
+  if (typeof value === 'object') return goEscape(goJson(value))
   return String(value)
 }
 
+/** A JSON object of the attributes' text, keys sorted: one native JSON.stringify of an object
+ *  built in sorted order (this runs for every record), unless a key is one JavaScript would
+ *  reorder. */
 function object(attributes, leave = []) {
+  const keys = attributes ? Object.keys(attributes).sort() : []
   const fields = {}
-  for (const [key, value] of Object.entries(attributes ?? {})) {
-    if (!leave.includes(key)) fields[key] = text(value)
+  let reordered = false
+  for (const key of keys) {
+    if (leave.includes(key)) continue
+    const value = attributes[key]
+    fields[key] = typeof value === 'string' ? value : text(value)
+    if (INDEX_LIKE.test(key)) reordered = true
   }
-  return goJson(fields)
+  return goEscape(reordered ? goJson(fields) : JSON.stringify(fields))
 }
 
 /** The fields of a resource, worked out once per resource object. */
@@ -106,8 +121,12 @@ function fieldsOfResource(resource) {
 function layout(record) {
   const [seconds, nanos] = record.hrTime ?? [0, 0]
   const span = record.spanContext
+  const resource = fieldsOfResource(record.resource)
+  // One literal (no spread): every record's fields object has the same shape.
   const fields = {
-    ...fieldsOfResource(record.resource),
+    host: resource.host,
+    service: resource.service,
+    resource: resource.resource,
     'otlp.name': record.instrumentationScope?.name ?? '',
     'otlp.version': record.instrumentationScope?.version ?? '',
     timeUnixNano: (BigInt(seconds) * 1000000000n + BigInt(nanos)).toString(),

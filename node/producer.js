@@ -9,7 +9,7 @@ const { isMainThread } = require('node:worker_threads')
 const native = require('./binding.js')
 const signals = require('./signals.js')
 const { DeliveryError } = require('./errors.js')
-const { recordJson, framedFields, framed, checkSendOptions, typeName } = require('./values.js')
+const { recordJson, framedFields, framed, checkSendOptions, timeOnly, typeName } = require('./values.js')
 const { presetOptions, credentialsAsker, configJson } = require('./options.js')
 
 /** `err` again with "record N: " before its message. */
@@ -142,8 +142,13 @@ class Producer extends EventEmitter {
   }
 
   _send(contents, opts, ticket) {
-    if (opts !== undefined) checkSendOptions(opts)
-    if (opts === undefined && ticket === undefined && contents !== null && typeof contents === 'object' && !this._framing) {
+    let time
+    if (opts !== undefined) {
+      checkSendOptions(opts)
+      // A time alone still takes the fast path (the OpenTelemetry integration sends so).
+      time = timeOnly(opts)
+    }
+    if ((opts === undefined || time !== null) && ticket === undefined && contents !== null && typeof contents === 'object' && !this._framing) {
       // Reading the record may run its getters; one that sends through this producer while
       // this record's lengths are being written takes the JSON path instead.
       this._framing = true
@@ -153,7 +158,7 @@ class Producer extends EventEmitter {
       } finally {
         this._framing = false
       }
-      if (text !== null && this._sendFields(text, framed.count)) {
+      if (text !== null && this._sendFields(text, framed.count, time)) {
         if (this._keepAlive === null) this._startKeepAlive()
         return
       }

@@ -248,4 +248,14 @@ function checkSendOptions(opts) {
   }
 }
 
-module.exports = { recordJson, framedFields, framed, checkSendOptions, typeName }
+/** The time of send options that set nothing else (checked): the fast path takes it; null
+ *  when any other option is set or no time is given. */
+function timeOnly(opts) {
+  if (typeof opts.time !== 'number') return null
+  for (const name of STRING_OPTIONS) {
+    if (opts[name] !== undefined && opts[name] !== null) return null
+  }
+  return opts.time
+}
+
+module.exports = { recordJson, framedFields, framed, checkSendOptions, timeOnly, typeName }

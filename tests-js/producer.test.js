@@ -21,10 +21,17 @@ describe('Producer', () => {
     const p = new lh.Producer(options(emu, { topic: 't', source: '10.0.0.1', tags: { env: 'test' } }))
     for (let i = 0; i < 1000; i++) p.send({ id: String(i), n: i, ok: i % 2 === 0, big: 10n, buf: Buffer.from('bytes') })
     p.send([['id', 'pairs'], ['dup', '1'], ['dup', '2']], { topic: 'other', time: 1700000000.5 })
+    // A time alone takes the fast path, a time and a topic the JSON one: the same time either way.
+    p.send({ id: 'timed', n: 1 }, { time: 1700000001.25 })
+    p.send({ id: 'timed and topic', n: 1 }, { time: 1700000001.25, topic: 't' })
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const logs = emu.logs('loghose', 'logs')
-    expect(logs.map((l) => fields(l).id).sort()).toEqual([...Array.from({ length: 1000 }, (_, i) => String(i)), 'pairs'].sort())
+    expect(logs.map((l) => fields(l).id).sort()).toEqual([...Array.from({ length: 1000 }, (_, i) => String(i)), 'pairs', 'timed', 'timed and topic'].sort())
+    for (const id of ['timed', 'timed and topic']) {
+      const timed = logs.find((l) => fields(l).id === id)
+      expect([timed.contents, timed.time, timed.timeNs]).toEqual([[['id', id], ['n', '1']], 1700000001, 250000000])
+    }
     const seven = logs.find((l) => fields(l).id === '7')
     expect(seven.contents).toEqual([['id', '7'], ['n', '7'], ['ok', 'false'], ['big', '10'], ['buf', 'bytes']])
     expect([seven.topic, seven.source]).toEqual(['t', '10.0.0.1'])

@@ -12,7 +12,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use loghose::producer::binding::BindingAdds;
-use loghose::producer::Producer;
+use loghose::producer::encode::LogEncoder;
+use loghose::producer::{split_unix_seconds, Producer, ProducerError, SendOptions, Track};
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, JsValue, Result};
 
@@ -69,7 +70,8 @@ impl Drop for FieldsSender {
 }
 
 /// The per-record fast path for plain records, as a raw Node-API callback bound to one producer
-/// through the function's data pointer: `send(text, count) -> boolean`. The facade concatenates
+/// through the function's data pointer: `send(text, count[, time]) -> boolean` (`time`: the
+/// log's Unix seconds, fractions its nanoseconds; default now). The facade concatenates
 /// the record's keys and values (`key value key value …`, no separators: every extra piece of a
 /// V8 cons string costs when V8 flattens it) and writes each one's length into the shared
 /// `lengths`; the fields are written straight into the batch. Returns false, queuing nothing,
@@ -84,8 +86,8 @@ unsafe extern "C" fn send_fields_callback(
     info: napi::sys::napi_callback_info,
 ) -> napi::sys::napi_value {
     let outcome = std::panic::catch_unwind(|| {
-        let mut argc = 2usize;
-        let mut argv = [std::ptr::null_mut(); 2];
+        let mut argc = 3usize;
+        let mut argv = [std::ptr::null_mut(); 3];
         let mut data = std::ptr::null_mut();
         // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
         // was created with, alive until the function itself is collected.
@@ -116,10 +118,17 @@ unsafe extern "C" fn send_fields_callback(
             return Err(Raised::new("LoghoseError", "send re-entered"));
         };
         let lengths = sender.lengths(2 * count as usize);
+        // The log's time, when a third argument gives it (Unix seconds); else now. Missing
+        // arguments read as `undefined`, which is not a number.
+        let mut time = f64::NAN;
+        // SAFETY: as above.
+        let timed = argc >= 3
+            && unsafe { napi::sys::napi_get_value_double(env, argv[2], &mut time) }
+                == napi::sys::Status::napi_ok;
         // SAFETY: as above.
         unsafe {
             with_utf8(env, argv[0], &mut buf, |text| {
-                send_framed(&sender.producer, text, lengths)
+                send_framed(&sender.producer, text, lengths, timed.then_some(time))
             })
         }?
     });
@@ -267,24 +276,37 @@ fn send_framed(
     producer: &Producer,
     text: &str,
     lengths: &[u32],
+    time: Option<f64>,
 ) -> std::result::Result<bool, Raised> {
     if lengths.is_empty() {
         return Ok(false);
     }
+    let fill = |enc: &mut LogEncoder<'_>| {
+        let mut key = "";
+        let split = split_by_utf16_lengths(text, lengths, |i, piece| {
+            if i % 2 == 0 {
+                key = piece;
+                Ok(())
+            } else {
+                enc.field_str(key, piece)
+            }
+        });
+        // A framing that does not hold declines: what was written is rolled back.
+        split.map_or(Ok(false), |written| written.map(|()| true))
+    };
+    let Some(time) = time else {
+        return producer.try_add_in_place(fill).map_err(Raised::from);
+    };
+    let (secs, nanos) =
+        split_unix_seconds(time).map_err(|e| Raised::from(ProducerError::from(e)))?;
+    let opts = SendOptions {
+        time: Some(secs),
+        time_ns: Some(nanos),
+        ..SendOptions::default()
+    };
     producer
-        .try_add_in_place(|enc| {
-            let mut key = "";
-            let split = split_by_utf16_lengths(text, lengths, |i, piece| {
-                if i % 2 == 0 {
-                    key = piece;
-                    Ok(())
-                } else {
-                    enc.field_str(key, piece)
-                }
-            });
-            // A framing that does not hold declines: what was written is rolled back.
-            split.map_or(Ok(false), |written| written.map(|()| true))
-        })
+        .try_send_in_place(&opts, Track::None, fill)
+        .map(|sent| sent.is_some())
         .map_err(Raised::from)
 }
 

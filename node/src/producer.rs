@@ -187,7 +187,7 @@ impl NativeProducer {
     /// `Uint32Array` its field lengths go in as its `lengths` property: the per-record fast
     /// path (see [`fields`](crate::fields)).
     #[napi(
-        ts_return_type = "((text: string, count: number) => boolean) & { lengths: Uint32Array }"
+        ts_return_type = "((text: string, count: number, time?: number | null) => boolean) & { lengths: Uint32Array }"
     )]
     pub fn fields_sender(&self, env: Env) -> Result<Unknown<'_>> {
         fields::fields_sender(env, self.get().raise_in(&env)?)
