@@ -474,4 +474,4 @@ async function runHere(scenario, params, emit) {
   }
 }
 
-module.exports = { run, runHere, checked, failed, DEFAULTS, SCENARIOS, startEmulator, meter, median, TAGS }
+module.exports = { run, runHere, checked, failed, DEFAULTS, SCENARIOS, startEmulator, meter, median, timeReportCallbacks, TAGS }

@@ -265,7 +265,7 @@ async function middleware(argv) {
     if (phases.includes('pino-file')) pinoFile = pino(pino.destination({ dest: `${logFile}.pino`, sync: false }))
   }
   let pinoServed = 0
-  const callbacks = timeReportCallbacks(producer)
+  const callbacks = benchScenarios.timeReportCallbacks(producer)
   let calls = createHistogram() // the durations of the phase's logging calls, ns
   let mode = 'none'
   let served = 0

@@ -84,3 +84,14 @@ test('the CLI prints rows as JSON', () => {
 test('a scenario that breaks rejects with the child\'s error', async () => {
   await expect(bench.run('s5', { devices: 10, rates: [10], seconds: 1, key: 'tenant', tenants: 0 }, { progress: false })).rejects.toThrow(/scenario s5 failed \(exit status 3\)[\s\S]*s5 key must be shardKey or source/)
 })
+
+test('the logging and middleware commands run end to end and lose nothing', () => {
+  // Short runs: that every phase builds, sends and is counted (their figures are BENCHMARKS.md's).
+  const logging = spawnSync(process.execPath, [CLI, 'logging', '--rounds', '1', '--records', '300'], { encoding: 'utf8', timeout: 120000 })
+  expect(logging.status).toBe(0)
+  expect(logging.stdout).toMatch(/\| otel \+ loghose processor \| [\d.]+ \([\d.–]+\) \| 0 \|/)
+  expect(logging.stdout).toMatch(/\| winston \+ loghose transport \| [\d.]+ \([\d.–]+\) \| 0 \|/)
+  const middleware = spawnSync(process.execPath, [CLI, 'middleware', '--seconds', '1', '--connections', '4', '--phases', 'none,loghose,pino'], { encoding: 'utf8', timeout: 120000 })
+  expect(middleware.status).toBe(0)
+  expect(middleware.stdout).toMatch(/pending after flush: 0/)
+})

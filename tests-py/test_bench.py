@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from loghose import bench
@@ -199,3 +200,14 @@ def test_an_interrupted_run_stops_its_scenario(monkeypatch):
         bench.run("s4", open_batches=[100], lingers_ms=[60_000], seconds=60, progress=True)
     # The child was stopped at the first progress event, not left to run its 60 s.
     assert started[0].poll() is not None
+
+
+def test_the_logging_handlers_benchmark_runs_every_phase_and_loses_nothing():
+    # A short run: that every phase builds, sends and is counted (the figures are BENCHMARKS.md's).
+    script = Path(__file__).resolve().parent.parent / "benches-py" / "logging_handlers.py"
+    done = subprocess.run([sys.executable, str(script), "--rounds", "1", "--records", "300", "--kinds",
+                           "null,loghose,vendor,otel-noop,otel-loghose,otel-export"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for kind in ("loghose", "vendor", "otel-noop", "otel-loghose", "otel-export"):
+        assert f"| {kind} |" in done.stdout and done.stdout.split(f"| {kind} |")[1].split("\n")[0].endswith("| 0 |")
