@@ -542,14 +542,10 @@ fn a_live_producer_sends_what_a_killed_sibling_left_without_waiting_for_its_repl
         seen.len()
     );
     assert_eq!(sibling.stats().replayed_records, 300);
-    // The dead slot is let go once its files are gone: the next producer takes it rather
-    // than a third.
-    let started = Instant::now();
-    while !spool_files(&dir.join("slot-1"), &["spl", "spb", "log"]).is_empty()
-        && started.elapsed() < Duration::from_secs(10)
-    {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The dead slot is let go once its files are gone (a flush waits for the replay that took
+    // it to end): the next producer takes it rather than a third.
+    assert_eq!(sibling.flush(Duration::from_secs(10)), 0);
+    assert!(spool_files(&dir.join("slot-1"), &["spl", "spb", "log"]).is_empty());
     let next = Producer::new(spool_config(&emu.endpoint(), &dir)).unwrap();
     assert!(
         !dir.join("slot-2").exists(),
