@@ -239,6 +239,19 @@ pub(crate) struct Leftover {
     ledger: LedgerWriter,
 }
 
+impl Leftover {
+    /// What the scan of an orphan found, held by its lock until its files are gone.
+    fn orphan(dir: PathBuf, lock: DirLock, scan: Scan) -> Leftover {
+        Leftover {
+            dir,
+            _lock: Some(lock),
+            recovered: scan.recovered,
+            old_files: scan.files,
+            ledger: LedgerWriter::default(),
+        }
+    }
+}
+
 /// A batch found in the directory, ready to be sent again.
 pub(crate) struct Recovered {
     /// The run and batch it had in the files it came from (the replay ledger names it so).
@@ -352,13 +365,7 @@ impl Spool {
         for Held { dir, lock } in claim.orphans {
             let orphan = scan_dir(&dir)?;
             corrupt += orphan.corrupt;
-            leftovers.push(Leftover {
-                dir,
-                _lock: Some(lock),
-                recovered: orphan.recovered,
-                old_files: orphan.files,
-                ledger: LedgerWriter::default(),
-            });
+            leftovers.push(Leftover::orphan(dir, lock, orphan));
         }
         drop_copies_of_what_is_still_there(root, &mut leftovers);
         let lock = claim.own.lock;
@@ -456,13 +463,7 @@ impl Spool {
             let Ok(orphan) = scan_dir(&dir) else { continue };
             self.corrupt_entries
                 .fetch_add(orphan.corrupt, Ordering::Relaxed);
-            leftovers.push(Leftover {
-                dir,
-                _lock: Some(lock),
-                recovered: orphan.recovered,
-                old_files: orphan.files,
-                ledger: LedgerWriter::default(),
-            });
+            leftovers.push(Leftover::orphan(dir, lock, orphan));
         }
         drop_copies_of_what_is_still_there(root, &mut leftovers);
         leftovers
