@@ -43,8 +43,10 @@ export interface ProducerOptions {
    */
   logstore: string
   /** AccessKeyId (with `accessKeySecret`), unless `apiKey` or a credentials provider is used. With
-   *  no credentials given at all, `ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET`
-   *  and `ALIBABA_CLOUD_SECURITY_TOKEN` are read. Default empty.
+   *  no credentials given at all, the default credential chain finds them:
+   *  `ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET` and
+   *  `ALIBABA_CLOUD_SECURITY_TOKEN`, then an OIDC role, the CLI's and the shared profile files, the
+   *  ECS instance role, `ALIBABA_CLOUD_CREDENTIALS_URI` (docs/credentials.md). Default empty.
    */
   accessKeyId?: string
   /** AccessKeySecret. Default empty. */
@@ -266,6 +268,8 @@ export interface EmulatorOptions {
   maxLogstores?: number
   /** Temporary keys accepted with their tokens. */
   stsKeys?: Array<{ id: string; secret: string; token: string }>
+  /** Seconds a key from the emulated STS or ECS metadata service lives. Default 3 600. */
+  credentialsLifetimeSecs?: number
 }
 
 export declare class Emulator {

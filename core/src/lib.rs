@@ -22,6 +22,7 @@
 pub mod bench;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod credentials;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 #[cfg(any(feature = "log", feature = "tracing"))]

@@ -446,8 +446,9 @@ fn python_options() -> String {
          from collections.abc import Iterable, Mapping\n\
          from typing import Literal, TypedDict\n\n\n\
          class ProducerOptions(TypedDict, total=False):\n    \
-         \"\"\"Every option of a producer (all optional here; ``endpoint``, ``project``, ``logstore``\n    \
-         and credentials are required by the engine unless the environment supplies the keys).\"\"\"\n"
+         \"\"\"Every option of a producer (all optional here; ``endpoint``, ``project`` and\n    \
+         ``logstore`` are required by the engine; keys not given come from the default credential\n    \
+         chain).\"\"\"\n"
     );
     for spec in OPTIONS {
         out.push('\n');

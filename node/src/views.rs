@@ -227,6 +227,8 @@ pub struct EmulatorCounters {
     /// Accepted groups whose pack id had been accepted before in the same logstore:
     /// batches delivered more than once.
     pub duplicate_groups: f64,
+    /// Temporary keys handed out by the emulated STS and ECS metadata service.
+    pub credentials_issued: f64,
 }
 
 impl From<Counters> for EmulatorCounters {
@@ -243,6 +245,7 @@ impl From<Counters> for EmulatorCounters {
             rejected: c.rejected.into_iter().map(|(k, v)| (k, n(v))).collect(),
             faults_injected: n(c.faults_injected),
             duplicate_groups: n(c.duplicate_groups),
+            credentials_issued: n(c.credentials_issued),
         }
     }
 }

@@ -15,8 +15,9 @@ from typing import Literal, TypedDict
 
 
 class ProducerOptions(TypedDict, total=False):
-    """Every option of a producer (all optional here; ``endpoint``, ``project``, ``logstore``
-    and credentials are required by the engine unless the environment supplies the keys)."""
+    """Every option of a producer (all optional here; ``endpoint``, ``project`` and
+    ``logstore`` are required by the engine; keys not given come from the default credential
+    chain)."""
 
     #: Service endpoint, `http://` or `https://` (scheme optional, `http` by default), e.g.
     #: `https://cn-hangzhou.log.aliyuncs.com` or the emulator's `http://127.0.0.1:PORT`. A host name is addressed as
@@ -30,8 +31,9 @@ class ProducerOptions(TypedDict, total=False):
     logstore: str
 
     #: AccessKeyId (with `access_key_secret`), unless `api_key` or a credentials provider is used. With no credentials
-    #: given at all, `ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET` and `ALIBABA_CLOUD_SECURITY_TOKEN`
-    #: are read. Default empty.
+    #: given at all, the default credential chain finds them: `ALIBABA_CLOUD_ACCESS_KEY_ID`,
+    #: `ALIBABA_CLOUD_ACCESS_KEY_SECRET` and `ALIBABA_CLOUD_SECURITY_TOKEN`, then an OIDC role, the CLI's and the shared
+    #: profile files, the ECS instance role, `ALIBABA_CLOUD_CREDENTIALS_URI` (docs/credentials.md). Default empty.
     access_key_id: str
 
     #: AccessKeySecret. Default empty.

@@ -36,6 +36,11 @@ pub struct EmulatorArgs {
     /// An API key to accept as `Authorization: Bearer` (repeatable).
     #[arg(long = "api-key")]
     api_keys: Vec<String>,
+    /// Seconds a key from the emulated STS or ECS metadata service lives (the default
+    /// credential chain's sources; point LOGHOSE_STS_ENDPOINT or LOGHOSE_ECS_METADATA_ENDPOINT
+    /// here).
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
+    credentials_lifetime_secs: u64,
     /// Project for requests whose Host names none (IP addresses, localhost).
     #[arg(long, default_value = DEFAULT_PROJECT)]
     default_project: String,
@@ -158,6 +163,7 @@ pub fn run(args: EmulatorArgs, name: &str) -> u8 {
             secret: args.access_key_secret,
         }],
         sts_keys,
+        credentials_lifetime_secs: args.credentials_lifetime_secs,
         api_keys: args.api_keys,
         default_project: args.default_project,
         auto_create: !args.no_auto_create,

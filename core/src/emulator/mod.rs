@@ -30,7 +30,7 @@ pub use embedded::{EmbeddedEmulator, EmbeddedError};
 pub use error::ApiError;
 pub use faults::{Fault, FaultAction};
 pub use server::raise_open_file_limit;
-pub use service::{Counters, Service};
+pub use service::{Counters, Service, ECS_ROLE_NAME};
 pub use store::{LogstoreTotals, StoredLog};
 
 use crate::wire::keys::KeyPolicy;
@@ -75,6 +75,10 @@ pub struct EmulatorConfig {
     pub access_keys: Vec<AccessKey>,
     /// Temporary keys with their tokens. Default none.
     pub sts_keys: Vec<StsKey>,
+    /// Seconds a key handed out by the emulated STS (`AssumeRoleWithOIDC`, at most the
+    /// `DurationSeconds` asked) or ECS metadata service lives before it is refused. Default
+    /// 3 600.
+    pub credentials_lifetime_secs: u64,
     /// API keys for `Authorization: Bearer`. Default none.
     pub api_keys: Vec<String>,
     /// Project for hosts that name none. Default [`DEFAULT_PROJECT`].
@@ -175,6 +179,7 @@ impl Default for EmulatorConfig {
                 secret: DEFAULT_ACCESS_KEY_SECRET.into(),
             }],
             sts_keys: Vec::new(),
+            credentials_lifetime_secs: 3600,
             api_keys: Vec::new(),
             default_project: DEFAULT_PROJECT.into(),
             project_from_host: true,

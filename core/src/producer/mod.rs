@@ -78,6 +78,7 @@ pub use spool::SpoolError;
 pub use transport::CredentialsProvider;
 pub use untold::{Failure, UndeliveredWarnings, Warning};
 
+use crate::credentials::Chain;
 use accumulator::{Accumulator, AfterAdd, SealedBatch};
 use budget::Budget;
 use deliver::Delivery;
@@ -217,6 +218,28 @@ impl std::fmt::Debug for Producer {
     }
 }
 
+/// Longest the constructor waits on the metadata service when it is the chain's only hope.
+const CHAIN_PROBE_WAIT: Duration = Duration::from_secs(5);
+
+/// With nothing set up but the ECS metadata service (which may or may not be there), asks it
+/// now, so a producer with no credentials anywhere fails in its constructor, naming every
+/// source, as it does without the chain; the keys it gets are kept for the first send. A
+/// chain with a source set up is asked at the first send instead.
+fn probe_chain(chain: &Arc<Chain>, runtime: &tokio::runtime::Handle) -> Result<(), ProducerError> {
+    if chain.has_configured_source() {
+        return Ok(());
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let asking = chain.clone();
+    runtime.spawn(async move {
+        let _ = tx.send(asking.credentials().await.map(|_| ()));
+    });
+    let outcome = rx
+        .recv_timeout(CHAIN_PROBE_WAIT)
+        .unwrap_or_else(|_| Err("the ECS metadata service did not answer in time".into()));
+    outcome.map_err(|tried| ProducerError::Config(ConfigError::NoCredentialsFound { tried }))
+}
+
 impl Producer {
     /// A producer for `config`, with static credentials from it.
     pub fn new(config: ProducerConfig) -> Result<Producer, ProducerError> {
@@ -237,22 +260,29 @@ impl Producer {
         provider: Option<Arc<dyn CredentialsProvider>>,
         on_reports: Option<ReportCallback>,
     ) -> Result<Producer, ProducerError> {
-        let config =
-            if provider.is_some() && config.access_key_id.is_empty() && config.api_key.is_none() {
-                // The provider supplies the keys; placeholders satisfy validation.
-                ProducerConfig {
-                    access_key_id: "provider".into(),
-                    access_key_secret: "provider".into(),
-                    ..config
-                }
-            } else if provider.is_none() {
-                config.with_environment_credentials()
-            } else {
-                config
-            };
+        let config = if provider.is_none() {
+            config.with_environment_credentials()
+        } else {
+            config
+        };
+        let keyless = config.access_key_id.is_empty() && config.api_key.is_none();
+        let chain = (keyless && provider.is_none()).then(|| Arc::new(Chain::from_environment()));
+        let config = if keyless {
+            // The provider or the chain supplies the keys; placeholders satisfy validation.
+            ProducerConfig {
+                access_key_id: "provider".into(),
+                access_key_secret: "provider".into(),
+                ..config
+            }
+        } else {
+            config
+        };
         config.validate()?;
-        let transport = Transport::new(&config, provider)?;
         let runtime = engine::handle()?;
+        if let Some(chain) = &chain {
+            probe_chain(chain, &runtime)?;
+        }
+        let transport = Transport::new(&config, provider, chain)?;
         let source = config
             .source
             .clone()

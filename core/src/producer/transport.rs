@@ -26,6 +26,7 @@ use super::engine;
 use super::error::ProducerError;
 use super::retry::Answer;
 use super::routing::Destination;
+use crate::credentials::Chain;
 use crate::wire::compress::Compression;
 use crate::wire::request::{self, Auth, PutLogsTarget};
 use crate::wire::sign::Credentials;
@@ -40,6 +41,11 @@ enum CredentialSource {
     Static(Auth),
     Provider {
         provider: Arc<dyn CredentialsProvider>,
+        region: Option<String>,
+    },
+    /// The default credential chain (no keys given).
+    Chain {
+        chain: Arc<Chain>,
         region: Option<String>,
     },
 }
@@ -64,6 +70,7 @@ impl Transport {
     pub(crate) fn new(
         config: &ProducerConfig,
         provider: Option<Arc<dyn CredentialsProvider>>,
+        chain: Option<Arc<Chain>>,
     ) -> Result<Transport, ProducerError> {
         let (https, endpoint_host) = config::split_endpoint(&config.endpoint)?;
         let bare_host = endpoint_host
@@ -96,10 +103,11 @@ impl Transport {
         }
         let region = (config.signature_version == SignatureVersion::V4)
             .then(|| config.region.clone().unwrap_or_default());
-        let credentials = match (provider, &config.api_key) {
-            (Some(provider), _) => CredentialSource::Provider { provider, region },
-            (None, Some(key)) => CredentialSource::Static(Auth::Bearer(key.clone())),
-            (None, None) => {
+        let credentials = match (provider, chain, &config.api_key) {
+            (Some(provider), _, _) => CredentialSource::Provider { provider, region },
+            (None, Some(chain), None) => CredentialSource::Chain { chain, region },
+            (None, _, Some(key)) => CredentialSource::Static(Auth::Bearer(key.clone())),
+            (None, None, None) => {
                 let c = Credentials {
                     access_key_id: config.access_key_id.clone(),
                     access_key_secret: config.access_key_secret.clone(),
@@ -127,19 +135,26 @@ impl Transport {
     }
 
     /// The credentials for the next attempt.
-    fn auth(&self) -> Result<Auth, String> {
+    async fn auth(&self) -> Result<Auth, String> {
+        let (c, region) = match &self.credentials {
+            CredentialSource::Static(a) => return Ok(a.clone()),
+            CredentialSource::Provider { provider, region } => (provider.credentials()?, region),
+            CredentialSource::Chain { chain, region } => (chain.credentials().await?, region),
+        };
+        Ok(match region {
+            Some(region) => Auth::V4 {
+                credentials: c,
+                region: region.clone(),
+            },
+            None => Auth::V1(c),
+        })
+    }
+
+    /// The default chain, when the credentials come from it.
+    pub(crate) fn chain(&self) -> Option<&Arc<Chain>> {
         match &self.credentials {
-            CredentialSource::Static(a) => Ok(a.clone()),
-            CredentialSource::Provider { provider, region } => {
-                let c = provider.credentials()?;
-                Ok(match region {
-                    Some(region) => Auth::V4 {
-                        credentials: c,
-                        region: region.clone(),
-                    },
-                    None => Auth::V1(c),
-                })
-            }
+            CredentialSource::Chain { chain, .. } => Some(chain),
+            _ => None,
         }
     }
 
@@ -175,7 +190,7 @@ impl Transport {
 
     /// One signed PutLogs of a compressed body; what came back.
     pub(crate) async fn put(&self, dest: &Destination, body: &Bytes, raw_len: usize) -> Answer {
-        let credentials = match self.auth() {
+        let credentials = match self.auth().await {
             Ok(a) => a,
             Err(message) => return Answer::credentials_unavailable(message),
         };
@@ -220,6 +235,13 @@ impl Transport {
             .map(str::to_owned);
         if (200..300).contains(&status) {
             return Answer::delivered(status, request_id);
+        }
+        if status == 401 {
+            if let (Some(chain), Auth::V1(c) | Auth::V4 { credentials: c, .. }) =
+                (self.chain(), &credentials)
+            {
+                chain.refused(&c.access_key_id);
+            }
         }
         let date = resp
             .headers()

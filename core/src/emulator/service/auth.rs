@@ -70,6 +70,11 @@ impl Service {
             .ok_or_else(|| {
                 ApiError::unauthorized(format!("AccessKeyId not found: {access_key_id}"))
             })?;
+        if key.expires_at.is_some_and(|t| Utc::now().timestamp() >= t) {
+            return Err(ApiError::unauthorized(
+                "The security token you provided has expired.",
+            ));
+        }
         let sent = head.header("x-acs-security-token");
         match (&key.token, sent) {
             (None, None) => Ok(key),

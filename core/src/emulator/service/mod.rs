@@ -9,7 +9,8 @@
 //! declared size, then a zero-copy validation of the `LogGroup` (or `LogGroupList` in
 //! `batch_group` mode). Accepted groups are stored as they arrived (compressed), once valid.
 //! The SLS read APIs (ListShards, GetCursor, PullLogs) and the unauthenticated `/_emulator/`
-//! test API are served here too. Every answer carries a lowercase `x-log-requestid`.
+//! test API are served here too, and the STS and ECS metadata calls of the default
+//! credential chain ([`identity`]). Every answer carries a lowercase `x-log-requestid`.
 //!
 //! One file per part: [`auth`] (signatures, credentials, the request date), [`put_logs`],
 //! [`read`] (ListShards, GetCursor, PullLogs) and [`admin`] (`/_emulator/`).
@@ -38,6 +39,8 @@ use crate::wire::sign;
 
 mod admin;
 mod auth;
+mod identity;
+pub use identity::ECS_ROLE_NAME;
 mod put_logs;
 mod read;
 
@@ -72,6 +75,9 @@ pub struct Counters {
     /// Accepted groups whose `__pack_id__` tag had been accepted before in the same logstore
     /// (among the last 262 144 groups with one): batches delivered more than once.
     pub duplicate_groups: u64,
+    /// Temporary keys handed out by the emulated STS and ECS metadata service.
+    #[serde(default)]
+    pub credentials_issued: u64,
 }
 
 #[derive(Default)]
@@ -84,6 +90,7 @@ struct AtomicCounters {
     raw_bytes: AtomicU64,
     compressed_bytes: AtomicU64,
     duplicate_groups: AtomicU64,
+    credentials_issued: AtomicU64,
     rejected: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -91,6 +98,8 @@ struct AtomicCounters {
 struct Key {
     secret: String,
     token: Option<String>,
+    /// Unix seconds from which it is refused (keys the emulator's STS issued).
+    expires_at: Option<i64>,
 }
 
 /// The request handler and everything it owns (store, faults, counters).
@@ -104,6 +113,8 @@ pub struct Service {
     pub(crate) faults: Faults,
     counters: AtomicCounters,
     pack_ids: Mutex<put_logs::PackIds>,
+    /// Live ECS metadata session tokens and when they expire (unix seconds).
+    metadata_tokens: Mutex<HashMap<String, i64>>,
     id_prefix: u32,
     id_next: AtomicU64,
 }
@@ -232,6 +243,7 @@ impl Service {
                 Key {
                     secret: k.secret.clone(),
                     token: Some(k.token.clone()),
+                    expires_at: None,
                 },
             );
         }
@@ -246,6 +258,7 @@ impl Service {
                 Key {
                     secret: k.secret.clone(),
                     token: None,
+                    expires_at: None,
                 },
             );
         }
@@ -255,6 +268,7 @@ impl Service {
                 Key {
                     secret: k.secret.clone(),
                     token: Some(k.token.clone()),
+                    expires_at: None,
                 },
             );
         }
@@ -271,6 +285,7 @@ impl Service {
             faults: Faults::default(),
             counters: AtomicCounters::default(),
             pack_ids: Mutex::default(),
+            metadata_tokens: Mutex::default(),
             id_prefix: fastrand::u32(..),
             id_next: AtomicU64::new(1),
             config,
@@ -296,6 +311,7 @@ impl Service {
             rejected: c.rejected.lock().clone(),
             faults_injected: self.faults.applied(),
             duplicate_groups: c.duplicate_groups.load(Ordering::Relaxed),
+            credentials_issued: c.credentials_issued.load(Ordering::Relaxed),
         }
     }
 
@@ -313,6 +329,7 @@ impl Service {
             &c.raw_bytes,
             &c.compressed_bytes,
             &c.duplicate_groups,
+            &c.credentials_issued,
         ] {
             a.store(0, Ordering::Relaxed);
         }
@@ -408,7 +425,8 @@ impl Service {
         // The emulator's own API is not the service's traffic: it never touches the counters
         // that tests assert on.
         let admin = req.uri().path().starts_with("/_emulator/");
-        if !admin {
+        let identity = Service::is_identity(req.uri().path(), req.uri().query());
+        if !admin && !identity {
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
         }
         let mut resp = match self.route(&req) {
@@ -439,6 +457,9 @@ impl Service {
         if let Some(rest) = path.strip_prefix("/_emulator/") {
             self.check_admin_token(&head)?;
             return self.admin(&head, rest, req.body());
+        }
+        if Service::is_identity(path, req.uri().query()) {
+            return Ok(self.identity(&head));
         }
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match (req.method(), segments.as_slice()) {

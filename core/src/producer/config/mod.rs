@@ -154,10 +154,12 @@ pub enum ConfigError {
         /// The key.
         key: &'static str,
     },
-    /// No credentials: no `access_key_id`, no `api_key`, no provider, and nothing in the
-    /// environment.
-    #[error("no credentials: give `access_key_id` and `access_key_secret` (or `api_key`, or a credentials provider), or set {ENV_ACCESS_KEY_ID} and {ENV_ACCESS_KEY_SECRET}")]
-    NoCredentials,
+    /// No credentials given, and none of the default chain's sources gave any.
+    #[error("no credentials: give `access_key_id` and `access_key_secret` (or `api_key`, or a credentials provider), or set {ENV_ACCESS_KEY_ID} and {ENV_ACCESS_KEY_SECRET}, or set up another source of the default credential chain; {tried}")]
+    NoCredentialsFound {
+        /// Each source and why it gave nothing.
+        tried: String,
+    },
     /// A number outside its range.
     #[error("`{key}` is {value}, but must be from {min} to {max}")]
     OutOfRange {
@@ -426,7 +428,13 @@ impl ProducerConfig {
                             .into(),
                 })
             }
-            (None, true, _) => return Err(ConfigError::NoCredentials),
+            // No keys: the default credential chain looks for them when the producer is built.
+            (None, true, true) => {}
+            (None, true, false) => {
+                return Err(ConfigError::Missing {
+                    key: "access_key_id",
+                })
+            }
             (None, false, true) => {
                 return Err(ConfigError::Missing {
                     key: "access_key_secret",
@@ -619,7 +627,17 @@ mod tests {
             })
         };
         let bare = ProducerConfig::new("http://127.0.0.1:1", "proj", "logs");
-        assert!(matches!(bare.validate(), Err(ConfigError::NoCredentials)));
+        assert!(bare.validate().is_ok(), "the default chain looks for keys");
+        let secret_alone = ProducerConfig {
+            access_key_secret: "s".into(),
+            ..bare.clone()
+        };
+        assert!(matches!(
+            secret_alone.validate(),
+            Err(ConfigError::Missing {
+                key: "access_key_id"
+            })
+        ));
         let filled = bare.clone().with_credentials_from(env);
         assert_eq!(
             (

@@ -40,8 +40,10 @@ spec::producer_options! {
     /// Default logstore of records.
     logstore: String = String::new(), OptionKind::Name(NameKind::Logstore);
     /// AccessKeyId (with `access_key_secret`), unless `api_key` or a credentials provider is
-    /// used. With no credentials given at all, `ALIBABA_CLOUD_ACCESS_KEY_ID`,
-    /// `ALIBABA_CLOUD_ACCESS_KEY_SECRET` and `ALIBABA_CLOUD_SECURITY_TOKEN` are read.
+    /// used. With no credentials given at all, the default credential chain finds them:
+    /// `ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET` and
+    /// `ALIBABA_CLOUD_SECURITY_TOKEN`, then an OIDC role, the CLI's and the shared profile
+    /// files, the ECS instance role, `ALIBABA_CLOUD_CREDENTIALS_URI` (docs/credentials.md).
     access_key_id: String = String::new(), OptionKind::Secret { optional: false };
     /// AccessKeySecret.
     access_key_secret: String = String::new(), OptionKind::Secret { optional: false };

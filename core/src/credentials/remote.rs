@@ -1,0 +1,322 @@
+//! The three services the chain asks for temporary keys: STS (`AssumeRoleWithOIDC`), the ECS
+//! metadata service (a session token, the role's name, then its keys) and a credentials URI.
+//!
+//! Requests are made as the vendor's SDKs make them (method, path, parameters, headers) and
+//! answers are read into [`Fetched`]: the keys and when they expire. Runs on the I/O runtime;
+//! every request is bounded in time (STS 5 s to connect and 15 s in all, the metadata service
+//! 1 s and 3 s: it is on the instance, or not there at all). Errors name the service and what
+//! it answered, never the keys, the OIDC token or a body that holds them.
+
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use chrono::NaiveDateTime;
+
+use super::sources::{EcsRole, Leaf, OidcRole, STS_DURATION_SECS};
+use crate::wire::sign::Credentials;
+
+/// Keys and when they stop working (`None`: they do not).
+#[derive(Clone, Debug)]
+pub(crate) struct Fetched {
+    pub credentials: Credentials,
+    pub expires_at: Option<SystemTime>,
+}
+
+/// The metadata service's session token lifetime asked for, in seconds (the vendor's).
+const METADATA_TOKEN_TTL_SECS: u32 = 21_600;
+
+/// HTTP clients, built on first use.
+#[derive(Default)]
+pub(crate) struct Clients {
+    sts: OnceLock<reqwest::Client>,
+    metadata: OnceLock<reqwest::Client>,
+}
+
+impl Clients {
+    fn sts(&self) -> Result<&reqwest::Client, String> {
+        if let Some(c) = self.sts.get() {
+            return Ok(c);
+        }
+        let c = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(15))
+            .user_agent(concat!("loghose/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        Ok(self.sts.get_or_init(|| c))
+    }
+
+    /// The metadata service is link-local: never through a proxy.
+    fn metadata(&self) -> Result<&reqwest::Client, String> {
+        if let Some(c) = self.metadata.get() {
+            return Ok(c);
+        }
+        let c = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(1))
+            .timeout(Duration::from_secs(3))
+            .no_proxy()
+            .user_agent(concat!("loghose/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        Ok(self.metadata.get_or_init(|| c))
+    }
+}
+
+/// The keys `leaf` stands for.
+pub(crate) async fn fetch(clients: &Clients, leaf: &Leaf) -> Result<Fetched, String> {
+    match leaf {
+        Leaf::Static(c) => Ok(Fetched {
+            credentials: c.clone(),
+            expires_at: None,
+        }),
+        Leaf::Oidc(role) => assume_role_with_oidc(clients, role).await,
+        Leaf::Ecs(role) => ecs_role(clients, role).await,
+        Leaf::Uri(uri) => credentials_uri(clients, uri).await,
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    if e.is_timeout() {
+        text.push_str(" (timed out)");
+    }
+    text
+}
+
+/// A service's answer that is not 200: its status and the start of its body (error bodies
+/// hold no keys).
+async fn refusal(what: &str, resp: reqwest::Response) -> String {
+    let status = resp.status().as_u16();
+    let body = resp.text().await.unwrap_or_default();
+    let body: String = body.trim().chars().take(300).collect();
+    format!("{what} answered HTTP {status}: {body}")
+}
+
+/// `2024-01-01T00:00:00Z`.
+fn expiration(text: &str) -> Result<SystemTime, String> {
+    let t = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%SZ")
+        .map_err(|_| format!("an Expiration of {text:?}, not yyyy-MM-ddTHH:mm:ssZ"))?;
+    let secs = u64::try_from(t.and_utc().timestamp())
+        .map_err(|_| format!("an Expiration of {text:?}, before 1970"))?;
+    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// `AccessKeyId`, `AccessKeySecret`, `SecurityToken` and `Expiration` of an object.
+fn keys_of(what: &str, value: &serde_json::Value) -> Result<Fetched, String> {
+    let field = |k: &str| {
+        value
+            .get(k)
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("{what} answered without {k}"))
+    };
+    let credentials = Credentials::sts(
+        field("AccessKeyId")?,
+        field("AccessKeySecret")?,
+        field("SecurityToken")?,
+    );
+    let expires_at = Some(expiration(field("Expiration")?).map_err(|e| format!("{what}: {e}"))?);
+    Ok(Fetched {
+        credentials,
+        expires_at,
+    })
+}
+
+async fn json_of(what: &str, resp: reqwest::Response) -> Result<serde_json::Value, String> {
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| format!("{what}: reading the answer: {}", describe(&e)))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{what} answered something not JSON: {e}"))
+}
+
+/// `GET https://sts…/?Action=AssumeRoleWithOIDC&…`, unsigned (the OIDC token is the proof).
+async fn assume_role_with_oidc(clients: &Clients, role: &OidcRole) -> Result<Fetched, String> {
+    let token = std::fs::read_to_string(&role.token_file).map_err(|e| {
+        format!(
+            "reading the OIDC token file {}: {e}",
+            role.token_file.display()
+        )
+    })?;
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "the OIDC token file {} is empty",
+            role.token_file.display()
+        ));
+    }
+    let duration = STS_DURATION_SECS.to_string();
+    let timestamp = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let mut query = vec![
+        ("Action", "AssumeRoleWithOIDC"),
+        ("Format", "JSON"),
+        ("Version", "2015-04-01"),
+        ("DurationSeconds", duration.as_str()),
+        ("RoleArn", role.role_arn.as_str()),
+        ("OIDCProviderArn", role.provider_arn.as_str()),
+        ("OIDCToken", token),
+        ("RoleSessionName", role.session_name.as_str()),
+        ("Timestamp", timestamp.as_str()),
+    ];
+    if let Some(policy) = &role.policy {
+        query.push(("Policy", policy));
+    }
+    let what = format!("STS at {}", role.sts_endpoint);
+    let resp = clients
+        .sts()?
+        .get(format!("{}/", role.sts_endpoint))
+        .query(&query)
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {}", describe(&e)))?;
+    if !resp.status().is_success() {
+        return Err(refusal(&what, resp).await);
+    }
+    let body = json_of(&what, resp).await?;
+    let creds = body
+        .get("Credentials")
+        .ok_or_else(|| format!("{what} answered without Credentials"))?;
+    keys_of(&what, creds)
+}
+
+/// The metadata service's session token, or `None` to go on without one (IMDSv1).
+async fn metadata_token(
+    client: &reqwest::Client,
+    role: &EcsRole,
+    what: &str,
+) -> Result<Option<String>, String> {
+    let answer = client
+        .put(format!("{}/latest/api/token", role.endpoint))
+        .header(
+            "X-aliyun-ecs-metadata-token-ttl-seconds",
+            METADATA_TOKEN_TTL_SECS.to_string(),
+        )
+        .send()
+        .await;
+    let failure = match answer {
+        Ok(resp) if resp.status().is_success() => {
+            return resp
+                .text()
+                .await
+                .map(Some)
+                .map_err(|e| format!("{what}: reading the session token: {}", describe(&e)))
+        }
+        Ok(resp) => refusal(&format!("{what} (session token)"), resp).await,
+        Err(e) => format!("{what}: {}", describe(&e)),
+    };
+    if role.imds_v1_disabled {
+        Err(failure)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The role's keys from the ECS metadata service.
+async fn ecs_role(clients: &Clients, role: &EcsRole) -> Result<Fetched, String> {
+    let client = clients.metadata()?;
+    let what = format!("the ECS metadata service at {}", role.endpoint);
+    let token = metadata_token(client, role, &what).await?;
+    let get = |path: String| {
+        let mut req = client.get(format!(
+            "{}/latest/meta-data/ram/security-credentials/{path}",
+            role.endpoint
+        ));
+        if let Some(t) = &token {
+            req = req.header("X-aliyun-ecs-metadata-token", t);
+        }
+        req
+    };
+    let role_name = match &role.role_name {
+        Some(r) => r.clone(),
+        None => {
+            let resp = get(String::new())
+                .send()
+                .await
+                .map_err(|e| format!("{what}: {}", describe(&e)))?;
+            if !resp.status().is_success() {
+                return Err(refusal(&format!("{what} (role name)"), resp).await);
+            }
+            let name = resp
+                .text()
+                .await
+                .map_err(|e| format!("{what}: {}", describe(&e)))?;
+            let name = name.trim().to_owned();
+            if name.is_empty() {
+                return Err(format!("{what} names no RAM role for this instance"));
+            }
+            name
+        }
+    };
+    let resp = get(role_name.clone())
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {}", describe(&e)))?;
+    if !resp.status().is_success() {
+        return Err(refusal(&format!("{what} (role {role_name:?})"), resp).await);
+    }
+    let body = json_of(&what, resp).await?;
+    success_keys(&what, &body)
+}
+
+/// An answer with `"Code": "Success"` and the keys beside it.
+fn success_keys(what: &str, body: &serde_json::Value) -> Result<Fetched, String> {
+    match body.get("Code").and_then(|c| c.as_str()) {
+        Some("Success") => keys_of(what, body),
+        code => Err(format!("{what} answered Code {code:?}, not \"Success\"")),
+    }
+}
+
+/// `GET` the URI: the metadata service's answer shape.
+async fn credentials_uri(clients: &Clients, uri: &str) -> Result<Fetched, String> {
+    let what = format!("the credentials URI {uri}");
+    let resp = clients
+        .sts()?
+        .get(uri)
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {}", describe(&e)))?;
+    if !resp.status().is_success() {
+        return Err(refusal(&what, resp).await);
+    }
+    let body = json_of(&what, resp).await?;
+    success_keys(&what, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_as_the_vendor_reads_them() {
+        let ok = serde_json::json!({
+            "Code": "Success", "AccessKeyId": "STS.a", "AccessKeySecret": "s",
+            "SecurityToken": "t", "Expiration": "2030-01-02T03:04:05Z"
+        });
+        let f = success_keys("x", &ok).unwrap();
+        assert_eq!(f.credentials, Credentials::sts("STS.a", "s", "t"));
+        assert_eq!(
+            f.expires_at.unwrap(),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_893_553_445)
+        );
+        let mut failed = ok.clone();
+        failed["Code"] = "Failed".into();
+        assert!(success_keys("x", &failed)
+            .unwrap_err()
+            .contains("\"Failed\""));
+        let mut no_token = ok.clone();
+        no_token["SecurityToken"] = "".into();
+        assert!(success_keys("x", &no_token)
+            .unwrap_err()
+            .contains("without SecurityToken"));
+        let mut bad_time = ok;
+        bad_time["Expiration"] = "tomorrow".into();
+        let e = success_keys("x", &bad_time).unwrap_err();
+        assert!(e.contains("\"tomorrow\"") && !e.contains("STS.a"), "{e}");
+    }
+}
