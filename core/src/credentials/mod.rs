@@ -36,8 +36,9 @@ pub(crate) mod sources;
 use remote::Fetched;
 use sources::Source;
 
-/// How long a failed background refresh waits before the next one (the keys in hand still
-/// work meanwhile).
+/// Longest a failed background refresh waits before the next one (the keys in hand still
+/// work meanwhile); half the keys' remaining life when that is shorter, so a refresh is tried
+/// several times before they run out.
 const BACKGROUND_RETRY: Duration = Duration::from_secs(5);
 
 /// Keys in hand and when to fetch again.
@@ -186,7 +187,15 @@ impl Chain {
             let failed = due && chain.fetch().await.is_err();
             let mut state = chain.state.lock();
             state.background = false;
-            state.background_not_before = failed.then(|| Instant::now() + BACKGROUND_RETRY);
+            state.background_not_before = failed.then(|| {
+                let left = state
+                    .cached
+                    .as_ref()
+                    .and_then(|c| c.usable_until)
+                    .and_then(|t| t.duration_since(SystemTime::now()).ok())
+                    .unwrap_or_default();
+                Instant::now() + BACKGROUND_RETRY.min(left / 2)
+            });
         });
     }
 

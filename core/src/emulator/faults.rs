@@ -82,6 +82,11 @@ pub struct Fault {
     /// Only requests for this logstore.
     #[serde(default)]
     pub logstore: Option<String>,
+    /// Apply to the emulated STS and ECS metadata service (the default credential chain's
+    /// requests) instead of the Log Service's. `store_then_*` act there as their error or
+    /// reset.
+    #[serde(default)]
+    pub credentials: bool,
 }
 
 impl Fault {
@@ -93,6 +98,7 @@ impl Fault {
             window_ms: None,
             project: None,
             logstore: None,
+            credentials: false,
         }
     }
 
@@ -104,6 +110,7 @@ impl Fault {
             window_ms: Some(window.as_millis() as u64),
             project: None,
             logstore: None,
+            credentials: false,
         }
     }
 
@@ -162,16 +169,26 @@ impl Faults {
 
     /// The action for a PutLogs request to `project`/`logstore`, if a rule applies.
     pub(crate) fn take(&self, project: &str, logstore: &str) -> Option<FaultAction> {
+        self.take_first(|f| {
+            !f.credentials
+                && f.project.as_deref().is_none_or(|p| p == project)
+                && f.logstore.as_deref().is_none_or(|l| l == logstore)
+        })
+    }
+
+    /// The action for an STS or ECS metadata request, if a rule applies.
+    pub(crate) fn take_credentials(&self) -> Option<FaultAction> {
+        self.take_first(|f| f.credentials)
+    }
+
+    fn take_first(&self, applies: impl Fn(&Fault) -> bool) -> Option<FaultAction> {
         if !self.any.load(Ordering::Acquire) {
             return None;
         }
         let now = Instant::now();
         let mut rules = self.rules.lock();
         rules.retain(|r| r.remaining != Some(0) && r.until.is_none_or(|u| now < u));
-        let hit = rules.iter_mut().find(|r| {
-            r.fault.project.as_deref().is_none_or(|p| p == project)
-                && r.fault.logstore.as_deref().is_none_or(|l| l == logstore)
-        });
+        let hit = rules.iter_mut().find(|r| applies(&r.fault));
         let action = hit.map(|rule| {
             if let Some(n) = rule.remaining.as_mut() {
                 *n -= 1;

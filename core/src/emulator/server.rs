@@ -290,6 +290,35 @@ async fn serve_request(
             Some(FaultAction::StoreThenError { .. } | FaultAction::StoreThenReset) => {}
         }
         fault
+    } else if Service::is_identity(probe.uri().path(), probe.uri().query()) {
+        match service.faults.take_credentials() {
+            Some(FaultAction::Latency { ms }) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await
+            }
+            Some(FaultAction::Reset | FaultAction::StoreThenReset) => return Err(InjectedReset),
+            Some(FaultAction::Hang { ms }) => {
+                tokio::time::sleep(ms.map_or(DEFAULT_HANG, Duration::from_millis)).await;
+                return Err(InjectedReset);
+            }
+            Some(FaultAction::Error {
+                status,
+                code,
+                message,
+            }) => {
+                let status =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let message = message.unwrap_or_else(|| format!("injected fault: {status} {code}"));
+                return Ok(fault_answer(&service, status, &code, message));
+            }
+            Some(FaultAction::StoreThenError { status, code }) => {
+                let status =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let message = format!("injected fault: {status} {code}");
+                return Ok(fault_answer(&service, status, &code, message));
+            }
+            None => {}
+        }
+        None
     } else {
         None
     };

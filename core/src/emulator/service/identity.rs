@@ -49,7 +49,7 @@ fn answer(
 
 impl Service {
     /// Whether a request is for STS or the metadata service rather than the Log Service.
-    pub(super) fn is_identity(path: &str, query: Option<&str>) -> bool {
+    pub(crate) fn is_identity(path: &str, query: Option<&str>) -> bool {
         path.starts_with("/latest/")
             || (path == "/" && query.is_some_and(|q| q.contains("Action=")))
     }
