@@ -294,3 +294,65 @@ fn keys_expiring_in_the_middle_of_a_stream_are_replaced_with_nothing_lost() {
     );
     std::fs::remove_dir_all(&home).unwrap();
 }
+
+/// STS failing when the keys are due for a refresh: the keys in hand go on signing, the
+/// refresh is tried again before they run out, and nothing is refused or lost.
+#[test]
+fn sts_failing_at_refresh_time_is_retried_while_the_keys_in_hand_last() {
+    let emu = Emulator::start(EmulatorConfig {
+        credentials_lifetime_secs: 12,
+        ..EmulatorConfig::default()
+    })
+    .unwrap();
+    let home = temp_dir("sts-down");
+    let token = home.join("token");
+    std::fs::write(&token, "oidc-token").unwrap();
+    let mut cmd = loghose(&home, &emu, "pipe", "sts-down");
+    oidc_env(&mut cmd, &emu, &token);
+    cmd.args(["--option", "linger_ms=100"]);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let started = Instant::now();
+    let mut injected = false;
+    let mut count = 0;
+    while started.elapsed() < Duration::from_secs(14) {
+        if !injected && started.elapsed() > Duration::from_secs(5) {
+            // From 5 s to 7.5 s: the refresh due at 6 s fails; keys last to 10.8 s.
+            emu.inject(loghose::emulator::Fault {
+                credentials: true,
+                ..loghose::emulator::Fault::during(
+                    loghose::emulator::FaultAction::Error {
+                        status: 503,
+                        code: "ServiceUnavailable".into(),
+                        message: None,
+                    },
+                    Duration::from_millis(2500),
+                )
+            });
+            injected = true;
+        }
+        writeln!(stdin, "line {count}").unwrap();
+        count += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    let out = bounded(child, Duration::from_secs(60));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let counters = emu.counters();
+    assert_eq!(counters.logs, count, "{counters:?}");
+    assert!(
+        counters.faults_injected >= 1,
+        "the refresh met the failing STS"
+    );
+    assert!(counters.credentials_issued >= 2, "{counters:?}");
+    assert!(
+        !counters.rejected.contains_key("Unauthorized"),
+        "{counters:?}"
+    );
+    std::fs::remove_dir_all(&home).unwrap();
+}
