@@ -135,6 +135,11 @@ fn the_cli_profile_and_the_profile_file_are_read_by_mode_and_type() {
              "oidc_provider_arn": "acs:ram::1:oidc-provider/p",
              "oidc_token_file": token.display().to_string()},
             {"name": "sso", "mode": "CloudSSO"},
+            {"name": "ram", "mode": "RamRoleArn", "access_key_id": key.access_key_id,
+             "access_key_secret": key.access_key_secret, "ram_role_arn": "acs:ram::1:role/r",
+             "ram_session_name": "deploy", "expired_seconds": 900},
+            {"name": "ram-wrong", "mode": "RamRoleArn", "access_key_id": key.access_key_id,
+             "access_key_secret": "not-the-secret", "ram_role_arn": "acs:ram::1:role/r"},
         ]
     });
     let config_path = home.join(".aliyun/config.json");
@@ -145,6 +150,28 @@ fn the_cli_profile_and_the_profile_file_are_read_by_mode_and_type() {
         .env("LOGHOSE_STS_ENDPOINT", emu.endpoint());
     sends(&emu, cmd, "cli", "cli-oidc");
     assert_eq!(emu.counters().credentials_issued, 1);
+    // A RAM role taken with the profile's key: AssumeRole, signed with it.
+    let mut cmd = loghose(&home, &emu, "send", "cli");
+    cmd.env("ALIBABA_CLOUD_PROFILE", "ram")
+        .env("LOGHOSE_STS_ENDPOINT", emu.endpoint());
+    sends(&emu, cmd, "cli", "cli-ram");
+    assert_eq!(emu.counters().credentials_issued, 2);
+    let mut cmd = loghose(&home, &emu, "send", "cli");
+    cmd.env("ALIBABA_CLOUD_PROFILE", "ram-wrong")
+        .env("LOGHOSE_STS_ENDPOINT", emu.endpoint())
+        .env("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+        .args(["--option", "delivery_timeout_ms=1500", "k=v"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("CLI profile: STS at") && err.contains("SignatureDoesNotMatch"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("not-the-secret"),
+        "a secret in an error: {err}"
+    );
 
     // The CLI's file turned off (or its profile unusable), the profile file is next.
     std::fs::create_dir_all(home.join(".alibabacloud")).unwrap();
@@ -166,7 +193,7 @@ fn the_cli_profile_and_the_profile_file_are_read_by_mode_and_type() {
     cmd.env("ALIBABA_CLOUD_PROFILE", "sso")
         .env("LOGHOSE_ECS_METADATA_ENDPOINT", emu.endpoint());
     sends(&emu, cmd, "ini", "ini-ecs");
-    assert_eq!(emu.counters().credentials_issued, 2);
+    assert_eq!(emu.counters().credentials_issued, 3);
     std::fs::remove_dir_all(&home).unwrap();
 }
 

@@ -19,8 +19,8 @@
 //! fetch however many sends wait. A 401 from the service with the cached keys makes the next
 //! send fetch again. When every source fails the error lists each one and why, never a secret.
 //!
-//! [`sources`] reads the environment and the files; [`remote`] speaks to STS, the metadata
-//! service and the URI. The chain is asked on the I/O runtime, from the send path.
+//! [`sources`] reads the environment and the files; [`remote`] speaks to STS (`AssumeRoleWithOIDC`,
+//! and `AssumeRole` for a profile's RAM role), the metadata service and the URI. The chain is asked on the I/O runtime, from the send path.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +33,7 @@ use crate::wire::sign::Credentials;
 mod remote;
 pub(crate) mod sources;
 
+pub(crate) use remote::rpc_signature;
 use remote::Fetched;
 use sources::Source;
 

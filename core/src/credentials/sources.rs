@@ -60,6 +60,19 @@ pub(crate) struct OidcRole {
     pub sts_endpoint: String,
 }
 
+/// `AssumeRole`: a RAM role taken with a permanent key, the request signed with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RamRole {
+    pub key: Credentials,
+    pub role_arn: String,
+    pub session_name: String,
+    pub duration_secs: u64,
+    pub policy: Option<String>,
+    pub external_id: Option<String>,
+    /// `scheme://host[:port]`.
+    pub sts_endpoint: String,
+}
+
 /// An ECS instance's RAM role, from the metadata service.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EcsRole {
@@ -75,6 +88,7 @@ pub(crate) struct EcsRole {
 pub(crate) enum Leaf {
     Static(Credentials),
     Oidc(OidcRole),
+    Ram(RamRole),
     Ecs(EcsRole),
     Uri(String),
 }
@@ -328,6 +342,21 @@ fn cli_profile(
             field("sts_token"),
             &wheres,
         ),
+        "RamRoleArn" => ram_leaf(
+            static_keys(
+                field("access_key_id"),
+                field("access_key_secret"),
+                None,
+                &wheres,
+            )?,
+            field("ram_role_arn"),
+            field("ram_session_name"),
+            profile.get("expired_seconds").and_then(|v| v.as_u64()),
+            field("policy"),
+            field("external_id"),
+            ctx,
+            &wheres,
+        ),
         "EcsRamRole" => Ok(Leaf::Ecs(EcsRole {
             role_name: field("ram_role_name")
                 .filter(|v| !v.is_empty())
@@ -345,7 +374,8 @@ fn cli_profile(
             &wheres,
         ),
         other => Err(format!(
-            "{wheres}: mode {other:?} is not supported (AK, StsToken, EcsRamRole and OIDC are)"
+            "{wheres}: mode {other:?} is not supported (AK, StsToken, RamRoleArn, EcsRamRole and \
+             OIDC are)"
         )),
     }
 }
@@ -376,6 +406,43 @@ fn oidc_leaf(
     }))
 }
 
+#[allow(clippy::too_many_arguments)]
+fn ram_leaf(
+    key: Leaf,
+    role_arn: Option<&str>,
+    session: Option<&str>,
+    duration_secs: Option<u64>,
+    policy: Option<&str>,
+    external_id: Option<&str>,
+    ctx: &Context,
+    wheres: &str,
+) -> Result<Leaf, String> {
+    let Leaf::Static(key) = key else {
+        return Err(format!("{wheres} has no access key"));
+    };
+    let role_arn = role_arn
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("{wheres} has no role ARN"))?;
+    let duration_secs = duration_secs
+        .filter(|d| *d > 0)
+        .unwrap_or(STS_DURATION_SECS);
+    if duration_secs < 900 {
+        return Err(format!(
+            "{wheres}: a session of {duration_secs} s is shorter than STS allows (900 s)"
+        ));
+    }
+    let given = |v: Option<&str>| v.filter(|v| !v.is_empty()).map(str::to_owned);
+    Ok(Leaf::Ram(RamRole {
+        key,
+        role_arn: role_arn.to_owned(),
+        session_name: given(session).unwrap_or_else(|| ctx.session_name.clone()),
+        duration_secs,
+        policy: given(policy),
+        external_id: given(external_id),
+        sts_endpoint: ctx.sts_endpoint.clone(),
+    }))
+}
+
 /// A section of `credentials.ini`.
 fn profile_file(path: &std::path::Path, section: &str, ctx: &Context) -> Result<Leaf, String> {
     let text = read(path)?;
@@ -396,6 +463,21 @@ fn profile_file(path: &std::path::Path, section: &str, ctx: &Context) -> Result<
             None,
             &wheres,
         ),
+        "ram_role_arn" => ram_leaf(
+            static_keys(
+                field("access_key_id"),
+                field("access_key_secret"),
+                None,
+                &wheres,
+            )?,
+            field("role_arn"),
+            field("role_session_name"),
+            None,
+            field("policy"),
+            None,
+            ctx,
+            &wheres,
+        ),
         "ecs_ram_role" => Ok(Leaf::Ecs(EcsRole {
             role_name: field("role_name")
                 .filter(|v| !v.is_empty())
@@ -413,8 +495,8 @@ fn profile_file(path: &std::path::Path, section: &str, ctx: &Context) -> Result<
             &wheres,
         ),
         other => Err(format!(
-            "{wheres}: type {other:?} is not supported (access_key, ecs_ram_role and \
-             oidc_role_arn are)"
+            "{wheres}: type {other:?} is not supported (access_key, ram_role_arn, ecs_ram_role \
+             and oidc_role_arn are)"
         )),
     }
 }
@@ -639,7 +721,8 @@ mod tests {
             "; comment\n[default]\ntype = access_key\naccess_key_id = id1\naccess_key_secret = s1\n\n\
              [ecs]\ntype=ecs_ram_role\nrole_name=r\n[oidc]\ntype = oidc_role_arn\nrole_arn = ra\n\
              oidc_provider_arn = pa\noidc_token_file_path = /t\nrole_session_name = mine\npolicy = {}\n\
-             [rsa]\ntype = rsa_key_pair\n",
+             [rsa]\ntype = rsa_key_pair\n[ram]\ntype = ram_role_arn\naccess_key_id = id2\n\
+             access_key_secret = s2\nrole_arn = acs:ram::1:role/r\n",
         )
         .unwrap();
         assert_eq!(
@@ -650,6 +733,10 @@ mod tests {
             Ok(Leaf::Ecs(EcsRole { role_name: Some(r), .. })) if r == "r"));
         assert!(matches!(profile_file(&path, "oidc", &ctx()),
             Ok(Leaf::Oidc(OidcRole { session_name, policy: Some(p), .. })) if session_name == "mine" && p == "{}"));
+        assert!(matches!(profile_file(&path, "ram", &ctx()),
+            Ok(Leaf::Ram(RamRole { key, role_arn, session_name, duration_secs: 3600, .. }))
+                if key == Credentials::new("id2", "s2") && role_arn == "acs:ram::1:role/r"
+                    && session_name == "default-session"));
         let rsa = profile_file(&path, "rsa", &ctx()).unwrap_err();
         assert!(rsa.contains("rsa_key_pair"), "{rsa}");
         let missing = profile_file(&path, "prod", &ctx()).unwrap_err();

@@ -2,7 +2,8 @@
 //! producer's default credential chain can be run end to end offline:
 //!
 //! - STS `AssumeRoleWithOIDC` (`GET /?Action=AssumeRoleWithOIDC&…`, unsigned, as the SDKs send
-//!   it): checks the parameters are there and `DurationSeconds` is in 900..=43 200, and answers
+//!   it) and `AssumeRole` (signed RPC-style with a key the emulator accepts): checks the
+//!   parameters are there, the signature, and `DurationSeconds` is in 900..=43 200, and answers
 //!   new keys in the service's JSON shape;
 //! - the ECS metadata service: `PUT /latest/api/token` (the session token, its lifetime in
 //!   `X-aliyun-ecs-metadata-token-ttl-seconds`), `GET /latest/meta-data/ram/security-credentials/`
@@ -125,25 +126,41 @@ impl Service {
 
     fn sts(&self, head: &Head<'_>) -> Response<Bytes> {
         let action = head.param("Action").unwrap_or("");
-        if action != "AssumeRoleWithOIDC" {
-            return self.sts_error(
-                StatusCode::BAD_REQUEST,
-                "InvalidAction.NotFound",
-                &format!("the emulator's STS serves AssumeRoleWithOIDC, not {action:?}"),
-            );
-        }
-        for (name, code) in [
-            ("RoleArn", "MissingRoleArn"),
-            ("OIDCProviderArn", "MissingOIDCProviderArn"),
-            ("OIDCToken", "MissingOIDCToken"),
-            ("RoleSessionName", "MissingRoleSessionName"),
-        ] {
+        let required: &[(&str, &str)] = match action {
+            "AssumeRoleWithOIDC" => &[
+                ("RoleArn", "MissingRoleArn"),
+                ("OIDCProviderArn", "MissingOIDCProviderArn"),
+                ("OIDCToken", "MissingOIDCToken"),
+                ("RoleSessionName", "MissingRoleSessionName"),
+            ],
+            "AssumeRole" => &[
+                ("RoleArn", "MissingRoleArn"),
+                ("RoleSessionName", "MissingRoleSessionName"),
+                ("AccessKeyId", "MissingAccessKeyId"),
+                ("Signature", "MissingSignature"),
+            ],
+            _ => {
+                return self.sts_error(
+                    StatusCode::BAD_REQUEST,
+                    "InvalidAction.NotFound",
+                    &format!(
+                    "the emulator's STS serves AssumeRoleWithOIDC and AssumeRole, not {action:?}"
+                ),
+                )
+            }
+        };
+        for (name, code) in required {
             if head.param(name).is_none_or(str::is_empty) {
                 return self.sts_error(
                     StatusCode::BAD_REQUEST,
                     code,
                     &format!("{name} is mandatory for this action."),
                 );
+            }
+        }
+        if action == "AssumeRole" {
+            if let Err(refused) = self.check_rpc_signature(head) {
+                return refused;
             }
         }
         let duration = match head.param("DurationSeconds").map(str::parse::<u64>) {
@@ -173,6 +190,60 @@ impl Service {
             },
         });
         answer(StatusCode::OK, "application/json", body.to_string())
+    }
+
+    /// An `AssumeRole` signed with a key the emulator accepts (a temporary one with its
+    /// `SecurityToken`), by the RPC signature.
+    #[allow(clippy::result_large_err)]
+    fn check_rpc_signature(&self, head: &Head<'_>) -> Result<(), Response<Bytes>> {
+        let id = head.param("AccessKeyId").unwrap_or("");
+        let key = self.keys.read().get(id).cloned();
+        let Some(key) = key else {
+            return Err(self.sts_error(
+                StatusCode::NOT_FOUND,
+                "InvalidAccessKeyId.NotFound",
+                &format!("Specified access key is not found: {id}"),
+            ));
+        };
+        let now = Utc::now().timestamp();
+        let token_ok = match (&key.token, head.param("SecurityToken")) {
+            (None, _) => true,
+            (Some(expected), Some(sent)) => {
+                crate::wire::sign::constant_time_eq(expected, sent)
+                    && key.expires_at.is_none_or(|t| now < t)
+            }
+            (Some(_), None) => false,
+        };
+        if !token_ok {
+            return Err(self.sts_error(
+                StatusCode::BAD_REQUEST,
+                "InvalidSecurityToken.Expired",
+                "The security token is missing, invalid or expired.",
+            ));
+        }
+        if head.param("SignatureMethod") != Some("HMAC-SHA1") {
+            return Err(self.sts_error(
+                StatusCode::BAD_REQUEST,
+                "InvalidSignatureMethod",
+                "SignatureMethod must be HMAC-SHA1.",
+            ));
+        }
+        let params: Vec<(&str, &str)> = head
+            .query
+            .iter()
+            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+            .collect();
+        let expected = crate::credentials::rpc_signature(&key.secret, &params);
+        let sent = head.param("Signature").unwrap_or("");
+        if crate::wire::sign::constant_time_eq(&expected, sent) {
+            Ok(())
+        } else {
+            Err(self.sts_error(
+                StatusCode::BAD_REQUEST,
+                "SignatureDoesNotMatch",
+                "Specified signature is not matched with our calculation.",
+            ))
+        }
     }
 
     fn metadata_token(&self, head: &Head<'_>) -> Response<Bytes> {
@@ -276,8 +347,12 @@ mod tests {
             (400, true),
             "{body}"
         );
-        let (status, _) = call(&service, Method::GET, "/?Action=AssumeRole", &[]);
-        assert_eq!(status, 400);
+        let (status, body) = call(&service, Method::GET, "/?Action=GetCallerIdentity", &[]);
+        assert_eq!(
+            (status, body.contains("InvalidAction")),
+            (400, true),
+            "{body}"
+        );
         let c = service.counters();
         assert_eq!((c.credentials_issued, c.requests), (1, 0));
     }
