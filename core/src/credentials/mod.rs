@@ -33,6 +33,7 @@ use crate::wire::sign::Credentials;
 mod remote;
 pub(crate) mod sources;
 
+#[cfg(feature = "emulator")]
 pub(crate) use remote::rpc_signature;
 use remote::Fetched;
 use sources::Source;
