@@ -6,6 +6,8 @@ Handlers, each in its own phase, phases alternated round by round in one run:
 - ``file``: ``logging.FileHandler`` writing a formatted line with the same fields to a local
   file (flushed per record, as ``FileHandler`` does);
 - ``loghose``: ``loghose.logging.LoghoseHandler`` sending to the emulator;
+- ``loghose-python``: the same, with its fields built in Python (a subclass's ``fields``, which
+  turns the native record path off): what the native path saves;
 - ``vendor``: the official SDK's ``QueuedLogHandler`` (aliyun-log-python-sdk) sending to the
   emulator (skipped when the SDK is not installed);
 - ``otel-noop``: OpenTelemetry's logging bridge into a ``LoggerProvider`` with
@@ -47,6 +49,13 @@ FILE_FORMAT = ("%(asctime)s %(levelname)s %(name)s %(module)s %(funcName)s %(lin
                "trace_id=%(trace_id)s")
 
 
+class PythonFieldsHandler(LoghoseHandler):
+    """``LoghoseHandler`` with its fields built in Python, each record a dict."""
+
+    def fields(self, record: logging.LogRecord) -> dict[str, Any]:
+        return super().fields(record)
+
+
 def make_handler(kind: str, emu: ChildEmulator, logstore: str, directory: str) -> logging.Handler:
     if kind == "null":
         return logging.NullHandler()
@@ -56,6 +65,8 @@ def make_handler(kind: str, emu: ChildEmulator, logstore: str, directory: str) -
         return handler
     if kind == "loghose":
         return LoghoseHandler(**emu.options, project=PROJECT, logstore=logstore, close_timeout=60)
+    if kind == "loghose-python":
+        return PythonFieldsHandler(**emu.options, project=PROJECT, logstore=logstore, close_timeout=60)
     if kind == "vendor":
         from aliyun.log import QueuedLogHandler
 
@@ -134,7 +145,7 @@ def phase(kind: str, emu: ChildEmulator, logstore: str, records: int, directory:
     handler.close()
     if kind == "otel-noop":
         received = handler.exported[0]  # type: ignore[attr-defined]
-    elif kind in ("loghose", "vendor") or kind.startswith("otel-"):
+    elif kind in ("loghose", "loghose-python", "vendor") or kind.startswith("otel-"):
         received = emu.received(PROJECT, logstore)
     else:
         received = records
@@ -185,13 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {kind} | {median[kind]['us_wall']:.2f} ({min(walls):.2f}–{max(walls):.2f}) | "
               f"{median[kind]['us_cpu']:.2f} ({min(cpus):.2f}–{max(cpus):.2f}) | {sum(r['lost'] for r in rows)} |")
     print()
-    for ours, other in (("loghose", "file"), ("loghose", "vendor"), ("otel-loghose", "otel-noop"),
+    for ours, other in (("loghose", "null"), ("loghose-python", "null"), ("loghose", "file"),
+                        ("loghose", "vendor"), ("otel-loghose", "otel-noop"),
                         ("otel-export", "otel-noop")):
         if ours in median and other in median:
             print(f"{ours} / {other}: {median[ours]['us_wall'] / median[other]['us_wall']:.2f} "
                   f"(wall), {median[ours]['us_cpu'] / median[other]['us_cpu']:.2f} (CPU)")
     # What loghose loses fails the run; what the others drop is only reported.
-    ours = ("loghose", "otel-loghose", "otel-export")
+    ours = ("loghose", "loghose-python", "otel-loghose", "otel-export")
     return 1 if any(r["lost"] for kind in ours for r in results.get(kind, [])) else 0
 
 

@@ -242,3 +242,100 @@ def test_threads_logging_at_once_lose_nothing_and_filters_still_apply(emu, fresh
     messages = [f["message"] for f in fields_of(emu, "threads")]
     assert len(messages) == len(set(messages)) == 8 * 1800
     assert handler.failures == 0
+
+
+def _record(logger, msg, *args, extra=None, exc_info=None, stack_info=False):
+    """A record as `logger.info` makes it (its caller, its extras)."""
+    record = logger.makeRecord(logger.name, logging.INFO, __file__, 42, msg, args, exc_info,
+                               func="caller", extra=extra, sinfo=None)
+    if stack_info:
+        record.stack_info = "Stack (most recent call last):\n  File x, line 1"
+    return record
+
+
+def _exception_info():
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        return sys.exc_info()
+
+
+#: (case, record arguments, whether the native path writes it itself)
+RECORDS = [
+    ("plain", ("plain %s", "text"), {}, True),
+    ("every direct kind", ("kinds",), {"extra": {
+        "s": "text", "u": "ünïcødé ✓", "i": -7, "big": 2**62, "f": 0.1, "t": True, "n": None}}, True),
+    ("private and standard-looking names", ("names",), {"extra": {"_hidden": 1, "shown": 2}}, True),
+    ("an int past 64 bits", ("huge",), {"extra": {"huge": 2**70}}, False),
+    ("a container", ("container",), {"extra": {"d": {"a": [1, 2]}}}, False),
+    ("an extra named as a field", ("named",), {"extra": {"level": "custom"}}, False),
+    ("a lone surrogate", ("bad \udcff",), {}, False),
+    ("an exception", ("failed",), {"exc_info": _exception_info()}, False),
+    ("a stack", ("stacked",), {"stack_info": True}, False),
+]
+
+
+@pytest.mark.parametrize(("case", "args", "kwargs", "native"), RECORDS, ids=[r[0] for r in RECORDS])
+def test_the_native_path_writes_exactly_what_fields_builds(emu, fresh_logger, case, args, kwargs, native):
+    handler = LoghoseHandler(**emu.producer_options("proj", "native"), linger_ms=10)
+    record = _record(fresh_logger, *args, **kwargs)
+    producer = handler.producer
+    assert producer._native.send_log_record(record, record.getMessage()) is native
+    reference = loghose.Producer(**emu.producer_options("proj", "python"), linger_ms=10, default=str)
+    reference.send(handler.fields(record), time=record.created)
+    reference.close()
+    handler.close()
+    if native:
+        (written,) = emu.logs("proj", "native")
+        (expected,) = emu.logs("proj", "python")
+        assert (written["contents"], written["time"], written["time_ns"]) == (
+            expected["contents"], expected["time"], expected["time_ns"])
+    else:
+        assert emu.logs("proj", "native") == []
+
+
+def test_a_record_another_handler_formatted_first_is_still_written_natively(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "formatted"), linger_ms=10)
+    record = _record(fresh_logger, "hello %s", "there", extra={"user": "ada"})
+    logging.Formatter("%(asctime)s %(message)s").format(record)  # adds `message`, `asctime`
+    assert "asctime" in vars(record)
+    assert handler.producer._native.send_log_record(record, record.getMessage())
+    handler.flush()
+    (fields,) = fields_of(emu, "formatted")
+    assert fields == {k: str(v) for k, v in handler.fields(record).items()}
+    assert (fields["message"], fields["user"]) == ("hello there", "ada")
+    handler.close()
+
+
+def test_records_without_thread_or_process_are_written_natively_without_them(emu, fresh_logger, monkeypatch):
+    monkeypatch.setattr(logging, "logThreads", False)
+    monkeypatch.setattr(logging, "logProcesses", False)
+    handler = LoghoseHandler(**emu.producer_options("proj", "bare"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    record = _record(fresh_logger, "bare")
+    assert record.thread is None and record.process is None
+    assert handler.producer._native.send_log_record(record, "bare")
+    handler.flush()
+    (fields,) = fields_of(emu, "bare")
+    assert "thread" not in fields and "process" not in fields
+    assert list(fields) == list(handler.fields(record))
+
+
+def test_every_kind_of_record_arrives_whichever_path_it_takes(emu, fresh_logger):
+    handler = LoghoseHandler(**emu.producer_options("proj", "mixed"), linger_ms=10)
+    fresh_logger.addHandler(handler)
+    for _case, args, kwargs, _native in RECORDS:
+        extra = kwargs.get("extra")
+        if kwargs.get("exc_info"):
+            try:
+                raise ValueError("boom")
+            except ValueError:
+                fresh_logger.exception(*args, extra=extra)
+        else:
+            fresh_logger.info(*args, extra=extra, stack_info=kwargs.get("stack_info", False))
+    handler.flush()
+    assert handler.failures == 0
+    logged = fields_of(emu, "mixed")
+    assert len(logged) == len(RECORDS)
+    assert logged[1]["u"] == "ünïcødé ✓" and logged[3]["huge"] == str(2**70)
+    assert logged[5]["level"] == "custom" and "exception" in logged[7] and "stack" in logged[8]

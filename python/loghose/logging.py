@@ -26,6 +26,10 @@ As the vendor's handler can, ``extract_json=True`` adds the fields of a message 
 object, and ``extract_kv=True`` those of ``key=value`` pairs in the message (values quoted
 with ``"`` may hold spaces); the message itself is kept.
 
+Unless a subclass overrides ``fields`` (or a formatter or an extraction is set), the fields are
+read natively from the record and written straight into the batch, with no dict built; a record
+with an exception, a stack or a value to convert takes the Python path, with the same result.
+
 Guarantees: ``emit`` runs on the logging thread and never raises into the application; a
 record that cannot be sent (an invalid key, a full buffer after ``max_block_ms``, a closed
 producer) goes to ``handleError`` (the standard "--- Logging error ---" report unless
@@ -46,13 +50,16 @@ import logging
 import re
 from typing import Any
 
-from . import Producer
+from . import Producer, _native
 from ._sink import ProducerSink, exception_text
 
 #: Attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 #: How many attributes ``LogRecord.__init__`` sets (the extras follow them).
 _RECORD_ATTRIBUTES = len(vars(logging.LogRecord("", 0, "", 0, "", (), None)))
+
+# The native path reads records with this layout (see `emit`).
+_native.set_log_record_layout(_STANDARD, _RECORD_ATTRIBUTES)
 
 _KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|[^\s,;]*)')
 
@@ -79,12 +86,43 @@ class LoghoseHandler(ProducerSink, logging.Handler):
         ProducerSink.__init__(self, producer, options, close_timeout)
         logging.Handler.__init__(self, level)
         self.flush_timeout = flush_timeout
-        self.extract_json = extract_json
-        self.extract_kv = extract_kv
+        self._extract_json = extract_json
+        self._extract_kv = extract_kv
+        self._native_fields = False
+        self._choose_path()
+
+    def _choose_path(self) -> None:
+        # The fields as `fields` makes them are written natively from the record (no dict in
+        # between) unless a subclass makes its own or a message is to be parsed; see `emit`.
+        self._native_fields = (type(self).fields is LoghoseHandler.fields and not self._extract_json
+                               and not self._extract_kv)
+
+    @property
+    def extract_json(self) -> bool:
+        """Whether a message that is a JSON object adds its fields."""
+        return self._extract_json
+
+    @extract_json.setter
+    def extract_json(self, value: bool) -> None:
+        self._extract_json = value
+        self._choose_path()
+
+    @property
+    def extract_kv(self) -> bool:
+        """Whether ``key=value`` pairs in a message add their fields."""
+        return self._extract_kv
+
+    @extract_kv.setter
+    def extract_kv(self, value: bool) -> None:
+        self._extract_kv = value
+        self._choose_path()
 
     def fields(self, record: logging.LogRecord) -> dict[str, Any]:
         """The log's fields for ``record`` (override to choose others)."""
         message = self.format(record) if self.formatter is not None else record.getMessage()
+        return self._fields(record, message)
+
+    def _fields(self, record: logging.LogRecord, message: str) -> dict[str, Any]:
         fields: dict[str, Any] = {
             "level": record.levelname,
             "logger": record.name,
@@ -106,14 +144,14 @@ class LoghoseHandler(ProducerSink, logging.Handler):
             fields["exception"] = record.exc_text
         if record.stack_info:
             fields["stack"] = _FORMATTER.formatStack(record.stack_info)
-        if self.extract_json and message.startswith("{"):
+        if self._extract_json and message.startswith("{"):
             try:
                 parsed = json.loads(message)
             except ValueError:
                 parsed = None
             if isinstance(parsed, dict):
                 fields.update((str(k), v) for k, v in parsed.items() if str(k) not in fields)
-        if self.extract_kv and "=" in message:
+        if self._extract_kv and "=" in message:
             fields.update((k, v) for k, v in key_values(message).items() if k not in fields)
         attributes = record.__dict__
         # `extra` (and what a record factory adds) comes after the attributes every record
@@ -139,7 +177,15 @@ class LoghoseHandler(ProducerSink, logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._owned.live().send(self.fields(record), time=record.created)
+            producer = self._owned.live()
+            # The native path writes what `fields` would, straight from the record; it declines
+            # (and the fields are built here) for an exception, a stack, or a value to convert.
+            if self._native_fields and self.formatter is None:
+                message = record.getMessage()
+                if not producer._native.send_log_record(record, message):
+                    producer.send(self._fields(record, message), time=record.created)
+                return
+            producer.send(self.fields(record), time=record.created)
         except Exception:
             self.failures += 1
             self.handleError(record)

@@ -17,6 +17,7 @@
 
 mod emulator;
 mod errors;
+mod log_record;
 mod producer;
 mod record;
 mod report;
@@ -175,6 +176,7 @@ fn signal_handler_started(signum: i32) {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
+    m.add_function(wrap_pyfunction!(log_record::set_log_record_layout, m)?)?;
     m.add_function(wrap_pyfunction!(preset_options_json, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;

@@ -288,6 +288,17 @@ impl NativeProducer {
         )
     }
 
+    /// Queues a `logging.LogRecord` with its message, written natively; `False` when it
+    /// declines (see `log_record`), and nothing was queued.
+    fn send_log_record(
+        &self,
+        py: Python<'_>,
+        record: &Bound<'_, PyAny>,
+        message: &Bound<'_, pyo3::types::PyString>,
+    ) -> PyResult<bool> {
+        crate::log_record::send_log_record(py, &self.producer, record, message)
+    }
+
     /// `send` bound to this producer as a plain function: the per-record path (see
     /// [`send_one`]); it takes the same arguments as `send`.
     fn sender(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {

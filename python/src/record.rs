@@ -170,7 +170,7 @@ pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
 ///
 /// # Safety
 /// `obj` must be a valid object pointer; the returned slice lives as long as the object.
-unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Result<&'a str, ()>> {
+pub(crate) unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Result<&'a str, ()>> {
     // SAFETY: `obj` is valid (caller); both calls only read it.
     unsafe {
         if pyo3::ffi::PyUnicode_Check(obj) == 0 {
@@ -299,7 +299,7 @@ unsafe fn put_items_direct(
 /// # Safety
 /// `key` and `value` must be valid object pointers and the GIL held.
 #[inline(always)]
-unsafe fn put_item_direct(
+pub(crate) unsafe fn put_item_direct(
     enc: &mut LogEncoder<'_>,
     key: *mut pyo3::ffi::PyObject,
     value: *mut pyo3::ffi::PyObject,
@@ -310,14 +310,31 @@ unsafe fn put_item_direct(
             pyo3::ffi::PyErr_Clear();
             return Ok(false);
         };
+        put_value_direct(enc, k, value)
+    }
+}
+
+/// A field named `key` whose value is read directly ([`put_dict_direct`]'s kinds); `Ok(false)`
+/// for a value of another kind (nothing written).
+///
+/// # Safety
+/// `value` must be a valid object pointer and the GIL held.
+#[inline(always)]
+pub(crate) unsafe fn put_value_direct(
+    enc: &mut LogEncoder<'_>,
+    key: &str,
+    value: *mut pyo3::ffi::PyObject,
+) -> Result<bool, loghose::producer::RecordError> {
+    // SAFETY: as the caller promises.
+    unsafe {
         match str_utf8(value) {
-            Some(Ok(v)) => enc.field_bytes_utf8(k.as_bytes(), v)?,
+            Some(Ok(v)) => enc.field_bytes_utf8(key.as_bytes(), v)?,
             Some(Err(())) => {
                 pyo3::ffi::PyErr_Clear();
                 return Ok(false);
             }
             None => {
-                if !put_number_direct(enc, k, value)? {
+                if !put_number_direct(enc, key, value)? {
                     return Ok(false);
                 }
             }
@@ -339,7 +356,7 @@ unsafe fn put_item_direct(
 /// `dict` must be a live dict and the GIL held while the pairs are used, and no Python code
 /// may run until the walk ends (it could change the dict).
 #[inline(always)]
-unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
+pub(crate) unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
     // SAFETY: as the caller promises; an exact dict is a PyDictObject, and a combined table
     // (no separate values) holds its entries right after its index table.
     #[cfg(all(
@@ -376,7 +393,7 @@ unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
 }
 
 /// See [`dict_items`].
-enum DictItems {
+pub(crate) enum DictItems {
     /// Entries read in place.
     #[cfg_attr(
         not(all(
@@ -391,7 +408,7 @@ enum DictItems {
 }
 
 /// A combined table's entries: `next` points at the next entry's key, its value follows it.
-struct TableItems {
+pub(crate) struct TableItems {
     next: *mut *mut pyo3::ffi::PyObject,
     end: *mut *mut pyo3::ffi::PyObject,
     stride: usize,
@@ -417,7 +434,7 @@ impl Iterator for TableItems {
 }
 
 /// A dict's pairs through `PyDict_Next`.
-struct ApiItems {
+pub(crate) struct ApiItems {
     dict: *mut pyo3::ffi::PyObject,
     pos: pyo3::ffi::Py_ssize_t,
 }
