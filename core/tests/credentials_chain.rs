@@ -116,6 +116,27 @@ fn an_oidc_role_is_assumed_through_sts_and_its_keys_sign_the_sends() {
         err.contains("OIDC role") && err.contains("is empty"),
         "{err}"
     );
+
+    // STS unreachable: the error names it, and never the token (sent in the query string).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    std::fs::write(&token, "secret-oidc-token-text").unwrap();
+    let mut cmd = loghose(&home, &emu, "send", "oidc");
+    oidc_env(&mut cmd, &emu, &token);
+    cmd.env("LOGHOSE_STS_ENDPOINT", &closed_endpoint).args([
+        "--option",
+        "delivery_timeout_ms=2000",
+        "k=v",
+    ]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("STS at {closed_endpoint}")), "{err}");
+    assert!(
+        !err.contains("secret-oidc-token-text"),
+        "the token in an error: {err}"
+    );
 }
 
 #[test]
@@ -253,6 +274,18 @@ fn no_source_giving_keys_fails_the_constructor_naming_each_source() {
         assert!(err.contains(needle), "{needle:?} in {err}");
     }
     assert!(started.elapsed() < Duration::from_secs(10));
+    // In the chain's order.
+    let at = |name: &str| err.find(name).unwrap_or(usize::MAX);
+    let order = [
+        "environment: ",
+        "OIDC role: ",
+        "CLI profile: ",
+        "profile file: ",
+        "ECS instance role: ",
+        "credentials URI: ",
+    ]
+    .map(at);
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?} in {err}");
 
     // Nothing possible at all: said at once, without asking anything.
     let mut cmd = loghose(&home, &emu, "send", "none");

@@ -237,6 +237,16 @@ impl Chain {
         }
         let mut all = self.skipped.clone();
         all.extend(failures);
+        // In the chain's order, each line led by its source's name.
+        const ORDER: [&str; 6] = [
+            "environment",
+            "OIDC role",
+            "CLI profile",
+            "profile file",
+            "ECS instance role",
+            "credentials URI",
+        ];
+        all.sort_by_key(|line| ORDER.iter().position(|name| line.starts_with(name)));
         Err(format!(
             "no source of the default credential chain gave keys ({})",
             all.join("; ")

@@ -76,9 +76,12 @@ pub(crate) async fn fetch(clients: &Clients, leaf: &Leaf) -> Result<Fetched, Str
     }
 }
 
-fn describe(e: &reqwest::Error) -> String {
+/// What went wrong, without the URL: a query string may hold the OIDC token, a signature or a
+/// security token (the `what` beside it names the service instead).
+fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());
@@ -96,7 +99,11 @@ async fn refusal(what: &str, resp: reqwest::Response) -> String {
     let status = resp.status().as_u16();
     let body = resp.text().await.unwrap_or_default();
     let body: String = body.trim().chars().take(300).collect();
-    format!("{what} answered HTTP {status}: {body}")
+    if body.is_empty() {
+        format!("{what} answered HTTP {status}")
+    } else {
+        format!("{what} answered HTTP {status}: {body}")
+    }
 }
 
 /// `2024-01-01T00:00:00Z`.
@@ -133,7 +140,7 @@ async fn json_of(what: &str, resp: reqwest::Response) -> Result<serde_json::Valu
     let bytes = resp
         .bytes()
         .await
-        .map_err(|e| format!("{what}: reading the answer: {}", describe(&e)))?;
+        .map_err(|e| format!("{what}: reading the answer: {}", describe(e)))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{what} answered something not JSON: {e}"))
 }
 
@@ -184,7 +191,7 @@ async fn sts_call(
         .query(query)
         .send()
         .await
-        .map_err(|e| format!("{what}: {}", describe(&e)))?;
+        .map_err(|e| format!("{what}: {}", describe(e)))?;
     if !resp.status().is_success() {
         return Err(refusal(&what, resp).await);
     }
@@ -284,10 +291,10 @@ async fn metadata_token(
                 .text()
                 .await
                 .map(Some)
-                .map_err(|e| format!("{what}: reading the session token: {}", describe(&e)))
+                .map_err(|e| format!("{what}: reading the session token: {}", describe(e)))
         }
         Ok(resp) => refusal(&format!("{what} (session token)"), resp).await,
-        Err(e) => format!("{what}: {}", describe(&e)),
+        Err(e) => format!("{what}: {}", describe(e)),
     };
     if role.imds_v1_disabled {
         Err(failure)
@@ -317,14 +324,14 @@ async fn ecs_role(clients: &Clients, role: &EcsRole) -> Result<Fetched, String> 
             let resp = get(String::new())
                 .send()
                 .await
-                .map_err(|e| format!("{what}: {}", describe(&e)))?;
+                .map_err(|e| format!("{what}: {}", describe(e)))?;
             if !resp.status().is_success() {
                 return Err(refusal(&format!("{what} (role name)"), resp).await);
             }
             let name = resp
                 .text()
                 .await
-                .map_err(|e| format!("{what}: {}", describe(&e)))?;
+                .map_err(|e| format!("{what}: {}", describe(e)))?;
             let name = name.trim().to_owned();
             if name.is_empty() {
                 return Err(format!("{what} names no RAM role for this instance"));
@@ -335,7 +342,7 @@ async fn ecs_role(clients: &Clients, role: &EcsRole) -> Result<Fetched, String> 
     let resp = get(role_name.clone())
         .send()
         .await
-        .map_err(|e| format!("{what}: {}", describe(&e)))?;
+        .map_err(|e| format!("{what}: {}", describe(e)))?;
     if !resp.status().is_success() {
         return Err(refusal(&format!("{what} (role {role_name:?})"), resp).await);
     }
@@ -359,7 +366,7 @@ async fn credentials_uri(clients: &Clients, uri: &str) -> Result<Fetched, String
         .get(uri)
         .send()
         .await
-        .map_err(|e| format!("{what}: {}", describe(&e)))?;
+        .map_err(|e| format!("{what}: {}", describe(e)))?;
     if !resp.status().is_success() {
         return Err(refusal(&what, resp).await);
     }
