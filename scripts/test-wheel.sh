@@ -20,7 +20,10 @@ esac
 so_kb=$(python3 -c 'import sys, zipfile
 print(max(i.file_size // 1024 for i in zipfile.ZipFile(sys.argv[1]).infolist() if i.filename.endswith(".so")))' "$wheel")
 echo "native module: $so_kb KB"
-[ "$so_kb" -le 6144 ] || { echo "the native module is over 6 MB" >&2; exit 1; }
+# A guard against bloat, not a target (the wheel's size is: ≤ 4 MB). Raised from 6 MB when the
+# default credential chain (STS, the metadata service, the profile files) and the emulator's
+# STS and metadata service came in: about 300 KB.
+[ "$so_kb" -le 6656 ] || { echo "the native module is over 6.5 MB" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

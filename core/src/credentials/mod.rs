@@ -235,8 +235,6 @@ impl Chain {
                 Err(e) => failures.push(format!("{}: {e}", source.name())),
             }
         }
-        let mut all = self.skipped.clone();
-        all.extend(failures);
         // In the chain's order, each line led by its source's name.
         const ORDER: [&str; 6] = [
             "environment",
@@ -246,7 +244,16 @@ impl Chain {
             "ECS instance role",
             "credentials URI",
         ];
-        all.sort_by_key(|line| ORDER.iter().position(|name| line.starts_with(name)));
+        let lines: Vec<&String> = self.skipped.iter().chain(&failures).collect();
+        let all: Vec<&str> = ORDER
+            .iter()
+            .flat_map(|name| {
+                lines
+                    .iter()
+                    .filter(move |line| line.starts_with(name))
+                    .map(|line| line.as_str())
+            })
+            .collect();
         Err(format!(
             "no source of the default credential chain gave keys ({})",
             all.join("; ")
