@@ -118,9 +118,10 @@ class Producer:
     Credentials: ``access_key_id`` / ``access_key_secret`` (and ``security_token``), or
     ``api_key``, or ``credentials_provider`` (a callable, or an object with
     ``get_credentials()`` / ``get_credential()``, asked before every attempt so rotated STS
-    tokens are picked up; see ``loghose._credentials``); with none of these, the environment's
-    ``ALIBABA_CLOUD_ACCESS_KEY_ID``, ``ALIBABA_CLOUD_ACCESS_KEY_SECRET`` and
-    ``ALIBABA_CLOUD_SECURITY_TOKEN``.
+    tokens are picked up; see ``loghose._credentials``); with none of these, Alibaba Cloud's
+    default credential chain: ``ALIBABA_CLOUD_ACCESS_KEY_ID`` / ``_SECRET`` /
+    ``_SECURITY_TOKEN``, an OIDC role, the CLI's and the shared profile files, the ECS instance
+    role, ``ALIBABA_CLOUD_CREDENTIALS_URI`` (the README's Credentials section).
 
     ``exit_timeout``: seconds this producer may take, when the process ends with it still
     open, to deliver what it holds (default ``loghose.EXIT_TIMEOUT``, 5).
