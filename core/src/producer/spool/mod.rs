@@ -302,7 +302,13 @@ impl Recovered {
 /// the copy may be incomplete and was never sent; the original goes again, once. A copy
 /// whose original is gone (named by the ledger, or its files deleted) stands for it; of two
 /// copies of one original in a directory, only the later (the scan drops the earlier).
-fn drop_copies_of_what_is_still_there(root: &Path, leftovers: &mut [Leftover]) {
+///
+/// A dropped copy is named in its own directory's ledger before anything is replayed
+/// (`durable`: synced), so that it never stands for its original later: once this replay's
+/// new copy is delivered and its segment reused, and the original named by the ledger, the
+/// dropped copy would otherwise be the only one a later scan finds, and a delivered batch
+/// would be sent again. Not written (the disk failed), at-least-once still holds.
+fn drop_copies_of_what_is_still_there(root: &Path, leftovers: &mut [Leftover], durable: bool) {
     let mut originals = std::collections::HashSet::new();
     for leftover in leftovers.iter_mut() {
         let name: Arc<str> = if leftover.dir == root {
@@ -322,9 +328,17 @@ fn drop_copies_of_what_is_still_there(root: &Path, leftovers: &mut [Leftover]) {
         }
     }
     for leftover in leftovers.iter_mut() {
-        leftover
-            .recovered
-            .retain(|r| r.copy_of.as_ref().is_none_or(|o| !originals.contains(o)));
+        let mut dropped = Vec::new();
+        leftover.recovered.retain(|r| {
+            let stands = r.copy_of.as_ref().is_none_or(|o| !originals.contains(o));
+            if !stands {
+                dropped.push(r.origin);
+            }
+            stands
+        });
+        let _ = leftover
+            .ledger
+            .note_synced(&leftover.dir, &dropped, durable);
     }
 }
 
@@ -367,7 +381,7 @@ impl Spool {
             corrupt += orphan.corrupt;
             leftovers.push(Leftover::orphan(dir, lock, orphan));
         }
-        drop_copies_of_what_is_still_there(root, &mut leftovers);
+        drop_copies_of_what_is_still_there(root, &mut leftovers, sync != SpoolSync::None);
         let lock = claim.own.lock;
         let segment_bytes = segment_bytes_for(max_bytes, shards);
         let spool = Arc::new(Spool {
@@ -465,7 +479,7 @@ impl Spool {
                 .fetch_add(orphan.corrupt, Ordering::Relaxed);
             leftovers.push(Leftover::orphan(dir, lock, orphan));
         }
-        drop_copies_of_what_is_still_there(root, &mut leftovers);
+        drop_copies_of_what_is_still_there(root, &mut leftovers, self.syncs());
         leftovers
     }
 
@@ -1095,9 +1109,23 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Marks free (as settling does before reuse) every segment `run` wrote in `d`'s slot.
+    fn settle_segments_of(d: &Path, run: u64) {
+        for entry in std::fs::read_dir(slot(d)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "spl") {
+                continue;
+            }
+            let mut bytes = std::fs::read(&path).unwrap();
+            if bytes.len() >= 16 && u64::from_le_bytes(bytes[8..16].try_into().unwrap()) == run {
+                bytes[..8].copy_from_slice(FREE_MAGIC);
+                std::fs::write(&path, &bytes).unwrap();
+            }
+        }
+    }
+
     #[test]
     fn a_copy_superseded_by_a_later_replays_copy_is_never_sent() {
-        let d = dir("superseded");
         let copy = |spool: &Spool, r: &Recovered, batch: u64| {
             let mut mark = SpoolMark::default();
             spool
@@ -1110,40 +1138,52 @@ mod tests {
             }
             mark
         };
-        {
-            let (spool, _, _) = open(&d, 64 << 20);
-            let mut mark = SpoolMark::default();
-            for r in [b"r1", b"r2"] {
-                spool
-                    .record(0, 1, &dest("aaa"), b"tags", r, &mut mark)
-                    .unwrap();
+        // Whether the later copy's segment is still there when the next producer opens, or
+        // was settled and reused (the copy then leaves no trace at all).
+        for reused in [false, true] {
+            let d = dir("superseded");
+            {
+                let (spool, _, _) = open(&d, 64 << 20);
+                let mut mark = SpoolMark::default();
+                for r in [b"r1", b"r2"] {
+                    spool
+                        .record(0, 1, &dest("aaa"), b"tags", r, &mut mark)
+                        .unwrap();
+                }
             }
-        }
-        {
-            // Run 2 copies batch 1 whole; the kill comes before its ledger entry.
-            let (spool, recovered, _) = open(&d, 64 << 20);
-            assert_eq!(recovered.len(), 1);
-            copy(&spool, &recovered[0], 11);
-        }
-        {
-            // Run 3 drops that copy (the original is still there), copies the original again,
-            // notes it in the ledger and delivers the new copy; the kill comes before the old
-            // files are deleted.
-            let (spool, recovered, mut left) = open(&d, 64 << 20);
+            {
+                // Run 2 copies batch 1 whole; the kill comes before its ledger entry.
+                let (spool, recovered, _) = open(&d, 64 << 20);
+                assert_eq!(recovered.len(), 1);
+                copy(&spool, &recovered[0], 11);
+            }
+            {
+                // Run 3 drops that copy (the original is still there), copies the original
+                // again, notes it in the ledger and delivers the new copy; the kill comes
+                // before the old files are deleted.
+                let (spool, recovered, mut left) = open(&d, 64 << 20);
+                let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
+                assert_eq!(origins, [(1, 1)], "the original, not run 2's copy");
+                let mut mark = copy(&spool, &recovered[0], 21);
+                spool
+                    .note_replayed(&mut left, &[recovered[0].origin])
+                    .unwrap();
+                spool.done(0, 21, &mut mark);
+            }
+            if reused {
+                settle_segments_of(&d, 3);
+            }
+            // Run 4: the original is named by the ledger and its latest copy was delivered;
+            // run 2's copy, superseded, is not sent either, even with no trace of run 3's.
+            let (_spool, recovered, _) = open(&d, 64 << 20);
             let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
-            assert_eq!(origins, [(1, 1)], "the original, not run 2's copy");
-            let mut mark = copy(&spool, &recovered[0], 21);
-            spool
-                .note_replayed(&mut left, &[recovered[0].origin])
-                .unwrap();
-            spool.done(0, 21, &mut mark);
+            assert_eq!(
+                origins,
+                [],
+                "nothing left to send (run 3's segments reused: {reused})"
+            );
+            let _ = std::fs::remove_dir_all(&d);
         }
-        // Run 4: the original is named by the ledger and its latest copy was delivered; run
-        // 2's copy, superseded, is not sent either.
-        let (_spool, recovered, _) = open(&d, 64 << 20);
-        let origins: Vec<(u64, u64)> = recovered.iter().map(|r| r.origin).collect();
-        assert_eq!(origins, [], "nothing left to send");
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

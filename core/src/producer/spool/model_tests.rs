@@ -6,6 +6,12 @@
 //! newest); a changed byte loses the entry it is in (the scan goes on past it); either may
 //! bring a settled batch back (at least once); nothing else changes, nothing comes back twice
 //! or out of order. And recovery of files of random bytes never panics.
+//!
+//! Across producers: a chain of producers on one directory, each killed at a random point of
+//! its life — while it copies the batches the last one left (mid-copy, before the ledger names
+//! the original, before the copy is delivered), while it deletes the old files, or while it
+//! writes and settles batches of its own (so settled segments are reused). At every open, each
+//! batch still owed comes back exactly once, whole, with its pack id, and nothing settled does.
 
 use std::collections::BTreeMap;
 
@@ -252,6 +258,218 @@ fn run(ops: &[Op], tear: &Tear) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Where a producer of the chain is killed.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// In the middle of copying the last batch it replays.
+    MidCopy,
+    /// Once that copy is whole, before the ledger names its original.
+    BeforeLedger,
+    /// Once the ledger names it, before the copy is delivered.
+    BeforeDone,
+    /// While it deletes the old files, after this fraction of them.
+    Deleting(f64),
+    /// At the end (its replay complete and the old files gone).
+    AtTheEnd,
+}
+
+/// What one producer of the chain does between its open and its kill.
+#[derive(Clone, Debug)]
+struct Life {
+    /// The fraction of the recovered batches it replays before the kill cuts the replay
+    /// (all of them for the kills after the replay).
+    replays: f64,
+    /// Whether each replayed copy is delivered (settled), in turn.
+    delivered: Vec<bool>,
+    /// Its own batches, after its replay and before it deletes the old files: records, their
+    /// length, settled or not.
+    own: Vec<(usize, usize, bool)>,
+    kill: Kill,
+}
+
+fn life() -> impl Strategy<Value = Life> {
+    let kill = prop_oneof![
+        1 => Just(Kill::MidCopy),
+        1 => Just(Kill::BeforeLedger),
+        1 => Just(Kill::BeforeDone),
+        1 => (0.0f64..1.0).prop_map(Kill::Deleting),
+        2 => Just(Kill::AtTheEnd),
+    ];
+    (
+        0.0f64..=1.0,
+        proptest::collection::vec(any::<bool>(), 0..16),
+        proptest::collection::vec((1usize..20, 100usize..6_000, any::<bool>()), 0..12),
+        kill,
+    )
+        .prop_map(|(replays, delivered, own, kill)| Life {
+            replays,
+            delivered,
+            own,
+            kill,
+        })
+}
+
+/// The logical batch a record belongs to (a copy's records are the original's bytes).
+fn logical(record: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(&record[..record.len().min(24)]).into_owned();
+    text.split(':')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+fn chain(lives: &[Life]) -> Result<(), TestCaseError> {
+    let d = temp_dir();
+    // The batches still owed, by logical number: their records.
+    let mut owed: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut next_logical = 1u64;
+    for (generation, life) in lives
+        .iter()
+        .chain(std::iter::once(&Life {
+            replays: 0.0,
+            delivered: Vec::new(),
+            own: Vec::new(),
+            kill: Kill::AtTheEnd,
+        }))
+        .enumerate()
+    {
+        let last = generation == lives.len();
+        // Segments of 64 KiB, so a producer's own batches fill and settle some.
+        let mut opened = Spool::open(&d, 64, 2, 512 << 10, 64 << 20, SpoolSync::None)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let spool = opened.spool.clone();
+        let mut leftover = opened.leftovers.remove(0);
+        let mut recovered = std::mem::take(&mut leftover.recovered);
+        // What came back is what is owed: each once, whole, with its pack id.
+        let mut back = std::collections::HashSet::new();
+        for r in &mut recovered {
+            r.decode(&spool);
+            let got: Vec<Vec<u8>> = r.records.iter().map(|x| x.to_vec()).collect();
+            let id = got.first().map_or(u64::MAX, |x| logical(x));
+            prop_assert!(
+                back.insert(id),
+                "generation {generation}: batch {id} came back twice"
+            );
+            let Some(want) = owed.get(&id) else {
+                return Err(TestCaseError::fail(format!(
+                    "generation {generation}: batch {id} came back, yet it was settled (or never written)"
+                )));
+            };
+            prop_assert_eq!(
+                &got,
+                want,
+                "generation {}: batch {} not whole",
+                generation,
+                id
+            );
+            prop_assert_eq!(r.pack_id.clone(), Some(format!("PACK-{id}")));
+        }
+        for id in owed.keys() {
+            prop_assert!(
+                back.contains(id),
+                "generation {generation}: batch {id} owed, not back"
+            );
+        }
+        if last {
+            break;
+        }
+        // The replay, as the producer does it: copy, seal, ledger, send (settled or not).
+        let cut = match life.kill {
+            Kill::MidCopy | Kill::BeforeLedger | Kill::BeforeDone if !recovered.is_empty() => {
+                Some(((recovered.len() as f64 * life.replays) as usize).min(recovered.len() - 1))
+            }
+            _ => None,
+        };
+        let mut marks = Vec::new();
+        let mut killed = false;
+        for (i, r) in recovered.iter().enumerate() {
+            let batch = 1000 + i as u64;
+            let shard = (batch % 2) as usize;
+            let id = logical(&r.records[0]);
+            let mut mark = SpoolMark::default();
+            spool
+                .open_copy(shard, batch, &r.dest, &r.tags, &r.copy_origin(), &mut mark)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let whole = r.records.len();
+            let copied = if cut == Some(i) && matches!(life.kill, Kill::MidCopy) {
+                whole / 2
+            } else {
+                whole
+            };
+            for record in &r.records[..copied] {
+                spool
+                    .record(shard, batch, &r.dest, &r.tags, record, &mut mark)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            }
+            if cut == Some(i) && !matches!(life.kill, Kill::BeforeDone) {
+                killed = true;
+                break;
+            }
+            let pack = r.pack_id.clone().unwrap_or_default();
+            spool.sealed(shard, batch, &pack, &mut mark);
+            spool
+                .note_replayed(&mut leftover, &[r.origin])
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            if cut == Some(i) {
+                killed = true;
+                break;
+            }
+            if life.delivered.get(i).copied().unwrap_or(true) {
+                spool.done(shard, batch, &mut mark);
+                owed.remove(&id);
+            } else {
+                // In flight at the kill: still owed, now from the copy.
+                marks.push(mark);
+            }
+        }
+        if !killed {
+            for (n, &(records, len, settled)) in life.own.iter().enumerate() {
+                let batch = 2000 + n as u64;
+                let shard = (batch % 2) as usize;
+                let id = next_logical;
+                next_logical += 1;
+                let mut mark = SpoolMark::default();
+                let mut written = Vec::new();
+                for index in 0..records {
+                    let bytes = record_bytes(id, index, len);
+                    spool
+                        .record(shard, batch, &dest(id % 8), b"tags", &bytes, &mut mark)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    written.push(bytes);
+                }
+                spool.sealed(shard, batch, &format!("PACK-{id}"), &mut mark);
+                if settled {
+                    spool.done(shard, batch, &mut mark);
+                } else {
+                    owed.insert(id, written);
+                    marks.push(mark);
+                }
+            }
+        }
+        if !killed {
+            match life.kill {
+                Kill::Deleting(fraction) => {
+                    let files = &leftover.old_files;
+                    for f in &files[..(files.len() as f64 * fraction) as usize] {
+                        let _ = std::fs::remove_file(f);
+                    }
+                }
+                _ => spool.remove_old(&leftover),
+            }
+        }
+        // The kill: nothing closed, the preparer gone as with the process.
+        let preparer = spool.preparer.lock().take();
+        drop(opened);
+        drop(leftover);
+        drop(spool);
+        if let Some(thread) = preparer {
+            let _ = thread.join();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -261,6 +479,13 @@ proptest! {
         tear in tear(),
     ) {
         run(&ops, &tear)?;
+    }
+
+    #[test]
+    fn a_chain_of_killed_producers_sends_each_batch_owed_once(
+        lives in proptest::collection::vec(life(), 1..8),
+    ) {
+        chain(&lives)?;
     }
 
     #[test]

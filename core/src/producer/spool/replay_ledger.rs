@@ -1,6 +1,8 @@
 //! The replay ledger: which batches of earlier runs a replay has already spooled anew, so that
 //! a replay cut short (by a close, a kill or a power loss) does not make the next producer send
-//! them a second time.
+//! them a second time; and which copies an earlier replay left unfinished were dropped for
+//! their originals (written before the replay begins), so that such a copy never comes back
+//! once its original is named and the copy that replaced it is gone.
 //!
 //! Two files, in the directory the batches came from, of the same entries: run and batch
 //! (little-endian u64s), the CRC-32 of those 16 bytes, 4 bytes of padding; an entry cut short
