@@ -106,6 +106,24 @@ async fn refusal(what: &str, resp: reqwest::Response) -> String {
     }
 }
 
+/// Sends `request` and hands back a 200 answer; anything else is an error naming `what`
+/// (`context`, when given, says which of its requests).
+async fn answered(
+    what: &str,
+    context: &str,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, String> {
+    let resp = request
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {}", describe(e)))?;
+    if resp.status().is_success() {
+        Ok(resp)
+    } else {
+        Err(refusal(&format!("{what}{context}"), resp).await)
+    }
+}
+
 /// `2024-01-01T00:00:00Z`.
 fn expiration(text: &str) -> Result<SystemTime, String> {
     let t = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%SZ")
@@ -185,17 +203,8 @@ async fn sts_call(
     query: &[(&str, &str)],
 ) -> Result<Fetched, String> {
     let what = format!("STS at {endpoint}");
-    let resp = clients
-        .sts()?
-        .get(format!("{endpoint}/"))
-        .query(query)
-        .send()
-        .await
-        .map_err(|e| format!("{what}: {}", describe(e)))?;
-    if !resp.status().is_success() {
-        return Err(refusal(&what, resp).await);
-    }
-    let body = json_of(&what, resp).await?;
+    let request = clients.sts()?.get(format!("{endpoint}/")).query(query);
+    let body = json_of(&what, answered(&what, "", request).await?).await?;
     let creds = body
         .get("Credentials")
         .ok_or_else(|| format!("{what} answered without Credentials"))?;
@@ -321,14 +330,8 @@ async fn ecs_role(clients: &Clients, role: &EcsRole) -> Result<Fetched, String> 
     let role_name = match &role.role_name {
         Some(r) => r.clone(),
         None => {
-            let resp = get(String::new())
-                .send()
-                .await
-                .map_err(|e| format!("{what}: {}", describe(e)))?;
-            if !resp.status().is_success() {
-                return Err(refusal(&format!("{what} (role name)"), resp).await);
-            }
-            let name = resp
+            let name = answered(&what, " (role name)", get(String::new()))
+                .await?
                 .text()
                 .await
                 .map_err(|e| format!("{what}: {}", describe(e)))?;
@@ -339,13 +342,8 @@ async fn ecs_role(clients: &Clients, role: &EcsRole) -> Result<Fetched, String> 
             name
         }
     };
-    let resp = get(role_name.clone())
-        .send()
-        .await
-        .map_err(|e| format!("{what}: {}", describe(e)))?;
-    if !resp.status().is_success() {
-        return Err(refusal(&format!("{what} (role {role_name:?})"), resp).await);
-    }
+    let context = format!(" (role {role_name:?})");
+    let resp = answered(&what, &context, get(role_name)).await?;
     let body = json_of(&what, resp).await?;
     success_keys(&what, &body)
 }
@@ -361,16 +359,8 @@ fn success_keys(what: &str, body: &serde_json::Value) -> Result<Fetched, String>
 /// `GET` the URI: the metadata service's answer shape.
 async fn credentials_uri(clients: &Clients, uri: &str) -> Result<Fetched, String> {
     let what = format!("the credentials URI {uri}");
-    let resp = clients
-        .sts()?
-        .get(uri)
-        .send()
-        .await
-        .map_err(|e| format!("{what}: {}", describe(e)))?;
-    if !resp.status().is_success() {
-        return Err(refusal(&what, resp).await);
-    }
-    let body = json_of(&what, resp).await?;
+    let request = clients.sts()?.get(uri);
+    let body = json_of(&what, answered(&what, "", request).await?).await?;
     success_keys(&what, &body)
 }
 

@@ -257,71 +257,52 @@ async fn serve_request(
         ));
     }
     let probe = Request::from_parts(parts, ());
-    let fault = if let Some((project, logstore)) = service.put_logs_target(&probe) {
-        let fault = service.faults.take(&project, &logstore);
-        if matches!(
-            fault,
-            Some(FaultAction::Reset | FaultAction::Hang { .. } | FaultAction::Error { .. })
-        ) {
-            service.count_faulted_put();
-        }
-        match fault.clone() {
-            None => {}
-            Some(FaultAction::Latency { ms }) => {
-                tokio::time::sleep(Duration::from_millis(ms)).await
-            }
-            Some(FaultAction::Reset) => return Err(InjectedReset),
-            Some(FaultAction::Hang { ms }) => {
-                tokio::time::sleep(ms.map_or(DEFAULT_HANG, Duration::from_millis)).await;
-                return Err(InjectedReset);
-            }
-            Some(FaultAction::Error {
-                status,
-                code,
-                message,
-            }) => {
-                // Drain the body so the connection stays usable, as the real service does.
-                let _ = Limited::new(body, MAX_SENT_BODY_BYTES).collect().await;
-                let status =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                let message = message.unwrap_or_else(|| format!("injected fault: {status} {code}"));
-                return Ok(fault_answer(&service, status, &code, message));
-            }
-            Some(FaultAction::StoreThenError { .. } | FaultAction::StoreThenReset) => {}
-        }
-        fault
+    let target = service.put_logs_target(&probe);
+    let fault = if let Some((project, logstore)) = &target {
+        service.faults.take(project, logstore)
     } else if Service::is_identity(probe.uri().path(), probe.uri().query()) {
-        match service.faults.take_credentials() {
-            Some(FaultAction::Latency { ms }) => {
-                tokio::time::sleep(Duration::from_millis(ms)).await
-            }
-            Some(FaultAction::Reset | FaultAction::StoreThenReset) => return Err(InjectedReset),
-            Some(FaultAction::Hang { ms }) => {
-                tokio::time::sleep(ms.map_or(DEFAULT_HANG, Duration::from_millis)).await;
-                return Err(InjectedReset);
-            }
-            Some(FaultAction::Error {
+        // Nothing is stored there: `store_then_*` act as their error or reset.
+        service.faults.take_credentials().map(|f| match f {
+            FaultAction::StoreThenError { status, code } => FaultAction::Error {
                 status,
                 code,
-                message,
-            }) => {
-                let status =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                let message = message.unwrap_or_else(|| format!("injected fault: {status} {code}"));
-                return Ok(fault_answer(&service, status, &code, message));
-            }
-            Some(FaultAction::StoreThenError { status, code }) => {
-                let status =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                let message = format!("injected fault: {status} {code}");
-                return Ok(fault_answer(&service, status, &code, message));
-            }
-            None => {}
-        }
-        None
+                message: None,
+            },
+            FaultAction::StoreThenReset => FaultAction::Reset,
+            other => other,
+        })
     } else {
         None
     };
+    if target.is_some()
+        && matches!(
+            fault,
+            Some(FaultAction::Reset | FaultAction::Hang { .. } | FaultAction::Error { .. })
+        )
+    {
+        service.count_faulted_put();
+    }
+    match fault.clone() {
+        None => {}
+        Some(FaultAction::Latency { ms }) => tokio::time::sleep(Duration::from_millis(ms)).await,
+        Some(FaultAction::Reset) => return Err(InjectedReset),
+        Some(FaultAction::Hang { ms }) => {
+            tokio::time::sleep(ms.map_or(DEFAULT_HANG, Duration::from_millis)).await;
+            return Err(InjectedReset);
+        }
+        Some(FaultAction::Error {
+            status,
+            code,
+            message,
+        }) => {
+            // Drain the body so the connection stays usable, as the real service does.
+            let _ = Limited::new(body, MAX_SENT_BODY_BYTES).collect().await;
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let message = message.unwrap_or_else(|| format!("injected fault: {status} {code}"));
+            return Ok(fault_answer(&service, status, &code, message));
+        }
+        Some(FaultAction::StoreThenError { .. } | FaultAction::StoreThenReset) => {}
+    }
     let after_store = fault.filter(|f| {
         matches!(
             f,
