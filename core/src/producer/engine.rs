@@ -29,6 +29,26 @@ pub(crate) struct ClientKey {
     pub ca_pem: Option<Vec<u8>>,
     pub remote_address: Option<SocketAddr>,
     pub pool_size: usize,
+    /// The proxy variables as the producer found them (reqwest reads them when a client is
+    /// built): a producer made after they change gets a client that follows them.
+    pub proxy_env: Vec<(&'static str, String)>,
+}
+
+/// The environment variables a client's proxy follows, as set now.
+pub(crate) fn proxy_env() -> Vec<(&'static str, String)> {
+    [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ]
+    .into_iter()
+    .filter_map(|name| Some((name, std::env::var(name).ok()?)))
+    .collect()
 }
 
 /// The engine of this process, tagged with the pid that built it.

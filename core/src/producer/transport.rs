@@ -94,6 +94,7 @@ impl Transport {
             ca_pem,
             remote_address: config.remote_address,
             pool_size: config.send_concurrency,
+            proxy_env: engine::proxy_env(),
         };
         let client = OnceLock::new();
         if client_key.ca_pem.is_some() {
