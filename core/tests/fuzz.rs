@@ -480,6 +480,91 @@ fn write_corpus() {
         at,
     );
     std::fs::write(request_dir.join("pull-logs.http"), raw_http(&pull)).unwrap();
+    // The management and query APIs, on the logstore the admin seed makes ("other"): an index
+    // made, searched three ways and deleted (so every seed is served again on a second pass).
+    let signed = |method: &'static str, path: &str, query: &[(&str, &str)], body: &[u8]| {
+        let mut headers = vec![
+            (
+                "x-log-apiversion".to_owned(),
+                loghose::wire::limits::API_VERSION.to_owned(),
+            ),
+            ("x-log-bodyrawsize".to_owned(), body.len().to_string()),
+            ("Host".to_owned(), "proj.127.0.0.1".to_owned()),
+        ];
+        if !body.is_empty() {
+            headers.push(("Content-Type".into(), "application/json".into()));
+            headers.push(("Content-Length".into(), body.len().to_string()));
+        }
+        let mut req = request::SignedRequest {
+            method,
+            path: path.to_owned(),
+            query: query
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            headers,
+            body: Bytes::copy_from_slice(body),
+        };
+        request::authorize(&mut req, &auth, at);
+        raw_http(&req)
+    };
+    let index = br#"{"line":{"token":[","," ",";","="],"caseSensitive":false},"keys":{"level":{"type":"text","token":[" "]},"n":{"type":"long"},"ms":{"type":"double"}}}"#;
+    for (name, bytes) in [
+        ("index-1-create", signed("POST", "/logstores/other/index", &[], index)),
+        (
+            "index-2-get-logs",
+            signed(
+                "GET",
+                "/logstores/other",
+                &[
+                    ("type", "log"),
+                    ("from", "0"),
+                    ("to", "4000000000"),
+                    ("query", "(level: error or \"time out\") and not n > 3 and ms <= 2.5 and tim*"),
+                    ("line", "10"),
+                    ("offset", "0"),
+                    ("reverse", "true"),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "index-3-get-logs-post",
+            signed(
+                "POST",
+                "/logstores/other/logs",
+                &[],
+                br#"{"from":0,"to":4000000000,"query":"__topic__: t and __tag__:k: v","line":5,"offset":1,"reverse":false,"powerSql":false}"#,
+            ),
+        ),
+        (
+            "index-4-histograms",
+            signed(
+                "GET",
+                "/logstores/other",
+                &[("type", "histogram"), ("from", "100"), ("to", "4000"), ("query", "level: warn")],
+                &[],
+            ),
+        ),
+        ("index-5-delete", signed("DELETE", "/logstores/other/index", &[], &[])),
+        ("manage-get-logstore", signed("GET", "/logstores/other", &[], &[])),
+        (
+            "manage-list-logstores",
+            signed("GET", "/logstores", &[("offset", "0"), ("size", "10")], &[]),
+        ),
+        (
+            "manage-update-logstore",
+            signed(
+                "PUT",
+                "/logstores/other",
+                &[],
+                br#"{"logstoreName":"other","ttl":7,"autoSplit":true,"maxSplitShard":64,"appendMeta":false}"#,
+            ),
+        ),
+        ("manage-get-project", signed("GET", "/", &[], &[])),
+    ] {
+        std::fs::write(request_dir.join(format!("{name}.http")), bytes).unwrap();
+    }
     let admin = b"POST /_emulator/logstores HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 52\r\nConnection: close\r\n\r\n{\"project\":\"proj\",\"logstore\":\"other\",\"shards\":4}   ";
     std::fs::write(request_dir.join("admin-create.http"), admin).unwrap();
     let logs = b"GET /_emulator/logs?project=proj&logstore=app-logs&offset=1&limit=2 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";

@@ -12,9 +12,11 @@
 //! Dropping the emulator stops it: the listener closes before `drop` returns (so the port can
 //! be bound again at once), connections end shortly after.
 
+mod catalog;
 pub mod embedded;
 pub mod error;
 pub mod faults;
+mod search;
 mod server;
 pub mod service;
 pub mod store;

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use prost::Message;
 
+use super::catalog::{Index, LogstoreSettings};
 use super::error::ApiError;
 use crate::wire::compress::{self, CodecError, Compression};
 use crate::wire::hashkey;
@@ -68,16 +69,41 @@ pub(crate) struct Logstore {
     /// Exact totals since creation (or reset), unaffected by retention.
     pub(crate) total_logs: u64,
     pub(crate) total_groups: u64,
+    /// What CreateLogStore / UpdateLogStore set (see `catalog`).
+    pub(crate) settings: LogstoreSettings,
+    /// Its index, once one is created: what GetLogs and GetHistograms search.
+    pub(crate) index: Option<std::sync::Arc<Index>>,
 }
 
 impl Logstore {
-    fn new(shard_count: u32, now: u32) -> Self {
+    pub(crate) fn new(shard_count: u32, now: u32) -> Self {
         Logstore {
             shards: (0..shard_count.max(1)).map(|_| Shard::default()).collect(),
             created: now,
             lb_next: 0,
             total_logs: 0,
             total_groups: 0,
+            settings: LogstoreSettings::new(now),
+            index: None,
+        }
+    }
+}
+
+/// A project: its description, its times and its logstores.
+pub(crate) struct Project {
+    pub(crate) description: String,
+    pub(crate) created: u32,
+    pub(crate) modified: u32,
+    pub(crate) logstores: BTreeMap<String, Logstore>,
+}
+
+impl Project {
+    pub(crate) fn new(description: String, now: u32) -> Self {
+        Project {
+            description,
+            created: now,
+            modified: now,
+            logstores: BTreeMap::new(),
         }
     }
 }
@@ -162,7 +188,7 @@ pub struct LogstoreTotals {
 }
 
 pub(crate) struct Store {
-    inner: Mutex<BTreeMap<String, BTreeMap<String, Logstore>>>,
+    inner: Mutex<BTreeMap<String, Project>>,
     pub(crate) auto_create: bool,
     pub(crate) shard_count: u32,
     pub(crate) retention_bytes: usize,
@@ -225,7 +251,10 @@ impl Store {
         let shards = shards.unwrap_or(self.shard_count);
         check_shard_count(shards)?;
         let mut inner = self.inner.lock();
-        if inner.get(project).is_some_and(|p| p.contains_key(logstore)) {
+        if inner
+            .get(project)
+            .is_some_and(|p| p.logstores.contains_key(logstore))
+        {
             return Ok(());
         }
         self.insert(&mut inner, project, logstore, shards, now)
@@ -243,7 +272,7 @@ impl Store {
 
     fn insert(
         &self,
-        inner: &mut BTreeMap<String, BTreeMap<String, Logstore>>,
+        inner: &mut BTreeMap<String, Project>,
         project: &str,
         logstore: &str,
         shards: u32,
@@ -256,7 +285,8 @@ impl Store {
         self.count.fetch_add(1, Relaxed);
         inner
             .entry(project.to_owned())
-            .or_default()
+            .or_insert_with(|| Project::new(String::new(), now))
+            .logstores
             .insert(logstore.to_owned(), Logstore::new(shards, now));
         Ok(())
     }
@@ -273,7 +303,7 @@ impl Store {
         check_names(project, logstore)?;
         let mut inner = self.inner.lock();
         if let Some(p) = inner.get(project) {
-            if p.contains_key(logstore) {
+            if p.logstores.contains_key(logstore) {
                 return Ok(());
             }
         }
@@ -299,7 +329,7 @@ impl Store {
         let Some(p) = inner.get_mut(project) else {
             return Err(Missing::Project);
         };
-        let Some(ls) = p.get_mut(logstore) else {
+        let Some(ls) = p.logstores.get_mut(logstore) else {
             return Err(Missing::Logstore);
         };
         let count = ls.shards.len() as u32;
@@ -327,6 +357,21 @@ impl Store {
         Ok(index)
     }
 
+    /// Runs `f` on every project under the lock (the management API's changes); the count of
+    /// logstores is taken again after it.
+    pub(crate) fn projects_mut<T>(&self, f: impl FnOnce(&mut BTreeMap<String, Project>) -> T) -> T {
+        let mut inner = self.inner.lock();
+        let out = f(&mut inner);
+        let held = inner.values().map(|p| p.logstores.len()).sum();
+        self.count.store(held, std::sync::atomic::Ordering::Relaxed);
+        out
+    }
+
+    /// Logstores held now, over every project.
+    pub(crate) fn logstore_count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs `f` on a logstore under the lock.
     pub(crate) fn with_logstore<T>(
         &self,
@@ -338,7 +383,7 @@ impl Store {
         let Some(p) = inner.get(project) else {
             return Err(Missing::Project);
         };
-        let Some(ls) = p.get(logstore) else {
+        let Some(ls) = p.logstores.get(logstore) else {
             return Err(Missing::Logstore);
         };
         Ok(f(ls))
@@ -421,40 +466,80 @@ impl Store {
             if full {
                 break;
             }
-            // Bodies were validated on the way in; a failure here would be an emulator bug.
-            let Ok(Ok(group)) = stored.raw().map(LogGroup::decode) else {
-                continue;
-            };
-            let tags: Vec<(String, String)> = group
-                .log_tags
+            for log in stored_logs(shard, &stored)
                 .into_iter()
-                .map(|t| (t.key, t.value))
-                .collect();
-            for log in group.logs.into_iter().skip(skip).take(take) {
-                let size: usize = log
-                    .contents
-                    .iter()
-                    .map(|c| c.key.len() + c.value.len())
-                    .sum();
+                .skip(skip)
+                .take(take)
+            {
+                let size: usize = log.contents.iter().map(|(k, v)| k.len() + v.len()).sum();
                 if !logs.is_empty() && bytes.saturating_add(size) > max_bytes {
                     // The page is full by size: the rest comes on the next one.
                     (full, more) = (true, true);
                     break;
                 }
                 bytes += size;
-                logs.push(StoredLog {
-                    shard,
-                    time: log.time,
-                    time_ns: log.time_ns,
-                    topic: group.topic.clone(),
-                    source: group.source.clone(),
-                    tags: tags.clone(),
-                    contents: log.contents.into_iter().map(|c| (c.key, c.value)).collect(),
-                });
+                logs.push(log);
             }
         }
         let next_offset = more.then(|| offset + logs.len());
         LogsPage { logs, next_offset }
+    }
+}
+
+/// The logs of one stored group, decoded, with its metadata. Bodies were validated on the way
+/// in; one that does not decode (an emulator bug) gives none.
+pub(crate) fn stored_logs(shard: u32, stored: &StoredGroup) -> Vec<StoredLog> {
+    let Ok(Ok(group)) = stored.raw().map(LogGroup::decode) else {
+        return Vec::new();
+    };
+    let tags: Vec<(String, String)> = group
+        .log_tags
+        .into_iter()
+        .map(|t| (t.key, t.value))
+        .collect();
+    group
+        .logs
+        .into_iter()
+        .map(|log| StoredLog {
+            shard,
+            time: log.time,
+            time_ns: log.time_ns,
+            topic: group.topic.clone(),
+            source: group.source.clone(),
+            tags: tags.clone(),
+            contents: log.contents.into_iter().map(|c| (c.key, c.value)).collect(),
+        })
+        .collect()
+}
+
+/// What a query reads of a logstore: its retained groups (shared, not copied) by shard, its
+/// index and its TTL in days.
+pub(crate) struct SearchView {
+    pub(crate) groups: Vec<(u32, StoredGroup)>,
+    pub(crate) index: Option<std::sync::Arc<Index>>,
+    pub(crate) ttl_days: u32,
+}
+
+impl Store {
+    /// The groups a query reads (of one shard, when given), taken under the lock and read
+    /// without it.
+    pub(crate) fn search_view(
+        &self,
+        project: &str,
+        logstore: &str,
+        shard: Option<u32>,
+    ) -> Result<SearchView, Missing> {
+        self.with_logstore(project, logstore, |ls| SearchView {
+            groups: ls
+                .shards
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shard.is_none_or(|s| s as usize == *i))
+                .flat_map(|(i, s)| s.groups.iter().map(move |g| (i as u32, g.clone())))
+                .collect(),
+            index: ls.index.clone(),
+            ttl_days: ls.settings.ttl_days,
+        })
     }
 }
 

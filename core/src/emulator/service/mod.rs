@@ -8,12 +8,14 @@
 //! `x-log-bodyrawsize`, Content-MD5, the compression type, decompression to exactly the
 //! declared size, then a zero-copy validation of the `LogGroup` (or `LogGroupList` in
 //! `batch_group` mode). Accepted groups are stored as they arrived (compressed), once valid.
-//! The SLS read APIs (ListShards, GetCursor, PullLogs) and the unauthenticated `/_emulator/`
+//! The SLS read APIs (ListShards, GetCursor, PullLogs), the management and query APIs, and
+//! the unauthenticated `/_emulator/`
 //! test API are served here too, and the STS and ECS metadata calls of the default
 //! credential chain ([`identity`]). Every answer carries a lowercase `x-log-requestid`.
 //!
 //! One file per part: [`auth`] (signatures, credentials, the request date), [`put_logs`],
-//! [`read`] (ListShards, GetCursor, PullLogs) and [`admin`] (`/_emulator/`).
+//! [`read`] (ListShards, GetCursor, PullLogs), [`manage`] (projects, logstores, indexes),
+//! [`query`] (GetLogs, GetHistograms) and [`admin`] (`/_emulator/`).
 //!
 //! Runs on whichever thread calls it (the server's tokio workers); it never blocks except on
 //! the store's short mutex.
@@ -40,8 +42,10 @@ use crate::wire::sign;
 mod admin;
 mod auth;
 mod identity;
+mod manage;
 pub use identity::ECS_ROLE_NAME;
 mod put_logs;
+mod query;
 mod read;
 
 thread_local! {
@@ -466,6 +470,24 @@ impl Service {
             (&Method::POST, ["logstores", ls] | ["logstores", ls, "shards", "lb" | "route"]) => {
                 self.put_logs(&head, ls, req.body().clone())
             }
+            (_, [""]) => self.project_api(&head, req.body()),
+            (&Method::GET | &Method::POST, ["logstores"]) => self.logstores_api(&head, req.body()),
+            (&Method::GET, ["logstores", ls]) => match head.param("type") {
+                None => self.logstore_api(&head, ls, req.body()),
+                Some("log" | "logs") => self.get_logs(&head, ls, req.body(), false),
+                Some("histogram") => self.get_histograms(&head, ls),
+                Some(other) => Err(ApiError::bad_request(
+                    "ParameterInvalid",
+                    format!("unsupported type {other:?}"),
+                )),
+            },
+            (&Method::PUT | &Method::DELETE, ["logstores", ls]) => {
+                self.logstore_api(&head, ls, req.body())
+            }
+            (&Method::POST, ["logstores", ls, "logs"]) => {
+                self.get_logs(&head, ls, req.body(), true)
+            }
+            (_, ["logstores", ls, "index"]) => self.index_api(&head, ls, req.body()),
             (&Method::GET, ["logstores", ls, "shards"]) => self.list_shards(&head, ls),
             (&Method::GET, ["logstores", ls, "shards", shard]) => {
                 let shard: u32 = shard.parse().map_err(|_| {
