@@ -795,3 +795,98 @@ async fn stalled_oversized_and_surplus_connections_are_bounded() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn the_console_page_and_its_api_list_search_and_leave_the_counters_alone() {
+    let emu = Emulator::start_default().unwrap();
+    let client = client();
+    let base = emu.endpoint();
+    assert_eq!(
+        put(
+            &client,
+            &emu,
+            HOST,
+            "app-logs",
+            &sample_group(3),
+            Compression::Lz4
+        )
+        .await
+        .status,
+        200
+    );
+    let requests = emu.counters().requests;
+    // The page: unsigned GET / from a browser; not a service request.
+    let page = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<title>loghose emulator</title>"));
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "the page loads nothing from the network"
+    );
+    let json = |path: String| {
+        let client = client.clone();
+        async move {
+            let resp = client.get(path).send().await.unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let (_, overview) = json(format!("{base}/_emulator/overview")).await;
+    assert_eq!(overview["projects"][0]["name"], "proj");
+    let ls = &overview["projects"][0]["logstores"][0];
+    assert_eq!(
+        (&ls["name"], &ls["logs"], &ls["indexed"]),
+        (
+            &serde_json::json!("app-logs"),
+            &serde_json::json!(3),
+            &serde_json::json!(false)
+        )
+    );
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let window = format!("from={}&to={}", now - 600, now + 60);
+    let query = |q: &str| {
+        format!(
+            "{base}/_emulator/query?project=proj&logstore=app-logs&{window}&query={}",
+            q.replace(' ', "%20")
+        )
+    };
+    let (status, refused) = json(query("hello")).await;
+    assert_eq!(
+        (status, refused["errorCode"].as_str()),
+        (400, Some("IndexConfigNotExist"))
+    );
+    let made = client
+        .post(format!(
+            "{base}/_emulator/index?project=proj&logstore=app-logs"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 200);
+    let (_, found) = json(query("hello and not nothing")).await;
+    assert_eq!(
+        (found["matched"].as_u64(), found["read"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(found["logs"][0]["msg"], "hello world");
+    let (status, refused) = json(query("index: 1")).await;
+    assert_eq!(
+        (status, refused["errorCode"].as_str()),
+        (400, Some("ParameterInvalid"))
+    );
+    let (_, overview) = json(format!("{base}/_emulator/overview")).await;
+    assert_eq!(overview["projects"][0]["logstores"][0]["indexed"], true);
+    assert_eq!(
+        emu.counters().requests,
+        requests,
+        "the console is not the service's traffic"
+    );
+}

@@ -1,5 +1,6 @@
 //! The emulator's own JSON API under `/_emulator/`: health, counters, reset, faults,
-//! logstores, totals and stored logs, a page at a time. Unauthenticated unless an admin token
+//! logstores, totals and stored logs, a page at a time; for the console, an overview of every
+//! project and logstore, a search (as GetLogs) and an index made in one call. Unauthenticated unless an admin token
 //! is configured (then `Authorization: Bearer <token>` on every request). Never counted in
 //! the service counters.
 
@@ -7,6 +8,7 @@ use bytes::Bytes;
 use hyper::http::{Method, Response, StatusCode};
 
 use super::{json_response, missing, unix_now, Head, Service};
+use crate::emulator::catalog::Index;
 use crate::emulator::error::ApiError;
 use crate::emulator::faults::Fault;
 use crate::emulator::store::Missing;
@@ -79,6 +81,26 @@ impl Service {
                     .create(&c.project, &c.logstore, c.shards, unix_now())?;
                 Ok(json_response(&serde_json::json!({ "ok": true })))
             }
+            (&Method::GET, "overview") => Ok(json_response(&self.overview())),
+            (&Method::GET, "query") => self.admin_query(head),
+            (&Method::POST, "index") => {
+                let (project, logstore) = self.admin_target(head)?;
+                // No body: a full-text index with the service's default separators.
+                let config = if body.is_empty() {
+                    serde_json::json!({"line": {"caseSensitive": false}})
+                } else {
+                    serde_json::from_slice(body).map_err(bad_json)?
+                };
+                let index = std::sync::Arc::new(Index::parse(config, unix_now())?);
+                self.store.projects_mut(|projects| {
+                    let ls = projects
+                        .get_mut(&project)
+                        .and_then(|p| p.logstores.get_mut(logstore))
+                        .ok_or_else(|| missing(Missing::Logstore, &project, logstore))?;
+                    ls.index = Some(index);
+                    Ok(json_response(&serde_json::json!({ "ok": true })))
+                })
+            }
             (&Method::GET, "totals") => {
                 let (project, logstore) = self.admin_target(head)?;
                 let totals = self.store.totals(&project, logstore).unwrap_or_default();
@@ -121,6 +143,40 @@ impl Service {
                 format!("no emulator API {} /_emulator/{rest}", head.method),
             )),
         }
+    }
+
+    /// Every project with its logstores: shards, totals, TTL, whether it has an index (what
+    /// the console lists).
+    fn overview(&self) -> serde_json::Value {
+        self.store.projects_mut(|projects| {
+            let projects: Vec<serde_json::Value> = projects
+                .iter()
+                .map(|(name, p)| {
+                    let logstores: Vec<serde_json::Value> = p
+                        .logstores
+                        .iter()
+                        .map(|(name, ls)| {
+                            serde_json::json!({
+                                "name": name,
+                                "shards": ls.shards.len(),
+                                "logs": ls.total_logs,
+                                "groups": ls.total_groups,
+                                "retained_groups":
+                                    ls.shards.iter().map(|s| s.groups.len()).sum::<usize>(),
+                                "ttl": ls.settings.ttl_days,
+                                "indexed": ls.index.is_some(),
+                            })
+                        })
+                        .collect();
+                    serde_json::json!({
+                        "name": name,
+                        "description": p.description,
+                        "logstores": logstores,
+                    })
+                })
+                .collect();
+            serde_json::json!({ "projects": projects })
+        })
     }
 
     /// The `project` (default: the default project) and `logstore` parameters of an admin read.

@@ -160,6 +160,26 @@ fn error_body(error: &ApiError) -> Response<Bytes> {
     resp
 }
 
+/// The console: one page, embedded, loading nothing from the network; it reads the
+/// `/_emulator/` API (with the admin token, when one is set, which it asks for).
+fn console() -> Response<Bytes> {
+    let mut resp = Response::new(Bytes::from_static(include_bytes!("../console.html")));
+    let h = resp.headers_mut();
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert("cache-control", HeaderValue::from_static("no-store"));
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+             connect-src 'self'; img-src 'self' data:",
+        ),
+    );
+    resp
+}
+
 fn json_response(value: &impl serde::Serialize) -> Response<Bytes> {
     let body = serde_json::to_vec(value).unwrap_or_default();
     let mut resp = Response::new(Bytes::from(body));
@@ -424,11 +444,20 @@ impl Service {
         Some((self.project_of(host), logstore.to_owned()))
     }
 
+    /// Whether a request asks for the console: `GET /` from a browser, unsigned (the SDKs'
+    /// ListProject is the same path, signed).
+    fn is_console<B>(req: &Request<B>) -> bool {
+        req.method() == Method::GET
+            && req.uri().path() == "/"
+            && !req.headers().contains_key("authorization")
+            && !req.headers().contains_key("x-log-apiversion")
+    }
+
     /// Handles one complete request.
     pub fn handle(&self, req: Request<Bytes>) -> Response<Bytes> {
         // The emulator's own API is not the service's traffic: it never touches the counters
         // that tests assert on.
-        let admin = req.uri().path().starts_with("/_emulator/");
+        let admin = req.uri().path().starts_with("/_emulator/") || Service::is_console(&req);
         let identity = Service::is_identity(req.uri().path(), req.uri().query());
         if !admin && !identity {
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -470,6 +499,7 @@ impl Service {
             (&Method::POST, ["logstores", ls] | ["logstores", ls, "shards", "lb" | "route"]) => {
                 self.put_logs(&head, ls, req.body().clone())
             }
+            (&Method::GET, [""]) if Service::is_console(req) => Ok(console()),
             (_, [""]) => self.project_api(&head, req.body()),
             (&Method::GET | &Method::POST, ["logstores"]) => self.logstores_api(&head, req.body()),
             (&Method::GET, ["logstores", ls]) => match head.param("type") {

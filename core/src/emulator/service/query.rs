@@ -99,6 +99,13 @@ struct Hit {
     log: u32,
 }
 
+/// What a search found: a page of logs, how many logs were read and how many matched.
+struct Found {
+    logs: Vec<Value>,
+    read: u64,
+    matched: usize,
+}
+
 /// A log as GetLogs answers it: its fields, with its time, source, topic and tags.
 fn log_answer(log: StoredLog) -> Value {
     let mut object = Map::new();
@@ -119,9 +126,10 @@ fn log_answer(log: StoredLog) -> Value {
 
 impl Service {
     /// The logstore's view, its index (a query needs one) and the parsed query, checked.
+    #[allow(clippy::type_complexity)]
     fn prepare(
         &self,
-        head: &Head<'_>,
+        project: &str,
         logstore: &str,
         ask: &Ask,
     ) -> Result<
@@ -132,11 +140,10 @@ impl Service {
         ),
         ApiError,
     > {
-        let project = self.project_of(head.header("host"));
         let view = self
             .store
-            .search_view(&project, logstore, ask.shard)
-            .map_err(|m| missing(m, &project, logstore))?;
+            .search_view(project, logstore, ask.shard)
+            .map_err(|m| missing(m, project, logstore))?;
         let index = view.index.clone().ok_or_else(|| {
             ApiError::bad_request(
                 "IndexConfigNotExist",
@@ -182,6 +189,57 @@ impl Service {
         (hits, read)
     }
 
+    /// One page of the logs matching `ask` in a logstore: GetLogs' and the console's search.
+    fn search(&self, project: &str, logstore: &str, ask: &Ask) -> Result<Found, ApiError> {
+        let (view, index, query) = self.prepare(project, logstore, ask)?;
+        let (mut hits, read) = Self::hits(&view, &index, &query, ask);
+        if ask.reverse {
+            hits.reverse();
+        }
+        let page: Vec<Hit> = hits
+            .iter()
+            .skip(ask.offset as usize)
+            .take(ask.line as usize)
+            .copied()
+            .collect();
+        // The page's groups decoded again, each once.
+        let mut decoded: std::collections::HashMap<u32, Vec<StoredLog>> = Default::default();
+        let mut logs = Vec::with_capacity(page.len());
+        for hit in &page {
+            let group = decoded.entry(hit.group).or_insert_with(|| {
+                let (shard, stored) = &view.groups[hit.group as usize];
+                stored_logs(*shard, stored)
+            });
+            if let Some(log) = group.get(hit.log as usize) {
+                logs.push(log_answer(log.clone()));
+            }
+        }
+        Ok(Found {
+            logs,
+            read,
+            matched: hits.len(),
+        })
+    }
+
+    /// The console's search (`/_emulator/query`): GetLogs' parameters in the query string,
+    /// answered `{"matched", "read", "logs"}`, on any logstore of any project.
+    pub(super) fn admin_query(&self, head: &Head<'_>) -> Result<Response<Bytes>, ApiError> {
+        let project = head
+            .param("project")
+            .map_or_else(|| self.config.default_project.clone(), str::to_owned);
+        let logstore = head
+            .param("logstore")
+            .ok_or_else(|| invalid("logstore is missing"))?
+            .to_owned();
+        let ask = Ask::read(|name| head.param(name).map(str::to_owned))?;
+        let found = self.search(&project, &logstore, &ask)?;
+        Ok(json_response(&json!({
+            "matched": found.matched,
+            "read": found.read,
+            "logs": found.logs,
+        })))
+    }
+
     /// GetLogs: `v2` is the POST form (JSON body, `{"meta", "data"}` answer).
     pub(super) fn get_logs(
         &self,
@@ -210,29 +268,9 @@ impl Service {
         } else {
             Ask::read(|name| head.param(name).map(str::to_owned))?
         };
-        let (view, index, query) = self.prepare(head, logstore, &ask)?;
-        let (mut hits, read) = Self::hits(&view, &index, &query, &ask);
-        if ask.reverse {
-            hits.reverse();
-        }
-        let page: Vec<Hit> = hits
-            .iter()
-            .skip(ask.offset as usize)
-            .take(ask.line as usize)
-            .copied()
-            .collect();
-        // The page's groups decoded again, each once.
-        let mut decoded: std::collections::HashMap<u32, Vec<StoredLog>> = Default::default();
-        let mut data = Vec::with_capacity(page.len());
-        for hit in &page {
-            let logs = decoded.entry(hit.group).or_insert_with(|| {
-                let (shard, stored) = &view.groups[hit.group as usize];
-                stored_logs(*shard, stored)
-            });
-            if let Some(log) = logs.get(hit.log as usize) {
-                data.push(log_answer(log.clone()));
-            }
-        }
+        let project = self.project_of(head.header("host"));
+        let found = self.search(&project, logstore, &ask)?;
+        let (data, read) = (found.logs, found.read);
         let elapsed = started.elapsed().as_millis() as u64;
         let count = data.len();
         if v2 {
@@ -300,7 +338,8 @@ impl Service {
         Self::check_api_version(head)?;
         self.authenticate(head, &[])?;
         let ask = Ask::read(|name| head.param(name).map(str::to_owned))?;
-        let (view, index, query) = self.prepare(head, logstore, &ask)?;
+        let project = self.project_of(head.header("host"));
+        let (view, index, query) = self.prepare(&project, logstore, &ask)?;
         let (hits, _) = Self::hits(&view, &index, &query, &ask);
         let span = u64::from(ask.to - ask.from).max(1);
         let width = span.div_ceil(MAX_BUCKETS).max(1);
