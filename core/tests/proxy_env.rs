@@ -15,7 +15,7 @@ fn send_one(emu: &Emulator, text: &str) -> u64 {
         linger_ms: 10,
         backoff_base_ms: 10,
         backoff_max_ms: 50,
-        ..ProducerConfig::new(&emu.endpoint(), "proj", "proxied")
+        ..ProducerConfig::new(emu.endpoint(), "proj", "proxied")
     })
     .unwrap();
     producer
