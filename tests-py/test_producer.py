@@ -215,10 +215,12 @@ def test_futures_resolve_with_reports_and_fail_with_delivery_errors(emu):
 def test_on_delivery_gets_report_batches_and_survives_a_raising_callback(emu, caplog):
     seen = []
     calls = []
+    first_call = threading.Event()
 
     def on_delivery(reports):
         calls.append(threading.current_thread() is threading.main_thread())
         if len(calls) == 1:
+            first_call.set()
             raise RuntimeError("user bug")
         seen.extend(reports)
 
@@ -226,6 +228,9 @@ def test_on_delivery_gets_report_batches_and_survives_a_raising_callback(emu, ca
         with producer(emu, on_delivery=on_delivery, linger_ms=0) as p:
             p.send({"first": "1"})
             assert p.flush(30) == 0
+            # flush() waits for delivery, not for the callback: the reporter thread may hand
+            # the first report over together with later ones unless it has run already.
+            assert first_call.wait(30)
             for i in range(10):
                 p.send({"i": str(i)})
             assert p.flush(30) == 0
