@@ -67,6 +67,10 @@ if ! command -v npm >/dev/null; then
   apt-get update -qq && apt-get install -y -qq nodejs npm
 fi
 npm ci --no-audit --no-fund
+# The emulator's console is tested in a real browser: Debian's headless Chromium.
+if ! command -v chromium >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 npm run build
 npm run typecheck
 npm test
