@@ -178,16 +178,26 @@ impl Service {
     ) -> Result<Response<Bytes>, ApiError> {
         let fields = self.managed(head, body)?;
         let now = unix_now();
-        let Some(project) = self.named_project(head) else {
-            if head.method != hyper::http::Method::GET {
+        let fields = fields.unwrap_or_default();
+        let project = match self.named_project(head) {
+            Some(project) => project,
+            None if *head.method == hyper::http::Method::GET => return self.list_projects(head),
+            // CreateProject on the bare endpoint, the project named in the body (as the Node
+            // SDK sends it).
+            None if *head.method == hyper::http::Method::POST => fields
+                .get("projectName")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    ApiError::bad_request("ParameterInvalid", "projectName is missing")
+                })?,
+            None => {
                 return Err(ApiError::bad_request(
                     "ParameterInvalid",
                     "a project call needs the project's host name ({project}.{endpoint})",
-                ));
+                ))
             }
-            return self.list_projects(head);
         };
-        let fields = fields.unwrap_or_default();
         let description = |fields: &Map<String, Value>| {
             fields
                 .get("description")
