@@ -20,6 +20,7 @@ mod search;
 mod server;
 pub mod service;
 pub mod store;
+mod term_index;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -17,6 +17,7 @@ use prost::Message;
 
 use super::catalog::{Index, LogstoreSettings};
 use super::error::ApiError;
+use super::term_index::{TermIndex, ViewGroup};
 use crate::wire::compress::{self, CodecError, Compression};
 use crate::wire::hashkey;
 use crate::wire::limits::MAX_SHARDS_PER_LOGSTORE;
@@ -73,6 +74,8 @@ pub(crate) struct Logstore {
     pub(crate) settings: LogstoreSettings,
     /// Its index, once one is created: what GetLogs and GetHistograms search.
     pub(crate) index: Option<std::sync::Arc<Index>>,
+    /// The words of its logs, built by the first search (see `term_index`).
+    pub(crate) terms: std::sync::Arc<Mutex<TermIndex>>,
 }
 
 impl Logstore {
@@ -85,6 +88,7 @@ impl Logstore {
             total_groups: 0,
             settings: LogstoreSettings::new(now),
             index: None,
+            terms: Default::default(),
         }
     }
 }
@@ -512,12 +516,16 @@ pub(crate) fn stored_logs(shard: u32, stored: &StoredGroup) -> Vec<StoredLog> {
         .collect()
 }
 
-/// What a query reads of a logstore: its retained groups (shared, not copied) by shard, its
-/// index and its TTL in days.
+/// What a query reads of a logstore: its retained groups (shared, not copied), by shard in
+/// sequence order, its index, its TTL in days, and the words of its logs.
 pub(crate) struct SearchView {
-    pub(crate) groups: Vec<(u32, StoredGroup)>,
+    pub(crate) groups: Vec<ViewGroup>,
+    /// Every shard's groups (no shard was named).
+    pub(crate) whole: bool,
+    pub(crate) shards: usize,
     pub(crate) index: Option<std::sync::Arc<Index>>,
     pub(crate) ttl_days: u32,
+    pub(crate) terms: std::sync::Arc<Mutex<TermIndex>>,
 }
 
 impl Store {
@@ -535,10 +543,19 @@ impl Store {
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| shard.is_none_or(|s| s as usize == *i))
-                .flat_map(|(i, s)| s.groups.iter().map(move |g| (i as u32, g.clone())))
+                .flat_map(|(i, s)| {
+                    s.groups.iter().enumerate().map(move |(at, g)| ViewGroup {
+                        shard: i as u32,
+                        seq: s.first_seq + at as u64,
+                        group: g.clone(),
+                    })
+                })
                 .collect(),
+            whole: shard.is_none(),
+            shards: ls.shards.len(),
             index: ls.index.clone(),
             ttl_days: ls.settings.ttl_days,
+            terms: ls.terms.clone(),
         })
     }
 }

@@ -155,26 +155,30 @@ impl Service {
         Ok((view, index, query))
     }
 
-    /// Every log of the view matching `ask`, oldest first, and how many logs were read.
+    /// Every log of the view matching `ask`, oldest first, and how many logs were read (decoded
+    /// and checked). Over every shard, the term index narrows the logs to read (see
+    /// `term_index`); a search of one shard reads them all.
     fn hits(
         view: &crate::emulator::store::SearchView,
-        index: &Index,
+        index: &std::sync::Arc<Index>,
         query: &Query,
         ask: &Ask,
     ) -> (Vec<Hit>, u64) {
         let ttl_start = unix_now().saturating_sub(view.ttl_days.saturating_mul(86_400));
         let from = ask.from.max(ttl_start);
+        let in_time = |time: u32| time >= from && time < ask.to;
         let mut hits = Vec::new();
         let mut read = 0u64;
-        for (g, (shard, stored)) in view.groups.iter().enumerate() {
-            for (l, log) in stored_logs(*shard, stored).into_iter().enumerate() {
+        let mut check = |g: usize, wanted: Option<&[u32]>, hits: &mut Vec<Hit>| {
+            let group = &view.groups[g];
+            let logs = stored_logs(group.shard, &group.group);
+            let mut take = |l: usize, log: &StoredLog| {
                 read += 1;
-                let in_time = log.time >= from && log.time < ask.to;
                 let in_topic = ask
                     .topic
                     .as_deref()
                     .is_none_or(|t| log.topic.as_deref().unwrap_or_default() == t);
-                if in_time && in_topic && search::matches(query, index, &log) {
+                if in_time(log.time) && in_topic && search::matches(query, index, log) {
                     hits.push(Hit {
                         time: log.time,
                         time_ns: log.time_ns.unwrap_or(0),
@@ -182,10 +186,65 @@ impl Service {
                         log: l as u32,
                     });
                 }
+            };
+            match wanted {
+                None => logs.iter().enumerate().for_each(|(l, log)| take(l, log)),
+                Some(places) => {
+                    for &l in places {
+                        if let Some(log) = logs.get(l as usize) {
+                            take(l as usize, log);
+                        }
+                    }
+                }
+            }
+        };
+        if view.whole {
+            let mut terms = view.terms.lock();
+            terms.refresh(index, view.shards, &view.groups);
+            let candidates = terms.candidates(query);
+            let place: std::collections::HashMap<(u32, u64), usize> = view
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| ((g.shard, g.seq), i))
+                .collect();
+            let ids: Box<dyn Iterator<Item = u32>> = match &candidates {
+                Some(c) => Box::new(c.ids.iter().copied()),
+                None => Box::new(0..terms.logs.len() as u32),
+            };
+            let exact = candidates.as_ref().is_some_and(|c| c.exact) && ask.topic.is_none();
+            // The candidates in time, by group (each group decoded once when they need a check).
+            let mut by_group: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+            for id in ids {
+                let r = terms.logs[id as usize];
+                let Some(&g) = place.get(&(r.shard, r.seq)) else {
+                    continue;
+                };
+                if !in_time(r.time) {
+                    continue;
+                }
+                if exact {
+                    hits.push(Hit {
+                        time: r.time,
+                        time_ns: r.time_ns,
+                        group: g as u32,
+                        log: r.log,
+                    });
+                } else {
+                    by_group.entry(g).or_default().push(r.log);
+                }
+            }
+            drop(terms);
+            for (g, places) in by_group {
+                check(g, Some(&places), &mut hits);
+            }
+        } else {
+            for g in 0..view.groups.len() {
+                check(g, None, &mut hits);
             }
         }
-        // Stable: logs of one time keep the order they arrived in.
-        hits.sort_by_key(|h| (h.time, h.time_ns));
+        // Logs of one time in the order they arrived in.
+        hits.sort_by_key(|h| (h.time, h.time_ns, h.group, h.log));
         (hits, read)
     }
 
@@ -207,8 +266,8 @@ impl Service {
         let mut logs = Vec::with_capacity(page.len());
         for hit in &page {
             let group = decoded.entry(hit.group).or_insert_with(|| {
-                let (shard, stored) = &view.groups[hit.group as usize];
-                stored_logs(*shard, stored)
+                let g = &view.groups[hit.group as usize];
+                stored_logs(g.shard, &g.group)
             });
             if let Some(log) = group.get(hit.log as usize) {
                 logs.push(log_answer(log.clone()));
