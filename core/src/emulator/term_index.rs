@@ -221,6 +221,12 @@ impl TermIndex {
             }
             self.sorted = true;
         }
+        if matches!(query, Query::All) {
+            return Some(Candidates {
+                ids: (0..self.logs.len() as u32).collect(),
+                exact: true,
+            });
+        }
         self.narrow(query)
     }
 
