@@ -182,8 +182,21 @@ impl TextIndex {
 
     /// The words of `text`.
     pub(crate) fn words<'t>(&'t self, text: &'t str) -> impl Iterator<Item = &'t str> + 't {
-        text.split(move |c: char| self.separators.contains(&c) || c.is_whitespace())
-            .filter(|w| !w.is_empty())
+        // ASCII separators looked up in a bit set: this runs for every character a search
+        // indexes.
+        let ascii = self
+            .separators
+            .iter()
+            .filter(|c| c.is_ascii())
+            .fold(0u128, |set, c| set | (1u128 << (*c as u32)));
+        text.split(move |c: char| {
+            if c.is_ascii() {
+                ascii & (1u128 << (c as u32)) != 0 || c.is_ascii_whitespace()
+            } else {
+                self.separators.contains(&c) || c.is_whitespace()
+            }
+        })
+        .filter(|w| !w.is_empty())
     }
 }
 

@@ -15,7 +15,7 @@
 //! Runs on the searching request's thread, under the logstore's own lock (searches of one
 //! logstore take turns; ingest never waits for it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::catalog::{Index, KeyIndex, TextIndex};
@@ -54,29 +54,34 @@ pub(crate) struct TermIndex {
     pub(crate) logs: Vec<LogRef>,
     /// Per shard: the first group sequence it covers and the next one to read.
     covered: Vec<(u64, u64)>,
-    line: BTreeMap<String, Vec<u32>>,
-    keys: HashMap<String, BTreeMap<String, Vec<u32>>>,
+    line: HashMap<String, Vec<u32>>,
+    keys: HashMap<String, HashMap<String, Vec<u32>>>,
     /// Per numeric key: (value, log), sorted before a search reads them.
     numbers: HashMap<String, Vec<(f64, u32)>>,
     sorted: bool,
 }
 
-/// A word as the index keeps it.
-fn fold(text_index: &TextIndex, word: &str) -> String {
-    if text_index.case_sensitive {
-        word.to_owned()
+/// A word as the index keeps it (borrowed when it already is: most words of most logs).
+fn fold<'w>(text_index: &TextIndex, word: &'w str) -> std::borrow::Cow<'w, str> {
+    if text_index.case_sensitive
+        || (word.is_ascii() && !word.bytes().any(|b| b.is_ascii_uppercase()))
+    {
+        std::borrow::Cow::Borrowed(word)
     } else if word.is_ascii() {
-        word.to_ascii_lowercase()
+        std::borrow::Cow::Owned(word.to_ascii_lowercase())
     } else {
-        word.to_lowercase()
+        std::borrow::Cow::Owned(word.to_lowercase())
     }
 }
 
-fn push(postings: &mut BTreeMap<String, Vec<u32>>, word: String, id: u32) {
-    let list = postings.entry(word).or_default();
-    // A word twice in one log is one posting.
-    if list.last() != Some(&id) {
-        list.push(id);
+fn push(postings: &mut HashMap<String, Vec<u32>>, word: &str, id: u32) {
+    match postings.get_mut(word) {
+        // A word twice in one log is one posting.
+        Some(list) if list.last() == Some(&id) => {}
+        Some(list) => list.push(id),
+        None => {
+            postings.insert(word.to_owned(), vec![id]);
+        }
     }
 }
 
@@ -155,14 +160,14 @@ impl TermIndex {
             for (key, value) in &log.contents {
                 if let Some(line) = &config.line {
                     for word in line.words(value) {
-                        push(&mut self.line, fold(line, word), id);
+                        push(&mut self.line, &fold(line, word), id);
                     }
                 }
                 match config.keys.get(key) {
                     Some(KeyIndex::Text(text)) => {
                         let words = self.keys.entry(key.clone()).or_default();
                         for word in text.words(value) {
-                            push(words, fold(text, word), id);
+                            push(words, &fold(text, word), id);
                         }
                     }
                     Some(KeyIndex::Long | KeyIndex::Double) => {
@@ -179,31 +184,38 @@ impl TermIndex {
 
     fn words(
         &self,
-        postings: &BTreeMap<String, Vec<u32>>,
+        postings: &HashMap<String, Vec<u32>>,
         text: &TextIndex,
         p: &Pattern,
     ) -> Candidates {
         match p {
             Pattern::Word(w) => Candidates {
-                ids: postings.get(&fold(text, w)).cloned().unwrap_or_default(),
+                ids: postings
+                    .get(fold(text, w).as_ref())
+                    .cloned()
+                    .unwrap_or_default(),
                 exact: true,
             },
             Pattern::Prefix(prefix) => {
+                // Every word of the index read: a prefix search costs the number of distinct
+                // words, not of logs.
                 let prefix = fold(text, prefix);
                 Candidates {
                     ids: union(
                         postings
-                            .range(prefix.clone()..)
-                            .take_while(|(w, _)| w.starts_with(&prefix))
+                            .iter()
+                            .filter(|(w, _)| w.starts_with(prefix.as_ref()))
                             .map(|(_, ids)| ids.clone()),
                     ),
                     exact: true,
                 }
             }
             Pattern::Phrase(words) => {
-                let mut lists = words
-                    .iter()
-                    .map(|w| postings.get(&fold(text, w)).map_or(&[][..], Vec::as_slice));
+                let mut lists = words.iter().map(|w| {
+                    postings
+                        .get(fold(text, w).as_ref())
+                        .map_or(&[][..], Vec::as_slice)
+                });
                 let first = lists.next().unwrap_or_default().to_vec();
                 Candidates {
                     ids: lists.fold(first, |acc, l| intersect(&acc, l)),
@@ -241,7 +253,7 @@ impl TermIndex {
                 pattern,
             } => match config.keys.get(name)? {
                 KeyIndex::Text(text) => {
-                    let empty = BTreeMap::new();
+                    let empty = HashMap::new();
                     Some(self.words(self.keys.get(name).unwrap_or(&empty), text, pattern))
                 }
                 KeyIndex::Long | KeyIndex::Double => match pattern {
