@@ -22,11 +22,19 @@ fn arg(name: &str, default: u64) -> u64 {
 }
 
 fn peak_rss_mb() -> f64 {
+    status_mb("VmHWM:")
+}
+
+fn rss_mb() -> f64 {
+    status_mb("VmRSS:")
+}
+
+fn status_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
@@ -85,6 +93,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
     let window = format!("from={}&to={}", now - 3600, now + 60);
     let target = logs / 4;
+    let before = rss_mb();
+    let t = Instant::now();
+    get(format!(
+        "{base}/_emulator/query?project=loghose&logstore=queried&{window}&line=1&query=nothing"
+    ))?;
+    println!(
+        "the first search builds the term index: {:.1} s; RSS {before:.0} -> {:.0} MB",
+        t.elapsed().as_secs_f64(),
+        rss_mb()
+    );
     for (name, query) in [
         ("one term, one log", format!("index: {target}")),
         ("key comparison", format!("index > {}", logs / 2 - 50)),
