@@ -10,7 +10,7 @@
 //! words, prefixes and comparisons and their `and` / `or`, a superset for phrases, and no
 //! answer (every log) for `not`, topics, sources and tags; the caller then checks the
 //! candidates that are not exact against the query itself. About 8 bytes a word occurrence and
-//! 24 a log.
+//! 24 a log, for at most [`MAX_INDEXED_LOGS`] logs: groups beyond them are read log by log.
 //!
 //! Runs on the searching request's thread, under the logstore's own lock (searches of one
 //! logstore take turns; ingest never waits for it).
@@ -21,6 +21,11 @@ use std::sync::Arc;
 use super::catalog::{Index, KeyIndex, TextIndex};
 use super::search::{Compare, Key, Pattern, Query};
 use super::store::{stored_logs, StoredGroup};
+
+/// The most logs one logstore's index holds (about 170 bytes each for S1 logs): beyond them,
+/// the groups that arrived later are read log by log, so a large retention never makes the
+/// index outgrow what a machine has.
+pub(crate) const MAX_INDEXED_LOGS: usize = 2_000_000;
 
 /// Where one log is, and when it was.
 #[derive(Clone, Copy, Debug)]
@@ -47,8 +52,9 @@ pub(crate) struct Candidates {
     pub(crate) exact: bool,
 }
 
-#[derive(Default)]
 pub(crate) struct TermIndex {
+    /// At most this many logs ([`MAX_INDEXED_LOGS`]; fewer in tests).
+    limit: usize,
     /// The index configuration it was built for.
     config: Option<Arc<Index>>,
     pub(crate) logs: Vec<LogRef>,
@@ -59,6 +65,21 @@ pub(crate) struct TermIndex {
     /// Per numeric key: (value, log), sorted before a search reads them.
     numbers: HashMap<String, Vec<(f64, u32)>>,
     sorted: bool,
+}
+
+impl Default for TermIndex {
+    fn default() -> Self {
+        TermIndex {
+            limit: MAX_INDEXED_LOGS,
+            config: None,
+            logs: Vec::new(),
+            covered: Vec::new(),
+            line: HashMap::new(),
+            keys: HashMap::new(),
+            numbers: HashMap::new(),
+            sorted: true,
+        }
+    }
 }
 
 /// A word as the index keeps it (borrowed when it already is: most words of most logs).
@@ -126,6 +147,7 @@ impl TermIndex {
             });
         if !same_config || dropped {
             *self = TermIndex {
+                limit: self.limit,
                 config: Some(config.clone()),
                 covered: first
                     .iter()
@@ -135,6 +157,10 @@ impl TermIndex {
             };
         }
         for g in groups {
+            if self.logs.len() >= self.limit {
+                // The rest is read log by log (see `covers`): the index's memory stays bounded.
+                break;
+            }
             let (from, next) = &mut self.covered[g.shard as usize];
             if g.seq < *next {
                 continue;
@@ -145,6 +171,13 @@ impl TermIndex {
             *next = g.seq + 1;
             self.add_group(config, g);
         }
+    }
+
+    /// Whether the index holds the logs of this group (a search reads the others itself).
+    pub(crate) fn covers(&self, shard: u32, seq: u64) -> bool {
+        self.covered
+            .get(shard as usize)
+            .is_some_and(|(from, next)| seq >= *from && seq < *next)
     }
 
     fn add_group(&mut self, config: &Index, g: &ViewGroup) {
@@ -382,6 +415,13 @@ mod tests {
             })
             .map(|r| (r.seq, r.log))
             .collect();
+        // Groups beyond the index's limit, read log by log.
+        let unindexed: Vec<ViewGroup> = groups
+            .iter()
+            .filter(|g| !terms.covers(g.shard, g.seq))
+            .cloned()
+            .collect();
+        out.extend(scanned(&unindexed, index, query));
         out.sort_unstable();
         out
     }
@@ -447,39 +487,52 @@ mod tests {
                 logs.iter().map(|(t, f)| (*t, f.as_slice())).collect();
             groups.push(group((seq % 2) as u32, seq / 2, &logs));
         }
-        let mut terms = TermIndex::default();
-        // Built in two steps (a search before the later groups came), as searches do.
-        let (early, _) = groups.split_at(5);
-        terms.refresh(&index, 2, early);
-        terms.refresh(&index, 2, &groups);
-        for q in [
-            "beta",
-            "BETA and gamma",
-            "alph*",
-            "delta",
-            "\"beta gamma\"",
-            "ünïcode",
-            "level: error",
-            "level: err* or level: warn",
-            "code: E1",
-            "code: e1",
-            "status > 400 and status <= 500",
-            "status: 300",
-            "ms < 10.5",
-            "ms >= 49",
-            "not beta",
-            "beta and not level: error",
-            "(alpha or gamma) and status < 300",
-            "__topic__: web and alpha",
-            "*",
-            "missingword",
-        ] {
-            let query = search::parse(q).unwrap();
-            search::check(&query, &index).unwrap();
-            let mut want = scanned(&groups, &index, &query);
-            want.sort_unstable();
-            assert_eq!(indexed(&mut terms, &groups, &index, &query), want, "{q}");
+        // Whole, and held to 100 logs (the rest read log by log); built in two steps (a search
+        // before the later groups came), as searches do.
+        for limit in [MAX_INDEXED_LOGS, 100] {
+            let mut terms = TermIndex {
+                limit,
+                ..TermIndex::default()
+            };
+            let (early, _) = groups.split_at(5);
+            terms.refresh(&index, 2, early);
+            terms.refresh(&index, 2, &groups);
+            assert_eq!(terms.logs.len(), (12 * 20).min(limit));
+            for q in [
+                "beta",
+                "BETA and gamma",
+                "alph*",
+                "delta",
+                "\"beta gamma\"",
+                "ünïcode",
+                "level: error",
+                "level: err* or level: warn",
+                "code: E1",
+                "code: e1",
+                "status > 400 and status <= 500",
+                "status: 300",
+                "ms < 10.5",
+                "ms >= 49",
+                "not beta",
+                "beta and not level: error",
+                "(alpha or gamma) and status < 300",
+                "__topic__: web and alpha",
+                "*",
+                "missingword",
+            ] {
+                let query = search::parse(q).unwrap();
+                search::check(&query, &index).unwrap();
+                let mut want = scanned(&groups, &index, &query);
+                want.sort_unstable();
+                assert_eq!(
+                    indexed(&mut terms, &groups, &index, &query),
+                    want,
+                    "{q} (limit {limit})"
+                );
+            }
         }
+        let mut terms = TermIndex::default();
+        terms.refresh(&index, 2, &groups);
         // Retention dropped the oldest group of shard 0: built again, without it.
         terms.refresh(&index, 2, &groups[2..]);
         let query = search::parse("*").unwrap();

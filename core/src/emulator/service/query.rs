@@ -234,9 +234,15 @@ impl Service {
                     by_group.entry(g).or_default().push(r.log);
                 }
             }
+            let unindexed: Vec<usize> = (0..view.groups.len())
+                .filter(|&g| !terms.covers(view.groups[g].shard, view.groups[g].seq))
+                .collect();
             drop(terms);
             for (g, places) in by_group {
                 check(g, Some(&places), &mut hits);
+            }
+            for g in unindexed {
+                check(g, None, &mut hits);
             }
         } else {
             for g in 0..view.groups.len() {
