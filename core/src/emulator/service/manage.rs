@@ -117,26 +117,7 @@ impl Service {
     ) -> Result<Option<Map<String, Value>>, ApiError> {
         Self::check_api_version(head)?;
         let body_signed = self.authenticate(head, body)?;
-        match head.header("content-md5") {
-            Some(md5) => {
-                use md5::Digest as _;
-                let actual = md5::Md5::digest(body);
-                if !hex::decode(md5.trim()).is_ok_and(|sent| sent.as_slice() == actual.as_slice()) {
-                    return Err(ApiError::bad_request(
-                        "InvalidContentMD5",
-                        format!("Content-MD5 {md5} does not match the body"),
-                    ));
-                }
-            }
-            // As PutLogs: nothing else would tie a v1 signature to the body.
-            None if !body.is_empty() && !body_signed => {
-                return Err(ApiError::bad_request(
-                    "MissingContentMD5",
-                    "Content-MD5 is missing: a request with a body must carry the MD5 of the body",
-                ));
-            }
-            None => {}
-        }
+        Self::check_content_md5(head, body, body_signed)?;
         if body.is_empty() {
             return Ok(None);
         }

@@ -5,7 +5,6 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use hyper::http::{Response, StatusCode};
-use md5::Digest as _;
 
 use super::{codec_error, missing, scan_error, unix_now, Head, Service, DECODE_SCRATCH};
 use crate::emulator::error::ApiError;
@@ -136,28 +135,7 @@ impl Service {
                 format!("body raw size {raw_size} exceeds the limit of {MAX_RAW_BODY_BYTES} bytes"),
             ));
         }
-        match head.header("content-md5") {
-            Some(md5) => {
-                let actual = md5::Md5::digest(&body);
-                if !hex::decode(md5.trim()).is_ok_and(|sent| sent.as_slice() == actual.as_slice()) {
-                    return Err(ApiError::bad_request(
-                        "InvalidContentMD5",
-                        format!("Content-MD5 {md5} does not match the body"),
-                    ));
-                }
-            }
-            // The service requires Content-MD5 on a request with a body; without it nothing
-            // would tie a v1 signature to the body (a replaced body of the same length would
-            // pass). A v4 signature over the body's SHA-256 covers it instead.
-            None if !body.is_empty() && !body_signed => {
-                return Err(ApiError::bad_request(
-                    "MissingContentMD5",
-                    "Content-MD5 is missing: a request with a body must carry the MD5 of the \
-                     body (or, signed v4, x-log-content-sha256 of the body)",
-                ));
-            }
-            None => {}
-        }
+        Self::check_content_md5(head, &body, body_signed)?;
         let codec =
             Compression::from_header(head.header("x-log-compresstype")).map_err(codec_error)?;
         let hash_key = head.param("key").or_else(|| head.header("x-log-hashkey"));
