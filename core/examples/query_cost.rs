@@ -1,14 +1,19 @@
-//! What a search of the emulator costs: `--logs` S1 logs (default 1 M) sent by a producer to an
-//! embedded emulator, a full-text and key index made, then `--rounds` searches of each kind timed
-//! through `/_emulator/query` (the same search as GetLogs): a term found in one log, a key
-//! comparison, and everything of the last minute. Prints each kind's median and range, the
-//! stored logs' compressed and raw bytes, and the process's peak RSS.
+//! What a search of the emulator costs: `--logs` logs (default 1 M) of S1, or of S1-R with
+//! `--real` (access logs varied as real ones are), sent by a producer to an embedded emulator, a
+//! full-text and key index made, then `--rounds` searches of each kind timed through
+//! `/_emulator/query` (the same search as GetLogs): a term found in one log, a key comparison, a
+//! common word, and everything of the last hour. Prints each kind's median and range, the term
+//! index's size (the heap bytes the first search left held, counted by this program's
+//! allocator; what `/_emulator/overview` reports; the RSS it added), the stored logs'
+//! compressed and raw bytes, and the process's peak RSS.
 //!
-//! `cargo run --release -p loghose --example query_cost -- --logs 1000000 --rounds 9`
+//! `cargo run --release -p loghose --example query_cost -- --logs 1000000 --rounds 9 [--real]`
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use loghose::bench::s1_log;
+use loghose::bench::{s1_log, s1r_log};
 use loghose::emulator::{Emulator, EmulatorConfig};
 use loghose::producer::{Producer, SendOptions};
 
@@ -20,6 +25,34 @@ fn arg(name: &str, default: u64) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// The heap's live bytes, counted: what the term index holds is the growth of this across the
+/// first search (the index is all that search keeps).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 fn peak_rss_mb() -> f64 {
     status_mb("VmHWM:")
@@ -44,6 +77,7 @@ fn status_mb(field: &str) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let logs = arg("--logs", 1_000_000);
     let rounds = arg("--rounds", 9);
+    let real = std::env::args().any(|a| a == "--real");
     let emu = Emulator::start(EmulatorConfig {
         retention_bytes: 4 << 30,
         ..EmulatorConfig::default()
@@ -51,7 +85,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let producer = Producer::new(emu.producer_config("loghose", "queried"))?;
     let started = Instant::now();
     for n in 0..logs {
-        let fields = s1_log(n);
+        let fields: Vec<(String, String)> = if real {
+            s1r_log(n)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect()
+        } else {
+            s1_log(n)
+        };
         let pairs: Vec<(&str, &str)> = fields
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -81,7 +122,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
     let base = emu.endpoint();
-    let index = r#"{"line":{"token":[" ",",","/"]},"keys":{"index":{"type":"long"},"LogHub":{"type":"text","token":[" "]}}}"#;
+    let index = if real {
+        r#"{"line":{"token":[" ",",","/",":"]},"keys":{"status":{"type":"long"},"request_time_ms":{"type":"double"},"request_id":{"type":"text","token":[" "]},"path":{"type":"text","token":["/"]}}}"#
+    } else {
+        r#"{"line":{"token":[" ",",","/"]},"keys":{"index":{"type":"long"},"LogHub":{"type":"text","token":[" "]}}}"#
+    };
     let made = runtime.block_on(
         http.post(format!(
             "{base}/_emulator/index?project=loghose&logstore=queried"
@@ -94,21 +139,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let window = format!("from={}&to={}", now - 3600, now + 60);
     let target = logs / 4;
     let before = rss_mb();
+    let live_before = LIVE.load(Ordering::Relaxed);
     let t = Instant::now();
     get(format!(
         "{base}/_emulator/query?project=loghose&logstore=queried&{window}&line=1&query=nothing"
     ))?;
+    let built = t.elapsed().as_secs_f64();
+    let index_bytes = LIVE.load(Ordering::Relaxed).saturating_sub(live_before) as f64;
+    let overview = get(format!("{base}/_emulator/overview"))?;
+    let reported = overview["projects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["logstores"].as_array().into_iter().flatten())
+        .find(|ls| ls["name"] == "queried")
+        .and_then(|ls| ls["term_index_bytes"].as_f64())
+        .unwrap_or(0.0);
     println!(
-        "the first search builds the term index: {:.1} s; RSS {before:.0} -> {:.0} MB",
-        t.elapsed().as_secs_f64(),
+        "the first search builds the term index: {built:.1} s; it holds {:.1} MB (reported {:.1} MB; RSS {before:.0} -> {:.0} MB)",
+        index_bytes / 1e6,
+        reported / 1e6,
         rss_mb()
     );
-    for (name, query) in [
-        ("one term, one log", format!("index: {target}")),
-        ("key comparison", format!("index > {}", logs / 2 - 50)),
-        ("full-text word", "Grafana".to_owned()),
-        ("everything", String::new()),
-    ] {
+    let kinds = if real {
+        let target_id = s1r_log(target)
+            .into_iter()
+            .find(|(k, _)| *k == "request_id")
+            .map(|(_, v)| v)
+            .unwrap_or_default();
+        [
+            ("one term, one log", format!("request_id: {target_id}")),
+            ("key comparison", "request_time_ms > 249.99".to_owned()),
+            ("full-text word", "okhttp".to_owned()),
+            ("everything", String::new()),
+        ]
+    } else {
+        [
+            ("one term, one log", format!("index: {target}")),
+            ("key comparison", format!("index > {}", logs / 2 - 50)),
+            ("full-text word", "Grafana".to_owned()),
+            ("everything", String::new()),
+        ]
+    };
+    for (name, query) in kinds {
         let mut times = Vec::new();
         let mut matched = 0;
         for _ in 0..rounds {
@@ -130,11 +203,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let totals = get(format!("{base}/_emulator/counters"))?;
+    let compressed = totals["compressed_bytes"].as_f64().unwrap_or(0.0);
+    let raw = totals["raw_bytes"].as_f64().unwrap_or(0.0);
     println!(
-        "stored: {} logs, {:.0} MB compressed, {:.0} MB raw; peak RSS {:.0} MB",
+        "stored: {} logs, {:.1} MB compressed, {:.0} MB raw; the index {:.2}× the compressed, {:.3}× the raw; peak RSS {:.0} MB",
         totals["logs"],
-        totals["compressed_bytes"].as_f64().unwrap_or(0.0) / 1e6,
-        totals["raw_bytes"].as_f64().unwrap_or(0.0) / 1e6,
+        compressed / 1e6,
+        raw / 1e6,
+        index_bytes / compressed.max(1.0),
+        index_bytes / raw.max(1.0),
         peak_rss_mb()
     );
     Ok(())

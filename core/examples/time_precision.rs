@@ -4,63 +4,18 @@
 //! the lz4 and MD5 times are medians of repeated runs over the same batches.
 //!
 //! Workloads: `s1` (the seed benchmark's two records: 100:1 under lz4, far more repetitive than
-//! real logs) and `access` (an access-log record per request: method, path, status, sizes,
-//! latency, client address, user agent, request id; values varied by a seeded generator so the
-//! batch compresses about as real logs do, 4–8:1).
+//! real logs) and `access` (S1-R's access logs, `loghose::bench::s1r_log`, which compress about
+//! as real logs do, 4–8:1).
 //!
 //! `cargo run --release -p loghose --example time_precision -- [--logs N]`
 
 use std::time::Instant;
 
-use loghose::bench::S1Workload;
+use loghose::bench::{s1r_log, S1Workload};
 use loghose::producer::{BatchBuf, LogEncoder, TimePrecision};
 use loghose::wire::compress::{compress, Compression};
 use loghose::wire::keys::KeyPolicy;
 use md5::{Digest, Md5};
-
-const PATHS: [&str; 12] = [
-    "/api/v1/orders",
-    "/api/v1/orders/{id}",
-    "/api/v1/users/{id}",
-    "/api/v1/users/{id}/settings",
-    "/api/v1/cart",
-    "/api/v1/cart/items",
-    "/api/v1/search",
-    "/static/app.js",
-    "/static/app.css",
-    "/healthz",
-    "/login",
-    "/api/v2/inventory/{id}",
-];
-const AGENTS: [&str; 6] = [
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0",
-    "okhttp/4.12.0",
-    "python-requests/2.32.3",
-    "curl/8.11.0",
-];
-const METHODS: [&str; 4] = ["GET", "GET", "POST", "PUT"];
-const STATUSES: [&str; 6] = ["200", "200", "200", "201", "304", "404"];
-
-/// One access record's fields, varied by `rng`.
-fn access_fields(rng: &mut fastrand::Rng) -> Vec<(&'static str, String)> {
-    let path = PATHS[rng.usize(..PATHS.len())].replace("{id}", &rng.u32(1..200_000).to_string());
-    vec![
-        ("method", METHODS[rng.usize(..METHODS.len())].to_owned()),
-        ("path", path),
-        ("status", STATUSES[rng.usize(..STATUSES.len())].to_owned()),
-        ("bytes_sent", rng.u32(200..60_000).to_string()),
-        ("request_time_ms", format!("{:.3}", rng.f64() * 250.0)),
-        (
-            "client_ip",
-            format!("10.{}.{}.{}", rng.u8(..), rng.u8(..), rng.u8(1..255)),
-        ),
-        ("user_agent", AGENTS[rng.usize(..AGENTS.len())].to_owned()),
-        ("request_id", format!("{:016x}", rng.u64(..))),
-        ("upstream", format!("app-{}:8080", rng.u8(1..9))),
-    ]
-}
 
 /// Batches of about `batch_bytes` raw bytes holding `logs` logs, times advancing by
 /// `step_ns` per log from a fixed start.
@@ -72,7 +27,6 @@ fn batches(
     batch_bytes: usize,
 ) -> Vec<BatchBuf> {
     let s1 = S1Workload::default();
-    let mut rng = fastrand::Rng::with_seed(7);
     let mut out = Vec::new();
     let mut buf = BatchBuf::with_capacity(batch_bytes + (64 << 10));
     let start_ns: u64 = 1_700_000_000 * 1_000_000_000 + 123_456_789;
@@ -84,7 +38,7 @@ fn batches(
         if workload == "s1" {
             s1.fill(&mut enc, n).expect("valid S1 log");
         } else {
-            for (k, v) in access_fields(&mut rng) {
+            for (k, v) in s1r_log(n) {
                 enc.field_str(k, &v).expect("valid access log");
             }
         }

@@ -842,11 +842,17 @@ async fn the_console_page_and_its_api_list_search_and_leave_the_counters_alone()
     assert_eq!(overview["projects"][0]["name"], "proj");
     let ls = &overview["projects"][0]["logstores"][0];
     assert_eq!(
-        (&ls["name"], &ls["logs"], &ls["indexed"]),
+        (
+            &ls["name"],
+            &ls["logs"],
+            &ls["indexed"],
+            &ls["term_index_logs"]
+        ),
         (
             &serde_json::json!("app-logs"),
             &serde_json::json!(3),
-            &serde_json::json!(false)
+            &serde_json::json!(false),
+            &serde_json::json!(0)
         )
     );
     let now = SystemTime::now()
@@ -885,7 +891,12 @@ async fn the_console_page_and_its_api_list_search_and_leave_the_counters_alone()
         (400, Some("ParameterInvalid"))
     );
     let (_, overview) = json(format!("{base}/_emulator/overview")).await;
-    assert_eq!(overview["projects"][0]["logstores"][0]["indexed"], true);
+    let ls = &overview["projects"][0]["logstores"][0];
+    assert_eq!(ls["indexed"], true);
+    // The searches built the term index: its logs and its size are reported.
+    assert_eq!(ls["term_index_logs"], 3);
+    let bytes = ls["term_index_bytes"].as_u64().unwrap();
+    assert!(bytes > 0 && bytes < 1 << 20, "{bytes}");
     assert_eq!(
         emu.counters().requests,
         requests,

@@ -22,7 +22,6 @@ use crate::wire::compress::{self, CodecError, Compression};
 use crate::wire::hashkey;
 use crate::wire::limits::MAX_SHARDS_PER_LOGSTORE;
 use crate::wire::names::{self, NameKind};
-use crate::wire::proto::LogGroup;
 
 /// One accepted group.
 #[derive(Clone, Debug)]
@@ -493,27 +492,89 @@ impl Store {
 /// The logs of one stored group, decoded, with its metadata. Bodies were validated on the way
 /// in; one that does not decode (an emulator bug) gives none.
 pub(crate) fn stored_logs(shard: u32, stored: &StoredGroup) -> Vec<StoredLog> {
-    let Ok(Ok(group)) = stored.raw().map(LogGroup::decode) else {
-        return Vec::new();
-    };
-    let tags: Vec<(String, String)> = group
-        .log_tags
-        .into_iter()
-        .map(|t| (t.key, t.value))
-        .collect();
-    group
-        .logs
-        .into_iter()
-        .map(|log| StoredLog {
-            shard,
+    let group = GroupLogs::read(shard, stored);
+    (0..group.len()).filter_map(|at| group.get(at)).collect()
+}
+
+/// A stored `LogGroup` with its logs left as bytes: what is read of a group of which a search
+/// wants a few logs (the group is decompressed once, each log decoded only when asked for, and
+/// an index build reads each log's fields without copying them).
+#[derive(Clone, PartialEq, Message)]
+struct SkimmedGroup {
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    logs: Vec<Bytes>,
+    #[prost(string, optional, tag = "3")]
+    topic: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    source: Option<String>,
+    #[prost(message, repeated, tag = "6")]
+    log_tags: Vec<crate::wire::proto::LogTag>,
+}
+
+/// One log's fields as slices of its group's bytes (see [`GroupLogs::fields`]).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct LogFields {
+    #[prost(uint32, required, tag = "1")]
+    pub(crate) time: u32,
+    #[prost(message, repeated, tag = "2")]
+    pub(crate) contents: Vec<FieldBytes>,
+    #[prost(fixed32, optional, tag = "4")]
+    pub(crate) time_ns: Option<u32>,
+}
+
+/// A key and value as bytes (valid UTF-8: the emulator checked them when they arrived).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct FieldBytes {
+    #[prost(bytes = "bytes", tag = "1")]
+    pub(crate) key: Bytes,
+    #[prost(bytes = "bytes", tag = "2")]
+    pub(crate) value: Bytes,
+}
+
+/// The logs of one stored group, decoded one at a time.
+pub(crate) struct GroupLogs {
+    shard: u32,
+    group: SkimmedGroup,
+}
+
+impl GroupLogs {
+    /// The group decompressed (no logs, when it cannot be: it was checked when it arrived).
+    pub(crate) fn read(shard: u32, stored: &StoredGroup) -> GroupLogs {
+        let group = stored
+            .raw()
+            .ok()
+            .and_then(|raw| SkimmedGroup::decode(raw).ok())
+            .unwrap_or_default();
+        GroupLogs { shard, group }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.group.logs.len()
+    }
+
+    /// Log `at` of the group, whole.
+    pub(crate) fn get(&self, at: usize) -> Option<StoredLog> {
+        let log = crate::wire::proto::Log::decode(self.group.logs.get(at)?.clone()).ok()?;
+        Some(StoredLog {
+            shard: self.shard,
             time: log.time,
             time_ns: log.time_ns,
-            topic: group.topic.clone(),
-            source: group.source.clone(),
-            tags: tags.clone(),
+            topic: self.group.topic.clone(),
+            source: self.group.source.clone(),
+            tags: self
+                .group
+                .log_tags
+                .iter()
+                .map(|t| (t.key.clone(), t.value.clone()))
+                .collect(),
             contents: log.contents.into_iter().map(|c| (c.key, c.value)).collect(),
         })
-        .collect()
+    }
+
+    /// Log `at`'s time and fields, without copying them.
+    pub(crate) fn fields(&self, at: usize) -> Option<LogFields> {
+        LogFields::decode(self.group.logs.get(at)?.clone()).ok()
+    }
 }
 
 /// What a query reads of a logstore: its retained groups (shared, not copied), by shard in

@@ -3,29 +3,45 @@
 //! index as without), brought up to date at each later search with the groups that arrived
 //! since, and built again when retention dropped groups it covers or the index changed.
 //!
-//! For each log: where it is (shard, group sequence, place in the group) and its time; for each
-//! word of the `line` index and of each text key, the logs holding it (words folded to lower
-//! case unless the index is case-sensitive); for each numeric key, its values in order. A
-//! search asks [`TermIndex::candidates`] for the logs a query may match: exactly those for
-//! words, prefixes and comparisons and their `and` / `or`, a superset for phrases, and no
+//! Logs are numbered in the order they are indexed; a table of the indexed groups (shard,
+//! sequence, first number) says where a number's log is, and one time a log says when it was.
+//! For each word of the `line` index and of each text key (folded to lower case unless the index
+//! is case-sensitive): its bytes, once, in one buffer, and the logs holding it — a word of one
+//! log as that log's number, a word of many as a compressed bitmap (roaring), in which a word of
+//! every log or every other log costs a bit or two a log. For each numeric key, its values in
+//! order. A search asks [`TermIndex::candidates`] for the logs a query may match: exactly those
+//! for words, prefixes and comparisons and their `and` / `or`, a superset for phrases, and no
 //! answer (every log) for `not`, topics, sources and tags; the caller then checks the
-//! candidates that are not exact against the query itself. About 8 bytes a word occurrence and
-//! 24 a log, for at most [`MAX_INDEXED_LOGS`] logs: groups beyond them are read log by log.
+//! candidates that are not exact against the query itself.
+//!
+//! Bounded: at most [`MAX_INDEXED_LOGS`] logs and [`MAX_WORD_BYTES`] of distinct words; the
+//! groups beyond them are read log by log. About 4 bytes a log (8 with nanoseconds), a distinct
+//! word's length and 15–30 bytes more, 4 bytes a log of a word of a few logs and at most 2 bits
+//! a log of a common one, and 16 bytes a numeric value: 1 M S1 logs take 39 MB (0.08× their
+//! size), 1 M access logs 197 MB (0.63×) (`examples/query_cost.rs`).
 //!
 //! Runs on the searching request's thread, under the logstore's own lock (searches of one
 //! logstore take turns; ingest never waits for it).
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+use roaring::RoaringBitmap;
 
 use super::catalog::{Index, KeyIndex, TextIndex};
 use super::search::{Compare, Key, Pattern, Query};
-use super::store::{stored_logs, StoredGroup};
+use super::store::{GroupLogs, StoredGroup};
 
-/// The most logs one logstore's index holds (about 170 bytes each for S1 logs): beyond them,
-/// the groups that arrived later are read log by log, so a large retention never makes the
-/// index outgrow what a machine has.
+/// The most logs one logstore's index holds: beyond them, the groups that arrived later are
+/// read log by log, so a large retention never makes the index outgrow what a machine has.
 pub(crate) const MAX_INDEXED_LOGS: usize = 2_000_000;
+
+/// The most memory one logstore's distinct words take (their bytes, and 24 a word for the table
+/// and the lists; logs of ever-new words, as ids and digests, grow it with their size): beyond
+/// it, as beyond [`MAX_INDEXED_LOGS`].
+pub(crate) const MAX_WORD_BYTES: usize = 512 << 20;
 
 /// Where one log is, and when it was.
 #[derive(Clone, Copy, Debug)]
@@ -45,23 +61,198 @@ pub(crate) struct ViewGroup {
     pub(crate) group: StoredGroup,
 }
 
-/// The logs a query may match: `ids` into [`TermIndex::logs`], sorted; `exact` when every one
+/// The logs a query may match, by number (see [`TermIndex::log`]); `exact` when every one
 /// matches (no check needed).
 pub(crate) struct Candidates {
-    pub(crate) ids: Vec<u32>,
+    pub(crate) ids: RoaringBitmap,
     pub(crate) exact: bool,
+}
+
+/// An indexed group: its place and the number of its first log.
+#[derive(Clone, Copy)]
+struct IndexedGroup {
+    shard: u32,
+    seq: u64,
+    first: u32,
+}
+
+/// A log number at or above this in [`Word::logs`] is the place of its logs in
+/// [`Words::many`] (log numbers stay below [`MAX_INDEXED_LOGS`]).
+const MANY: u32 = 1 << 31;
+
+/// A distinct word: `text[start..start + len]`, and its logs (one log's number, or
+/// [`MANY`] + the place of their [`Postings`]).
+#[derive(Clone, Copy)]
+struct Word {
+    start: u32,
+    len: u32,
+    logs: u32,
+}
+
+/// The most logs a word's list holds before it becomes a bitmap: a list costs 4 bytes a log,
+/// a bitmap a few dozen bytes of its own and then 2 bytes a log or less.
+const LIST_MAX: usize = 32;
+
+/// The logs of a word of more than one log, in increasing order.
+enum Postings {
+    List(Vec<u32>),
+    Bitmap(RoaringBitmap),
+}
+
+impl Postings {
+    /// Notes log `id` (logs come in increasing order; the same log twice is noted once).
+    fn push(&mut self, id: u32) {
+        match self {
+            Postings::List(list) if list.last() == Some(&id) => {}
+            Postings::List(list) if list.len() < LIST_MAX => list.push(id),
+            Postings::List(list) => {
+                let mut bitmap: RoaringBitmap = list.iter().copied().collect();
+                let _ = bitmap.try_push(id);
+                *self = Postings::Bitmap(bitmap);
+            }
+            // `try_push` keeps only a larger number.
+            Postings::Bitmap(bitmap) => {
+                let _ = bitmap.try_push(id);
+            }
+        }
+    }
+
+    fn bitmap(&self) -> RoaringBitmap {
+        match self {
+            Postings::List(list) => list.iter().copied().collect(),
+            Postings::Bitmap(bitmap) => bitmap.clone(),
+        }
+    }
+
+    /// About the memory it holds beyond its own size.
+    fn heap_bytes(&self) -> usize {
+        // What an allocation costs beyond what it asked for (glibc's header, rounded).
+        const ALLOCATION: usize = 16;
+        match self {
+            Postings::List(list) => ALLOCATION + list.capacity() * 4,
+            Postings::Bitmap(bitmap) => {
+                // (`statistics` counts an array's values as 4 bytes, a bitset in bits.)
+                let s = bitmap.statistics();
+                ALLOCATION
+                    + s.n_containers as usize * 40
+                    + s.n_array_containers as usize * ALLOCATION
+                    + s.n_bytes_array_containers as usize / 2
+                    + s.n_bytes_run_containers as usize
+                    + s.n_bitset_containers as usize * 8192
+            }
+        }
+    }
+}
+
+/// The distinct words of one text index (the `line` or one key) and the logs of each.
+#[derive(Default)]
+struct Words {
+    text: Vec<u8>,
+    table: HashTable<Word>,
+    many: Vec<Postings>,
+    hasher: DefaultHashBuilder,
+}
+
+impl Words {
+    fn bytes_of<'t>(text: &'t [u8], w: &Word) -> &'t [u8] {
+        &text[w.start as usize..(w.start + w.len) as usize]
+    }
+
+    /// Notes that log `id` holds `word` (logs are added in increasing order).
+    fn add(&mut self, word: &str, id: u32) {
+        let Words {
+            text,
+            table,
+            many,
+            hasher,
+        } = self;
+        let hash = hasher.hash_one(word.as_bytes());
+        match table.find_mut(hash, |w| Self::bytes_of(text, w) == word.as_bytes()) {
+            Some(w) if w.logs >= MANY => many[(w.logs - MANY) as usize].push(id),
+            Some(w) if w.logs != id => {
+                let logs = Postings::List(vec![w.logs, id]);
+                w.logs = MANY + many.len() as u32;
+                many.push(logs);
+            }
+            // A word twice in one log is one posting.
+            Some(_) => {}
+            None => {
+                let start = text.len() as u32;
+                text.extend_from_slice(word.as_bytes());
+                let word = Word {
+                    start,
+                    len: word.len() as u32,
+                    logs: id,
+                };
+                table.insert_unique(hash, word, |w| hasher.hash_one(Self::bytes_of(text, w)));
+            }
+        }
+    }
+
+    /// About the memory it holds.
+    fn heap_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.table.capacity() * (std::mem::size_of::<Word>() + 1)
+            + self.many.capacity() * std::mem::size_of::<Postings>()
+            + self.many.iter().map(Postings::heap_bytes).sum::<usize>()
+    }
+
+    fn logs_of(&self, w: &Word) -> RoaringBitmap {
+        if w.logs >= MANY {
+            self.many[(w.logs - MANY) as usize].bitmap()
+        } else {
+            RoaringBitmap::from_iter([w.logs])
+        }
+    }
+
+    /// The logs holding `word`.
+    fn logs(&self, word: &str) -> RoaringBitmap {
+        let hash = self.hasher.hash_one(word.as_bytes());
+        self.table
+            .find(hash, |w| Self::bytes_of(&self.text, w) == word.as_bytes())
+            .map(|w| self.logs_of(w))
+            .unwrap_or_default()
+    }
+
+    /// The logs holding a word that starts with `prefix` (every distinct word read: a prefix
+    /// search costs the number of distinct words, not of logs).
+    fn logs_with_prefix(&self, prefix: &str) -> RoaringBitmap {
+        let mut out = RoaringBitmap::new();
+        for w in &self.table {
+            if Self::bytes_of(&self.text, w).starts_with(prefix.as_bytes()) {
+                match w.logs.checked_sub(MANY) {
+                    Some(at) => match &self.many[at as usize] {
+                        Postings::List(list) => out.extend(list.iter().copied()),
+                        Postings::Bitmap(bitmap) => out |= bitmap,
+                    },
+                    None => {
+                        out.insert(w.logs);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 pub(crate) struct TermIndex {
     /// At most this many logs ([`MAX_INDEXED_LOGS`]; fewer in tests).
     limit: usize,
+    /// At most this much for distinct words ([`MAX_WORD_BYTES`]; less in tests).
+    word_limit: usize,
     /// The index configuration it was built for.
     config: Option<Arc<Index>>,
-    pub(crate) logs: Vec<LogRef>,
+    groups: Vec<IndexedGroup>,
+    /// Per log, by number: its time in seconds.
+    times: Vec<u32>,
+    /// Per log: its nanoseconds; empty while every log's are 0 (or absent).
+    nanos: Vec<u32>,
     /// Per shard: the first group sequence it covers and the next one to read.
     covered: Vec<(u64, u64)>,
-    line: HashMap<String, Vec<u32>>,
-    keys: HashMap<String, HashMap<String, Vec<u32>>>,
+    line: Words,
+    keys: HashMap<String, Words>,
+    /// What the distinct words of `line` and `keys` take (as [`MAX_WORD_BYTES`] counts).
+    word_bytes: usize,
     /// Per numeric key: (value, log), sorted before a search reads them.
     numbers: HashMap<String, Vec<(f64, u32)>>,
     sorted: bool,
@@ -71,11 +262,15 @@ impl Default for TermIndex {
     fn default() -> Self {
         TermIndex {
             limit: MAX_INDEXED_LOGS,
+            word_limit: MAX_WORD_BYTES,
             config: None,
-            logs: Vec::new(),
+            groups: Vec::new(),
+            times: Vec::new(),
+            nanos: Vec::new(),
             covered: Vec::new(),
-            line: HashMap::new(),
+            line: Words::default(),
             keys: HashMap::new(),
+            word_bytes: 0,
             numbers: HashMap::new(),
             sorted: true,
         }
@@ -93,40 +288,6 @@ fn fold<'w>(text_index: &TextIndex, word: &'w str) -> std::borrow::Cow<'w, str> 
     } else {
         std::borrow::Cow::Owned(word.to_lowercase())
     }
-}
-
-fn push(postings: &mut HashMap<String, Vec<u32>>, word: &str, id: u32) {
-    match postings.get_mut(word) {
-        // A word twice in one log is one posting.
-        Some(list) if list.last() == Some(&id) => {}
-        Some(list) => list.push(id),
-        None => {
-            postings.insert(word.to_owned(), vec![id]);
-        }
-    }
-}
-
-fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                out.push(a[i]);
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    out
-}
-
-fn union(lists: impl IntoIterator<Item = Vec<u32>>) -> Vec<u32> {
-    let mut out: Vec<u32> = lists.into_iter().flatten().collect();
-    out.sort_unstable();
-    out.dedup();
-    out
 }
 
 impl TermIndex {
@@ -148,6 +309,7 @@ impl TermIndex {
         if !same_config || dropped {
             *self = TermIndex {
                 limit: self.limit,
+                word_limit: self.word_limit,
                 config: Some(config.clone()),
                 covered: first
                     .iter()
@@ -157,7 +319,7 @@ impl TermIndex {
             };
         }
         for g in groups {
-            if self.logs.len() >= self.limit {
+            if self.times.len() >= self.limit || self.word_bytes >= self.word_limit {
                 // The rest is read log by log (see `covers`): the index's memory stays bounded.
                 break;
             }
@@ -180,32 +342,95 @@ impl TermIndex {
             .is_some_and(|(from, next)| seq >= *from && seq < *next)
     }
 
+    /// How many logs it holds (numbered from 0).
+    pub(crate) fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Where log `id` is, and when it was (`id` below [`TermIndex::len`]).
+    pub(crate) fn log(&self, id: u32) -> LogRef {
+        let at = self
+            .groups
+            .partition_point(|g| g.first <= id)
+            .saturating_sub(1);
+        let g = self.groups[at];
+        LogRef {
+            shard: g.shard,
+            seq: g.seq,
+            log: id - g.first,
+            time: self.times[id as usize],
+            time_ns: self.nanos.get(id as usize).copied().unwrap_or(0),
+        }
+    }
+
+    /// About the memory it holds (what `/_emulator/overview` reports).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.groups.capacity() * std::mem::size_of::<IndexedGroup>()
+            + (self.times.capacity() + self.nanos.capacity()) * 4
+            + self.line.heap_bytes()
+            + self
+                .keys
+                .iter()
+                .map(|(k, w)| k.len() + w.heap_bytes())
+                .sum::<usize>()
+            + self
+                .numbers
+                .iter()
+                .map(|(k, v)| k.len() + v.capacity() * std::mem::size_of::<(f64, u32)>())
+                .sum::<usize>()
+    }
+
     fn add_group(&mut self, config: &Index, g: &ViewGroup) {
-        for (place, log) in stored_logs(g.shard, &g.group).into_iter().enumerate() {
-            let id = self.logs.len() as u32;
-            self.logs.push(LogRef {
-                shard: g.shard,
-                seq: g.seq,
-                log: place as u32,
-                time: log.time,
-                time_ns: log.time_ns.unwrap_or(0),
-            });
-            for (key, value) in &log.contents {
+        self.groups.push(IndexedGroup {
+            shard: g.shard,
+            seq: g.seq,
+            first: self.times.len() as u32,
+        });
+        let logs = GroupLogs::read(g.shard, &g.group);
+        for at in 0..logs.len() {
+            let id = self.times.len() as u32;
+            // A log that cannot be read (it was checked when it arrived) is indexed with no
+            // words: its number still names its place.
+            let log = logs.fields(at).unwrap_or_default();
+            self.times.push(log.time);
+            match log.time_ns {
+                Some(ns) if ns != 0 => {
+                    self.nanos.resize(id as usize, 0);
+                    self.nanos.push(ns);
+                }
+                _ if !self.nanos.is_empty() => self.nanos.push(0),
+                _ => {}
+            }
+            for field in &log.contents {
+                let (Ok(key), Ok(value)) = (
+                    std::str::from_utf8(&field.key),
+                    std::str::from_utf8(&field.value),
+                ) else {
+                    continue;
+                };
                 if let Some(line) = &config.line {
                     for word in line.words(value) {
-                        push(&mut self.line, &fold(line, word), id);
+                        self.line.add(&fold(line, word), id);
                     }
                 }
                 match config.keys.get(key) {
                     Some(KeyIndex::Text(text)) => {
-                        let words = self.keys.entry(key.clone()).or_default();
-                        for word in text.words(value) {
-                            push(words, &fold(text, word), id);
+                        if !self.keys.contains_key(key) {
+                            self.keys.insert(key.to_owned(), Words::default());
+                        }
+                        if let Some(words) = self.keys.get_mut(key) {
+                            for word in text.words(value) {
+                                words.add(&fold(text, word), id);
+                            }
                         }
                     }
                     Some(KeyIndex::Long | KeyIndex::Double) => {
                         if let Ok(n) = value.trim().parse::<f64>() {
-                            self.numbers.entry(key.clone()).or_default().push((n, id));
+                            if let Some(values) = self.numbers.get_mut(key) {
+                                values.push((n, id));
+                            } else {
+                                self.numbers.insert(key.to_owned(), vec![(n, id)]);
+                            }
                             self.sorted = false;
                         }
                     }
@@ -213,45 +438,27 @@ impl TermIndex {
                 }
             }
         }
+        self.word_bytes = std::iter::once(&self.line)
+            .chain(self.keys.values())
+            .map(|w| w.text.len() + 24 * w.table.len())
+            .sum();
     }
 
-    fn words(
-        &self,
-        postings: &HashMap<String, Vec<u32>>,
-        text: &TextIndex,
-        p: &Pattern,
-    ) -> Candidates {
+    fn words(&self, words: &Words, text: &TextIndex, p: &Pattern) -> Candidates {
         match p {
             Pattern::Word(w) => Candidates {
-                ids: postings
-                    .get(fold(text, w).as_ref())
-                    .cloned()
-                    .unwrap_or_default(),
+                ids: words.logs(&fold(text, w)),
                 exact: true,
             },
-            Pattern::Prefix(prefix) => {
-                // Every word of the index read: a prefix search costs the number of distinct
-                // words, not of logs.
-                let prefix = fold(text, prefix);
+            Pattern::Prefix(prefix) => Candidates {
+                ids: words.logs_with_prefix(&fold(text, prefix)),
+                exact: true,
+            },
+            Pattern::Phrase(phrase) => {
+                let mut lists = phrase.iter().map(|w| words.logs(&fold(text, w)));
+                let first = lists.next().unwrap_or_default();
                 Candidates {
-                    ids: union(
-                        postings
-                            .iter()
-                            .filter(|(w, _)| w.starts_with(prefix.as_ref()))
-                            .map(|(_, ids)| ids.clone()),
-                    ),
-                    exact: true,
-                }
-            }
-            Pattern::Phrase(words) => {
-                let mut lists = words.iter().map(|w| {
-                    postings
-                        .get(fold(text, w).as_ref())
-                        .map_or(&[][..], Vec::as_slice)
-                });
-                let first = lists.next().unwrap_or_default().to_vec();
-                Candidates {
-                    ids: lists.fold(first, |acc, l| intersect(&acc, l)),
+                    ids: lists.fold(first, |acc, l| acc & l),
                     exact: false,
                 }
             }
@@ -267,10 +474,9 @@ impl TermIndex {
             self.sorted = true;
         }
         if matches!(query, Query::All) {
-            return Some(Candidates {
-                ids: (0..self.logs.len() as u32).collect(),
-                exact: true,
-            });
+            let mut ids = RoaringBitmap::new();
+            ids.insert_range(0..self.times.len() as u32);
+            return Some(Candidates { ids, exact: true });
         }
         self.narrow(query)
     }
@@ -286,7 +492,7 @@ impl TermIndex {
                 pattern,
             } => match config.keys.get(name)? {
                 KeyIndex::Text(text) => {
-                    let empty = HashMap::new();
+                    let empty = Words::default();
                     Some(self.words(self.keys.get(name).unwrap_or(&empty), text, pattern))
                 }
                 KeyIndex::Long | KeyIndex::Double => match pattern {
@@ -304,7 +510,7 @@ impl TermIndex {
                 let mut lists = known.into_iter().map(|c| c.ids);
                 let first = lists.next()?;
                 Some(Candidates {
-                    ids: lists.fold(first, |acc, l| intersect(&acc, &l)),
+                    ids: lists.fold(first, |acc, l| acc & l),
                     exact,
                 })
             }
@@ -313,7 +519,10 @@ impl TermIndex {
                 let known = known?;
                 let exact = known.iter().all(|c| c.exact);
                 Some(Candidates {
-                    ids: union(known.into_iter().map(|c| c.ids)),
+                    ids: known
+                        .into_iter()
+                        .map(|c| c.ids)
+                        .fold(RoaringBitmap::new(), |acc, l| acc | l),
                     exact,
                 })
             }
@@ -333,9 +542,10 @@ impl TermIndex {
             Compare::Le => 0..below(false),
             Compare::Eq => below(true)..below(false),
         };
-        let mut ids: Vec<u32> = values[range].iter().map(|(_, id)| *id).collect();
-        ids.sort_unstable();
-        Candidates { ids, exact: true }
+        Candidates {
+            ids: values[range].iter().map(|(_, id)| *id).collect(),
+            exact: true,
+        }
     }
 }
 
@@ -343,6 +553,7 @@ impl TermIndex {
 mod tests {
     use super::*;
     use crate::emulator::search;
+    use crate::emulator::store::stored_logs;
     use crate::wire::compress::Compression;
     use crate::wire::proto::{Log, LogGroup};
     use bytes::Bytes;
@@ -352,7 +563,12 @@ mod tests {
         let g = LogGroup {
             logs: logs
                 .iter()
-                .map(|(time, fields)| Log::of_fields(*time, None, fields))
+                // Nanoseconds on some logs of the later groups: the index keeps none until the
+                // first it meets.
+                .map(|(time, fields)| {
+                    let nanos = (seq >= 3 && time % 3 == 0).then_some(time * 1000 + 1);
+                    Log::of_fields(*time, nanos, fields)
+                })
                 .collect(),
             topic: Some("web".into()),
             ..LogGroup::default()
@@ -393,13 +609,22 @@ mod tests {
     ) -> Vec<(u64, u32)> {
         let candidates = terms.candidates(query);
         let ids: Vec<u32> = match &candidates {
-            Some(c) => c.ids.clone(),
-            None => (0..terms.logs.len() as u32).collect(),
+            Some(c) => c.ids.iter().collect(),
+            None => (0..terms.len() as u32).collect(),
         };
         let exact = candidates.as_ref().is_some_and(|c| c.exact);
         let mut out: Vec<(u64, u32)> = ids
             .into_iter()
-            .map(|id| terms.logs[id as usize])
+            .map(|id| {
+                let r = terms.log(id);
+                let g = groups
+                    .iter()
+                    .find(|g| g.shard == r.shard && g.seq == r.seq)
+                    .unwrap();
+                let log = &stored_logs(g.shard, &g.group)[r.log as usize];
+                assert_eq!((r.time, r.time_ns), (log.time, log.time_ns.unwrap_or(0)));
+                r
+            })
             .filter(|r| {
                 exact || {
                     let g = groups
@@ -489,15 +714,25 @@ mod tests {
         }
         // Whole, and held to 100 logs (the rest read log by log); built in two steps (a search
         // before the later groups came), as searches do.
-        for limit in [MAX_INDEXED_LOGS, 100] {
+        // Also held by the memory of its words: 4 000 bytes are reached within the first groups.
+        for (limit, word_limit) in [
+            (MAX_INDEXED_LOGS, MAX_WORD_BYTES),
+            (100, MAX_WORD_BYTES),
+            (MAX_INDEXED_LOGS, 4_000),
+        ] {
             let mut terms = TermIndex {
                 limit,
+                word_limit,
                 ..TermIndex::default()
             };
             let (early, _) = groups.split_at(5);
             terms.refresh(&index, 2, early);
             terms.refresh(&index, 2, &groups);
-            assert_eq!(terms.logs.len(), (12 * 20).min(limit));
+            if word_limit == MAX_WORD_BYTES {
+                assert_eq!(terms.len(), (12 * 20).min(limit));
+            } else {
+                assert!(terms.len() < 12 * 20 && terms.word_bytes >= word_limit);
+            }
             for q in [
                 "beta",
                 "BETA and gamma",
@@ -511,6 +746,8 @@ mod tests {
                 "code: e1",
                 "status > 400 and status <= 500",
                 "status: 300",
+                "437 or 250 or 599",
+                "12*",
                 "ms < 10.5",
                 "ms >= 49",
                 "not beta",
@@ -527,7 +764,7 @@ mod tests {
                 assert_eq!(
                     indexed(&mut terms, &groups, &index, &query),
                     want,
-                    "{q} (limit {limit})"
+                    "{q} (limit {limit}, {word_limit})"
                 );
             }
         }
@@ -536,7 +773,7 @@ mod tests {
         // Retention dropped the oldest group of shard 0: built again, without it.
         terms.refresh(&index, 2, &groups[2..]);
         let query = search::parse("*").unwrap();
-        assert_eq!(terms.logs.len(), 10 * 20);
+        assert_eq!(terms.len(), 10 * 20);
         assert_eq!(
             indexed(&mut terms, &groups[2..], &index, &query).len(),
             10 * 20

@@ -145,8 +145,8 @@ impl Service {
         }
     }
 
-    /// Every project with its logstores: shards, totals, TTL, whether it has an index (what
-    /// the console lists).
+    /// Every project with its logstores: shards, totals, TTL, whether it has an index and the
+    /// size of its term index (what the console lists).
     fn overview(&self) -> serde_json::Value {
         self.store.projects_mut(|projects| {
             let projects: Vec<serde_json::Value> = projects
@@ -156,6 +156,8 @@ impl Service {
                         .logstores
                         .iter()
                         .map(|(name, ls)| {
+                            // The term index's size, unless a search is building it now.
+                            let terms = ls.terms.try_lock().map(|t| (t.len(), t.heap_bytes()));
                             serde_json::json!({
                                 "name": name,
                                 "shards": ls.shards.len(),
@@ -165,6 +167,8 @@ impl Service {
                                     ls.shards.iter().map(|s| s.groups.len()).sum::<usize>(),
                                 "ttl": ls.settings.ttl_days,
                                 "indexed": ls.index.is_some(),
+                                "term_index_logs": terms.map(|t| t.0),
+                                "term_index_bytes": terms.map(|t| t.1),
                             })
                         })
                         .collect();

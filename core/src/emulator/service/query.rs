@@ -21,7 +21,7 @@ use super::{json_response, missing, unix_now, Head, Service};
 use crate::emulator::catalog::Index;
 use crate::emulator::error::ApiError;
 use crate::emulator::search::{self, Query};
-use crate::emulator::store::{stored_logs, StoredLog};
+use crate::emulator::store::{GroupLogs, StoredLog};
 use crate::wire::compress::{self, Compression};
 
 /// The most logs one GetLogs call answers.
@@ -171,7 +171,7 @@ impl Service {
         let mut read = 0u64;
         let mut check = |g: usize, wanted: Option<&[u32]>, hits: &mut Vec<Hit>| {
             let group = &view.groups[g];
-            let logs = stored_logs(group.shard, &group.group);
+            let logs = GroupLogs::read(group.shard, &group.group);
             let mut take = |l: usize, log: &StoredLog| {
                 read += 1;
                 let in_topic = ask
@@ -188,11 +188,17 @@ impl Service {
                 }
             };
             match wanted {
-                None => logs.iter().enumerate().for_each(|(l, log)| take(l, log)),
+                None => {
+                    for l in 0..logs.len() {
+                        if let Some(log) = logs.get(l) {
+                            take(l, &log);
+                        }
+                    }
+                }
                 Some(places) => {
                     for &l in places {
                         if let Some(log) = logs.get(l as usize) {
-                            take(l as usize, log);
+                            take(l as usize, &log);
                         }
                     }
                 }
@@ -209,14 +215,14 @@ impl Service {
                 .map(|(i, g)| ((g.shard, g.seq), i))
                 .collect();
             let ids: Box<dyn Iterator<Item = u32>> = match &candidates {
-                Some(c) => Box::new(c.ids.iter().copied()),
-                None => Box::new(0..terms.logs.len() as u32),
+                Some(c) => Box::new(c.ids.iter()),
+                None => Box::new(0..terms.len() as u32),
             };
             let exact = candidates.as_ref().is_some_and(|c| c.exact) && ask.topic.is_none();
             // The candidates in time, by group (each group decoded once when they need a check).
             let mut by_group: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
             for id in ids {
-                let r = terms.logs[id as usize];
+                let r = terms.log(id);
                 let Some(&g) = place.get(&(r.shard, r.seq)) else {
                     continue;
                 };
@@ -268,15 +274,15 @@ impl Service {
             .copied()
             .collect();
         // The page's groups decoded again, each once.
-        let mut decoded: std::collections::HashMap<u32, Vec<StoredLog>> = Default::default();
+        let mut decoded: std::collections::HashMap<u32, GroupLogs> = Default::default();
         let mut logs = Vec::with_capacity(page.len());
         for hit in &page {
             let group = decoded.entry(hit.group).or_insert_with(|| {
                 let g = &view.groups[hit.group as usize];
-                stored_logs(g.shard, &g.group)
+                GroupLogs::read(g.shard, &g.group)
             });
             if let Some(log) = group.get(hit.log as usize) {
-                logs.push(log_answer(log.clone()));
+                logs.push(log_answer(log));
             }
         }
         Ok(Found {
