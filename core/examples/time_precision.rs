@@ -11,50 +11,10 @@
 
 use std::time::Instant;
 
-use loghose::bench::{s1r_log, S1Workload};
-use loghose::producer::{BatchBuf, LogEncoder, TimePrecision};
+use loghose::bench::encoded_batches;
+use loghose::producer::TimePrecision;
 use loghose::wire::compress::{compress, Compression};
-use loghose::wire::keys::KeyPolicy;
 use md5::{Digest, Md5};
-
-/// Batches of about `batch_bytes` raw bytes holding `logs` logs, times advancing by
-/// `step_ns` per log from a fixed start.
-fn batches(
-    workload: &str,
-    precision: TimePrecision,
-    logs: u64,
-    step_ns: u64,
-    batch_bytes: usize,
-) -> Vec<BatchBuf> {
-    let s1 = S1Workload::default();
-    let mut out = Vec::new();
-    let mut buf = BatchBuf::with_capacity(batch_bytes + (64 << 10));
-    let start_ns: u64 = 1_700_000_000 * 1_000_000_000 + 123_456_789;
-    for n in 0..logs {
-        let t = start_ns + n * step_ns;
-        let (secs, nanos) = ((t / 1_000_000_000) as u32, (t % 1_000_000_000) as u32);
-        let nanos = precision.apply(Some(nanos));
-        let mut enc = LogEncoder::begin(&mut buf, secs, nanos, KeyPolicy::Service);
-        if workload == "s1" {
-            s1.fill(&mut enc, n).expect("valid S1 log");
-        } else {
-            for (k, v) in s1r_log(n) {
-                enc.field_str(k, &v).expect("valid access log");
-            }
-        }
-        enc.finish(usize::MAX).expect("fits");
-        if buf.len() >= batch_bytes {
-            out.push(std::mem::replace(
-                &mut buf,
-                BatchBuf::with_capacity(batch_bytes + (64 << 10)),
-            ));
-        }
-    }
-    if !buf.is_empty() {
-        out.push(buf);
-    }
-    out
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -82,7 +42,13 @@ fn main() {
                 ("ms", TimePrecision::Milliseconds),
                 ("ns", TimePrecision::Nanoseconds),
             ] {
-                let batches = batches(workload, precision, logs, 1_000_000_000 / rate, batch_bytes);
+                let batches = encoded_batches(
+                    workload == "access",
+                    precision,
+                    logs,
+                    1_000_000_000 / rate,
+                    batch_bytes,
+                );
                 let raw: usize = batches.iter().map(|b| b.len()).sum();
                 let mut compressed = 0usize;
                 let (mut lz4_runs, mut md5_runs) = (Vec::new(), Vec::new());

@@ -196,6 +196,47 @@ pub fn s1r_number(request_id: &str) -> Option<u64> {
     u64::from_str_radix(request_id.get(..12)?, 16).ok()
 }
 
+/// `logs` logs of S1, or of S1-R when `real`, encoded into batches of about `batch_bytes` raw
+/// bytes as the producer encodes them, times advancing by `step_ns` a log from a fixed start
+/// at `precision`: what the codec and digest measurements compress and hash.
+pub fn encoded_batches(
+    real: bool,
+    precision: crate::producer::TimePrecision,
+    logs: u64,
+    step_ns: u64,
+    batch_bytes: usize,
+) -> Vec<crate::producer::BatchBuf> {
+    use crate::producer::{BatchBuf, LogEncoder};
+    let s1 = S1Workload::default();
+    let mut out = Vec::new();
+    let mut buf = BatchBuf::with_capacity(batch_bytes + (64 << 10));
+    let start_ns: u64 = 1_700_000_000 * 1_000_000_000 + 123_456_789;
+    for n in 0..logs {
+        let t = start_ns + n * step_ns;
+        let (secs, nanos) = ((t / 1_000_000_000) as u32, (t % 1_000_000_000) as u32);
+        let nanos = precision.apply(Some(nanos));
+        let mut enc =
+            LogEncoder::begin(&mut buf, secs, nanos, crate::wire::keys::KeyPolicy::Service);
+        // Both workloads' logs are valid and far below every limit.
+        let _ = if real {
+            s1r_log(n).iter().try_for_each(|(k, v)| enc.field_str(k, v))
+        } else {
+            s1.fill(&mut enc, n)
+        };
+        let _ = enc.finish(usize::MAX);
+        if buf.len() >= batch_bytes {
+            out.push(std::mem::replace(
+                &mut buf,
+                BatchBuf::with_capacity(batch_bytes + (64 << 10)),
+            ));
+        }
+    }
+    if !buf.is_empty() {
+        out.push(buf);
+    }
+    out
+}
+
 /// S6's payload: `size` bytes of access-log lines whose values vary (a seeded generator, so
 /// every harness and every run sends the same text), which compresses as real logs do (about
 /// 4:1 with lz4, 6:1 with zstd), not as S1's 100:1. ASCII, so any `size` is a valid string.
