@@ -196,7 +196,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         times.sort_by(f64::total_cmp);
         println!(
-            "{name:<18} {query:<24} matched {matched:>8}: median {:.0} ms ({:.0}–{:.0}, {rounds} runs)",
+            "{name:<18} {query:<24} matched {matched:>8}: median {:.1} ms ({:.1}–{:.1}, {rounds} runs)",
             times[times.len() / 2],
             times[0],
             times[times.len() - 1]
