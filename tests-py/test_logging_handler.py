@@ -339,3 +339,38 @@ def test_every_kind_of_record_arrives_whichever_path_it_takes(emu, fresh_logger)
     assert len(logged) == len(RECORDS)
     assert logged[1]["u"] == "ünïcødé ✓" and logged[3]["huge"] == str(2**70)
     assert logged[5]["level"] == "custom" and "exception" in logged[7] and "stack" in logged[8]
+
+
+def test_the_message_made_natively_is_what_get_message_makes(emu, fresh_logger, monkeypatch):
+    handler = LoghoseHandler(**emu.producer_options("proj", "messages"), linger_ms=10)
+    expected = []
+
+    def note(record):
+        try:
+            expected.append(record.getMessage())
+        except TypeError:
+            expected.append(None)
+        return True
+
+    handler.addFilter(note)
+    fresh_logger.addHandler(handler)
+
+    class Shouting(logging.LogRecord):
+        def getMessage(self):  # noqa: N802 - logging's name
+            return super().getMessage().upper()
+
+    for args in [("plain",), ("100%% sure",), ("%s and %d", "x", 2), ("%(a)s/%(b)s", {"a": 1, "b": "two"}),
+                 (42,), (ValueError("an exception as the message"),), ("%s", None), ("ünï %s", "cødé")]:
+        fresh_logger.info(*args)
+    monkeypatch.setattr(logging, "_logRecordFactory", Shouting)
+    fresh_logger.info("made by a %s", "subclass")
+    monkeypatch.undo()
+    # A message that cannot be made goes to handleError, counted; nothing else is lost.
+    monkeypatch.setattr(handler, "handleError", lambda record: None)
+    fresh_logger.info("%d", "not a number")
+    fresh_logger.info("after")
+    handler.flush()
+    assert handler.failures == 1
+    assert (expected[8], expected[9], expected[10]) == ("MADE BY A SUBCLASS", None, "after")
+    assert [f["message"] for f in fields_of(emu, "messages")] == expected[:9] + ["after"]
+    handler.close()

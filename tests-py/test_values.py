@@ -34,6 +34,44 @@ def stored(emu, logstore="logs"):
     return [dict(log["contents"]) for log in emu.logs("loghose", logstore)]
 
 
+def test_a_float_is_stored_as_repr_writes_it_at_every_magnitude(emu):
+    # Every way in: a dict, pairs, a logging record's extra (its native path).
+    import logging
+    import random
+    import struct
+
+    from loghose.logging import LoghoseHandler
+
+    rng = random.Random(5)
+    floats = [0.0, -0.0, 1.0, -1.0, 0.1, 0.2 + 0.1, 1e-4, 9.999999999999999e-05, 1e16, 9999999999999998.0,
+              1e15 + 0.5, 123456789.123, 5e-324, 1.7976931348623157e308, float("inf"), float("-inf")]
+    floats += [rng.uniform(-1, 1) * 10 ** rng.randint(-8, 20) for _ in range(400)]
+    floats += [struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(100)]
+    floats = [f for f in floats if f == f]  # NaN has no id to compare by
+    handler = LoghoseHandler(**emu.producer_options("proj", "floats"), linger_ms=20)
+    logger = logging.getLogger("loghose.test.floats")
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        with producer(emu) as p:
+            for i, f in enumerate(floats):
+                p.send({"id": f"d{i}", "v": f})
+                p.send([("id", f"p{i}"), ("v", f)])
+                logger.warning("float", extra={"id": f"l{i}", "v": f})
+            assert p.flush(30) == 0
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    got = {log["id"]: log["v"] for log in stored(emu) + stored_in(emu, "proj", "floats")}
+    for i, f in enumerate(floats):
+        want = repr(f) if abs(f) != float("inf") else got.get(f"d{i}")
+        assert (got[f"d{i}"], got[f"p{i}"], got[f"l{i}"]) == (want, want, want), f
+
+
+def stored_in(emu, project, logstore):
+    return [dict(log["contents"]) for log in emu.logs(project, logstore)]
+
+
 @pytest.mark.parametrize("row", TABLE, ids=[row["name"] for row in TABLE])
 def test_each_value_is_stored_as_the_shared_table_says(emu, row):
     value = eval(row["py"])  # noqa: S307 - the test table's own expressions

@@ -881,7 +881,10 @@ async fn the_console_page_and_its_api_list_search_and_leave_the_counters_alone()
     assert_eq!(made.status(), 200);
     // Nothing is indexed until a search asks (ingest never does the index's work).
     let (_, overview) = json(format!("{base}/_emulator/overview")).await;
-    assert_eq!(overview["projects"][0]["logstores"][0]["term_index_logs"], 0);
+    assert_eq!(
+        overview["projects"][0]["logstores"][0]["term_index_logs"],
+        0
+    );
     let (_, found) = json(query("hello and not nothing")).await;
     assert_eq!(
         (found["matched"].as_u64(), found["read"].as_u64()),

@@ -50,8 +50,9 @@ import logging
 import re
 from typing import Any
 
-from . import Producer, _native
+from . import Producer, _native, _sink
 from ._sink import ProducerSink, exception_text
+from .errors import ProducerClosedError
 
 #: Attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
@@ -59,7 +60,7 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"m
 _RECORD_ATTRIBUTES = len(vars(logging.LogRecord("", 0, "", 0, "", (), None)))
 
 # The native path reads records with this layout (see `emit`).
-_native.set_log_record_layout(_STANDARD, _RECORD_ATTRIBUTES)
+_native.set_log_record_layout(_STANDARD, _RECORD_ATTRIBUTES, logging.LogRecord)
 
 _KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|[^\s,;]*)')
 
@@ -172,6 +173,21 @@ class LoghoseHandler(ProducerSink, logging.Handler):
                 return result
             if isinstance(result, logging.LogRecord):
                 record = result
+        # What `emit` does for most records, in this one frame: the native path, to a producer
+        # of this process (a forked child's first record, a closed producer, an exception or a
+        # stack take the long way).
+        owned = self._owned
+        if self._native_fields and self.formatter is None and owned._forks == _sink._forks:
+            try:
+                # The message is made natively, as `getMessage` makes it.
+                if owned._producer._native.send_log_record(record):
+                    return record
+            except ProducerClosedError:
+                pass  # `emit` builds the handler's own producer again, or reports it
+            except Exception:
+                self.failures += 1
+                self.handleError(record)
+                return record
         self.emit(record)
         return record
 

@@ -16,23 +16,55 @@ use loghose::producer::binding::BindingAdds;
 use loghose::producer::{LogEncoder, Producer, RecordError, SendOptions, Track};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyFrozenSet, PyString};
+use pyo3::types::{PyDict, PyFrozenSet, PyString, PyType};
 
 use crate::errors::producer_error;
 use crate::record::{
     dict_items, put_item_direct, put_value_direct, split_time, str_utf8, DictItems,
 };
 
-/// The attributes every `LogRecord` has (`extra` cannot use them), and how many
-/// `LogRecord.__init__` sets (the extras come after them in the record's `__dict__`).
-static LAYOUT: PyOnceLock<(Py<PyFrozenSet>, usize)> = PyOnceLock::new();
+/// The attributes every `LogRecord` has (`extra` cannot use them), how many
+/// `LogRecord.__init__` sets (the extras come after them in the record's `__dict__`), and the
+/// `LogRecord` class itself (whose `getMessage` the native path does for its exact instances).
+static LAYOUT: PyOnceLock<(Py<PyFrozenSet>, usize, Py<PyType>)> = PyOnceLock::new();
 
 /// Tells the native path what a `LogRecord` looks like on this Python (the logging module's
-/// `_STANDARD` names and the count of attributes a record is made with).
+/// `_STANDARD` names, the count of attributes a record is made with, and `logging.LogRecord`).
 #[pyfunction]
-pub(crate) fn set_log_record_layout(standard: Bound<'_, PyFrozenSet>, attributes: usize) {
+pub(crate) fn set_log_record_layout(
+    standard: Bound<'_, PyFrozenSet>,
+    attributes: usize,
+    record_type: Bound<'_, PyType>,
+) {
     let py = standard.py();
-    let _ = LAYOUT.set(py, (standard.unbind(), attributes));
+    let _ = LAYOUT.set(py, (standard.unbind(), attributes, record_type.unbind()));
+}
+
+/// The record's `getMessage()`: for a `logging.LogRecord` itself whose `msg` is a `str`, read
+/// here as `LogRecord.getMessage` makes it (`msg`, or `msg % args` when `args` is true);
+/// otherwise by calling it (a subclass may make its messages its own way). Runs Python code
+/// (`%` formatting calls the arguments' `__str__`), so it is called before the batch is held.
+fn record_message<'py>(
+    record: &Bound<'py, PyAny>,
+    dict: &Bound<'py, PyDict>,
+    record_type: &Bound<'py, PyType>,
+) -> PyResult<Bound<'py, PyString>> {
+    let py = record.py();
+    if record.get_type().is(record_type) {
+        if let Some(msg) = dict.get_item(pyo3::intern!(py, "msg"))? {
+            if msg.is_exact_instance_of::<PyString>() {
+                let args = dict.get_item(pyo3::intern!(py, "args"))?;
+                let formatted = match args {
+                    Some(args) if args.is_truthy()? => msg.rem(args)?,
+                    _ => msg,
+                };
+                return Ok(formatted.cast_into::<PyString>()?);
+            }
+        }
+    }
+    Ok(record
+        .call_method0(pyo3::intern!(py, "getMessage"))?
+        .cast_into::<PyString>()?)
 }
 
 /// The fields written before the extras.
@@ -61,14 +93,15 @@ const THREAD_NAME: usize = 6;
 const PROCESS: usize = 7;
 const MUST_BE_NONE: std::ops::Range<usize> = 8..11;
 
-/// Queues `record` with `message` (its `getMessage()`), or declines (see the module text).
+/// Queues `record` with `message` (its `getMessage()`; made here when not given), or declines
+/// (see the module text).
 pub(crate) fn send_log_record<'py>(
     py: Python<'py>,
     producer: &Producer,
     record: &Bound<'py, PyAny>,
-    message: &Bound<'py, PyString>,
+    message: Option<&Bound<'py, PyString>>,
 ) -> PyResult<bool> {
-    let Some((standard_names, attributes)) = LAYOUT.get(py) else {
+    let Some((standard_names, attributes, record_type)) = LAYOUT.get(py) else {
         return Ok(false);
     };
     let Ok(dict) = record.getattr(pyo3::intern!(py, "__dict__")) else {
@@ -76,6 +109,14 @@ pub(crate) fn send_log_record<'py>(
     };
     let Ok(dict) = dict.cast_into::<PyDict>() else {
         return Ok(false);
+    };
+    let made;
+    let message = match message {
+        Some(message) => message,
+        None => {
+            made = record_message(record, &dict, record_type.bind(py))?;
+            &made
+        }
     };
     let created = dict.get_item(pyo3::intern!(py, "created")).ok().flatten();
     let (time, time_ns) = split_time(py, created.as_ref())?;

@@ -288,13 +288,15 @@ impl NativeProducer {
         )
     }
 
-    /// Queues a `logging.LogRecord` with its message, written natively; `False` when it
-    /// declines (see `log_record`), and nothing was queued.
+    /// Queues a `logging.LogRecord` with its message (its `getMessage()`, made natively when
+    /// not given), written natively; `False` when it declines (see `log_record`), and nothing
+    /// was queued.
+    #[pyo3(signature = (record, message = None))]
     fn send_log_record(
         &self,
         py: Python<'_>,
         record: &Bound<'_, PyAny>,
-        message: &Bound<'_, pyo3::types::PyString>,
+        message: Option<&Bound<'_, pyo3::types::PyString>>,
     ) -> PyResult<bool> {
         crate::log_record::send_log_record(py, &self.producer, record, message)
     }
