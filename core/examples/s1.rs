@@ -1,6 +1,8 @@
 //! Scenario S1 (`docs/scenarios.md`): the C producer's published server benchmark, run against the
 //! emulator in a child process (at nice 10, as a stand-in for a remote service) so the figures
-//! are the producer's alone.
+//! are the producer's alone. `--workload s1r`: S1-R, the same method with access logs varied
+//! as real ones are (`loghose::bench::S1RWorkload`); `--s1r-pool-out FILE` writes S1-R's records
+//! for the C driver (`benches/vs-c`) and exits.
 //!
 //! For each rate it adds that many S1 logs per second for `--seconds` (timing only the adds,
 //! sleeping out each second), flushes, then reads every log back through PullLogs and checks
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
 use loghose::bench::harness::{self, Meter, ProcessSample, RateRun, UnthrottledRun};
-use loghose::bench::{Row, S1Workload, S1_TAGS, S1_TOPIC};
+use loghose::bench::{s1r_number, Row, S1RWorkload, S1Workload, S1R_POOL, S1_TAGS, S1_TOPIC};
 use loghose::producer::{Producer, ProducerConfig, SpoolSync};
 use loghose::wire::compress::{self, Compression};
 use loghose::wire::proto::LogGroupList;
@@ -56,12 +58,64 @@ struct Args {
     /// Pin the process (all its threads) to this core: scenario S2, the Pi's one core's worth.
     #[arg(long)]
     pin_core: Option<usize>,
+    /// The logs: s1 (the C benchmark's two records) or s1r (access logs varied as real ones are).
+    #[arg(long, default_value = "s1")]
+    workload: String,
+    /// Write S1-R's pool of records (a record a line, `key=value` fields separated by tabs) to
+    /// this file and exit.
+    #[arg(long)]
+    s1r_pool_out: Option<std::path::PathBuf>,
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
-    /// Internal: read back ENDPOINT LOGSTORE SENT and print "received duplicates wrong".
-    #[arg(long, hide = true, num_args = 3)]
+    /// Internal: read back ENDPOINT LOGSTORE SENT WORKLOAD and print "received duplicates wrong".
+    #[arg(long, hide = true, num_args = 4)]
     verify_child: Vec<String>,
+}
+
+/// The logs a run adds.
+enum Workload {
+    S1(S1Workload),
+    S1R(S1RWorkload),
+}
+
+impl Workload {
+    fn named(name: &str) -> Workload {
+        match name {
+            "s1" => Workload::S1(S1Workload::default()),
+            "s1r" => Workload::S1R(S1RWorkload::default()),
+            other => panic!("--workload is s1 or s1r, not {other}"),
+        }
+    }
+
+    #[inline]
+    fn add(&self, producer: &Producer, n: u64) -> Result<(), loghose::producer::ProducerError> {
+        match self {
+            Workload::S1(w) => w.add(producer, n),
+            Workload::S1R(w) => w.add(producer, n),
+        }
+    }
+
+    fn scenario(&self) -> &'static str {
+        match self {
+            Workload::S1(_) => "s1",
+            Workload::S1R(_) => "s1r",
+        }
+    }
+
+    /// Raw bytes (keys and values) a log, on average over the run's first `logs` logs (S1-R's).
+    fn raw_bytes_per_log(&self) -> Option<f64> {
+        match self {
+            Workload::S1(_) => None,
+            Workload::S1R(w) => {
+                let total: usize = (0..S1R_POOL)
+                    .flat_map(|n| w.fields(n))
+                    .map(|(k, v)| k.len() + v.len())
+                    .sum();
+                Some(total as f64 / S1R_POOL as f64)
+            }
+        }
+    }
 }
 
 /// Runs this process (and every thread it starts from now on) on `core` only.
@@ -126,7 +180,13 @@ struct ReadBack {
 }
 
 /// Reads every log of a logstore back with PullLogs and checks the S1 contents exactly.
-fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent: u64) -> ReadBack {
+fn read_back(
+    rt: &tokio::runtime::Runtime,
+    endpoint: &str,
+    logstore: &str,
+    sent: u64,
+    kind: &str,
+) -> ReadBack {
     let client = reqwest::Client::new();
     let auth = Auth::V1(loghose::wire::sign::Credentials::new(
         loghose::emulator::DEFAULT_ACCESS_KEY_ID,
@@ -134,7 +194,13 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
     ));
     let host = "bench-s1.127.0.0.1";
     let workload = S1Workload::default();
-    let iterations = sent.div_ceil(2) as usize;
+    // S1-R: each log is one of `sent`, named by its request id.
+    let real = (kind == "s1r").then(S1RWorkload::default);
+    let iterations = if real.is_some() {
+        sent as usize
+    } else {
+        sent.div_ceil(2) as usize
+    };
     let mut seen = vec![false; iterations];
     let (mut received, mut duplicates, mut wrong, mut b_logs) = (0u64, 0u64, 0u64, 0u64);
     for shard in 0..2u32 {
@@ -197,6 +263,28 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
                         .iter()
                         .map(|c| (c.key.as_str(), c.value.as_str()))
                         .collect();
+                    if let Some(real) = &real {
+                        let n = fields
+                            .iter()
+                            .find(|(k, _)| *k == "request_id")
+                            .and_then(|(_, v)| s1r_number(v))
+                            .filter(|n| *n < sent);
+                        match n {
+                            Some(n)
+                                if tags_ok
+                                    && fields.iter().copied().eq(real
+                                        .fields(n)
+                                        .iter()
+                                        .map(|(k, v)| (*k, v.as_str()))) =>
+                            {
+                                if std::mem::replace(&mut seen[n as usize], true) {
+                                    duplicates += 1;
+                                }
+                            }
+                            _ => wrong += 1,
+                        }
+                        continue;
+                    }
                     if fields.len() == 4 {
                         b_logs += 1;
                         if !tags_ok
@@ -228,7 +316,7 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
             }
         }
     }
-    let expected_b = sent / 2;
+    let expected_b = if real.is_some() { 0 } else { sent / 2 };
     if b_logs > expected_b {
         duplicates += b_logs - expected_b;
     }
@@ -239,11 +327,11 @@ fn read_back(rt: &tokio::runtime::Runtime, endpoint: &str, logstore: &str, sent:
     }
 }
 
-fn verify_in_child(endpoint: &str, logstore: &str, sent: u64) -> ReadBack {
+fn verify_in_child(endpoint: &str, logstore: &str, sent: u64, kind: &str) -> ReadBack {
     let exe = std::env::current_exe().expect("own path");
     let out = Command::new(exe)
         .arg("--verify-child")
-        .args([endpoint, logstore, &sent.to_string()])
+        .args([endpoint, logstore, &sent.to_string(), kind])
         .output()
         .expect("verifier");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -271,13 +359,17 @@ fn main() {
         support::run_emulator_child();
         return;
     }
-    if let [endpoint, logstore, sent] = args.verify_child.as_slice() {
+    if let Some(path) = &args.s1r_pool_out {
+        std::fs::write(path, S1RWorkload::default().pool_lines()).expect("pool written");
+        return;
+    }
+    if let [endpoint, logstore, sent, kind] = args.verify_child.as_slice() {
         // Verification runs in its own process so its memory never counts as the producer's.
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        let r = read_back(&rt, endpoint, logstore, sent.parse().expect("sent"));
+        let r = read_back(&rt, endpoint, logstore, sent.parse().expect("sent"), kind);
         println!("{} {} {}", r.received, r.duplicates, r.wrong);
         return;
     }
@@ -291,11 +383,14 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let workload = S1Workload::default();
+    let workload = Workload::named(&args.workload);
+    let real = matches!(workload, Workload::S1R(_));
     let idle = ProcessSample::now();
     println!(
-        "S1 `{}` preset, {} s per rate, emulator in a child process at {endpoint}",
-        args.preset, args.seconds
+        "{} `{}` preset, {} s per rate, emulator in a child process at {endpoint}",
+        if real { "S1-R" } else { "S1" },
+        args.preset,
+        args.seconds
     );
     println!();
     if let Some(dir) = &args.spool_dir {
@@ -310,7 +405,8 @@ fn main() {
     let mut rows: Vec<Row> = Vec::new();
     let mut next = 0u64;
     for &rate in &args.rates {
-        // Rates are of logs, in S1 pairs (a ten-field log and a four-field one).
+        // Rates are of logs, in S1 pairs (a ten-field log and a four-field one); S1-R's too, so
+        // the rows of both read alike.
         let rate = rate.max(2) / 2 * 2;
         let logstore = format!("rate-{rate}");
         let mut meter = Meter::start(&endpoint, "bench-s1", &logstore).expect("emulator admin");
@@ -350,12 +446,13 @@ fn main() {
         let disk_per_log = (disk_written() - disk0).max(0) as f64 / adds.max(1) as f64;
         // Every log read back, its contents checked, in a child process (its memory is not
         // the producer's).
-        let check = verify_in_child(&endpoint, &logstore, adds);
+        let check = verify_in_child(&endpoint, &logstore, adds, workload.scenario());
         let row = meter
             .rate_row(&RateRun {
-                scenario: "s1".into(),
+                scenario: workload.scenario().into(),
                 preset: args.preset.clone(),
                 pairs_per_second: rate / 2,
+                raw_bytes_per_log: workload.raw_bytes_per_log(),
                 took_seconds: took,
                 refused,
                 pending,
@@ -394,6 +491,7 @@ fn main() {
         drop(p);
         let row = meter
             .unthrottled_row(&UnthrottledRun {
+                scenario: Some(workload.scenario().into()),
                 preset: args.preset.clone(),
                 sent: n,
                 add_seconds,
@@ -425,7 +523,10 @@ fn main() {
     println!("Idle RSS before the first producer: {:.1} MB", idle.rss_mb);
     drop(emulator);
     if failed {
-        eprintln!("S1 FAILED: logs were lost, duplicated or altered");
+        eprintln!(
+            "{} FAILED: logs were lost, duplicated or altered",
+            workload.scenario()
+        );
         std::process::exit(1);
     }
 }

@@ -348,8 +348,11 @@ pub struct RateRun {
     pub scenario: String,
     /// The producer's preset.
     pub preset: String,
-    /// S1 pairs (two logs) added each second.
+    /// S1 pairs (two logs) added each second (S1-R: half its logs a second).
     pub pairs_per_second: u64,
+    /// Raw bytes (keys and values) a log, when not S1's (S1-R's).
+    #[serde(default)]
+    pub raw_bytes_per_log: Option<f64>,
     /// How long each second's adds took (seconds), one per second of the run.
     pub took_seconds: Vec<f64>,
     /// Sends the producer refused (its buffer was full).
@@ -366,6 +369,9 @@ pub struct RateRun {
 /// An unthrottled run: logs added as fast as the front can for a while.
 #[derive(Clone, Debug, Deserialize)]
 pub struct UnthrottledRun {
+    /// The scenario, when not `s1` (`s1r`).
+    #[serde(default)]
+    pub scenario: Option<String>,
     /// The producer's preset.
     pub preset: String,
     /// Logs added.
@@ -469,7 +475,12 @@ impl Meter {
             ("us_per_send".into(), json!(us_per_send)),
             (
                 "raw_kb_s".into(),
-                json!(s1_pair_raw_bytes() * run.pairs_per_second as f64 / 1024.0),
+                json!(
+                    run.raw_bytes_per_log
+                        .map_or(s1_pair_raw_bytes() / 2.0, |b| b)
+                        * logs_per_second as f64
+                        / 1024.0
+                ),
             ),
             ("cpu_pct".into(), json!(cpu / wall.max(1e-9) * 100.0)),
             ("rss_mb".into(), json!(end.rss_mb)),
@@ -496,7 +507,10 @@ impl Meter {
         let (wall, cpu, _) = self.stopped();
         let counted = self.counted(run.sent)?;
         let mut row: Row = vec![
-            ("scenario".into(), json!("s1")),
+            (
+                "scenario".into(),
+                json!(run.scenario.as_deref().unwrap_or("s1")),
+            ),
             ("preset".into(), json!(run.preset)),
             ("rate".into(), Value::Null),
             ("unthrottled".into(), json!(true)),
