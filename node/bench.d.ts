@@ -1,9 +1,10 @@
 // The seed benchmark scenarios from Node, with their figures as data (see bench.js).
 
-export type Scenario = 's1' | 's2' | 's4' | 's5' | 's6'
+export type Scenario = 's1' | 's1r' | 's2' | 's4' | 's5' | 's6'
 
 export interface ScenarioParams {
   s1: { rates?: number[]; seconds?: number; unthrottledSeconds?: number; preset?: 'server' | 'pi' }
+  s1r: { rates?: number[]; seconds?: number; unthrottledSeconds?: number; preset?: 'server' | 'pi' }
   s2: { rates?: number[]; seconds?: number; preset?: 'server' | 'pi'; core?: number }
   s4: { openBatches?: number[]; lingersMs?: number[]; seconds?: number }
   s5: { devices?: number; rates?: number[]; seconds?: number; key?: 'shardKey' | 'source'; sampleEvery?: number; tenants?: number }

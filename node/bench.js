@@ -3,7 +3,8 @@
 // `await run('s2', { rates: [100, 20000], seconds: 5 })` resolves with one plain object per rate,
 // size or case. `npx loghose bench --scenario s2 [--json]` is the same from the command line.
 //
-// s1 server (the C producer's benchmark, fixed rates then unthrottled), s2 pi (the `pi` preset,
+// s1 server (the C producer's benchmark, fixed rates then unthrottled), s1r (the same with access
+// logs varied as real ones are: the engine's pool of records, as in every harness), s2 pi (the `pi` preset,
 // pinned to one core with taskset when it is installed, memory as growth over the idle
 // process), s4 timers (one open batch per distinct source, refilled each linger), s5 fleet
 // (devices at 10 000 and 20 000 logs/s: backlog each second, add-to-delivery latency; idle
@@ -32,6 +33,7 @@ const CLI = path.join(__dirname, 'cli.js')
 /** What each scenario runs when not told otherwise. */
 const DEFAULTS = {
   s1: { rates: [1000, 10000, 100000, 200000], seconds: 10, unthrottledSeconds: 10, preset: 'server' },
+  s1r: { rates: [1000, 10000, 100000, 200000], seconds: 10, unthrottledSeconds: 10, preset: 'server' },
   s2: { rates: [10, 100, 1000, 10000, 20000], seconds: 10, preset: 'pi', core: 0 },
   s4: { openBatches: [100000], lingersMs: [1000, 60000], seconds: 20 },
   s5: { devices: 100000, rates: [10000, 20000], seconds: 60, key: 'shardKey', sampleEvery: 50, tenants: 10000 },
@@ -204,6 +206,41 @@ function timeReportCallbacks(producer) {
   return timing
 }
 
+/** S1-R's records (the engine's pool, the same in every harness), loaded once: log `n` is
+ * record `n % 4096` with the first 12 hex digits of its `request_id` set to `n`. */
+const s1r = { pool: null, tails: null, rawBytesPerLog: 0 }
+function loadS1R() {
+  if (s1r.pool) return
+  s1r.pool = native.benchS1RPool().split('\n').filter(Boolean).map((line) => Object.fromEntries(line.split('\t').map((field) => {
+    const at = field.indexOf('=')
+    return [field.slice(0, at), field.slice(at + 1)]
+  })))
+  s1r.tails = s1r.pool.map((record) => record.request_id.slice(12))
+  let bytes = 0
+  for (const record of s1r.pool) for (const [k, v] of Object.entries(record)) bytes += k.length + v.length
+  s1r.rawBytesPerLog = bytes / s1r.pool.length
+}
+
+/** S1-R log `n`: its pool record copied, its number formatted into the request id (as S1
+ * formats its index). */
+function recordS1R(n) {
+  const at = n % 4096
+  const record = { ...s1r.pool[at] }
+  record.request_id = n.toString(16).padStart(12, '0') + s1r.tails[at]
+  return record
+}
+
+/** One iteration's two logs of `scenario` (S1: its two records; S1-R: two access logs). */
+function sendPair(producer, scenario, index) {
+  if (scenario === 's1r') {
+    producer.send(recordS1R(2 * index))
+    producer.send(recordS1R(2 * index + 1))
+  } else {
+    producer.send(recordA(index))
+    producer.send(recordB())
+  }
+}
+
 async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
   const logstore = `${scenario}-rate-${rate}`
   const measure = meter(emu, logstore)
@@ -219,8 +256,7 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
     let yielded = 0
     for (let i = 0; i < pairs; i++) {
       try {
-        producer.send(recordA(index))
-        producer.send(recordB())
+        sendPair(producer, scenario, index)
       } catch (err) {
         if (err instanceof lh.BufferFullError) refused += 1
         else throw err
@@ -242,13 +278,14 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
   await producer.close()
   return measure.rateRow({
     scenario, preset, pairs_per_second: pairs, took_seconds: took.map((ms) => ms / 1000), refused, pending, idle,
+    raw_bytes_per_log: scenario === 's1r' ? s1r.rawBytesPerLog : null,
     extra: [['loop_delay_max_ms', delay.max / 1e6], ['callback_max_ms', callbacks.maxNs / 1e6]],
   })
 }
 
-async function unthrottled(emu, emit, preset, seconds) {
-  const measure = meter(emu, 's1-unthrottled')
-  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore: 's1-unthrottled', topic: 'test_topic', tags: TAGS })
+async function unthrottled(emu, emit, preset, seconds, scenario = 's1') {
+  const measure = meter(emu, `${scenario}-unthrottled`)
+  const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore: `${scenario}-unthrottled`, topic: 'test_topic', tags: TAGS })
   let n = 0
   let index = 0
   let backoffs = 0
@@ -259,11 +296,16 @@ async function unthrottled(emu, emit, preset, seconds) {
       let full = false
       for (let i = 0; i < 500 && !full; i++) {
         try {
-          producer.send(recordA(index))
-          n += 1
-          producer.send(recordB())
-          n += 1
-          index += 1
+          if (scenario === 's1r') {
+            producer.send(recordS1R(n))
+            n += 1
+          } else {
+            producer.send(recordA(index))
+            n += 1
+            producer.send(recordB())
+            n += 1
+            index += 1
+          }
         } catch (err) {
           if (!(err instanceof lh.BufferFullError)) throw err
           backoffs += 1
@@ -273,14 +315,14 @@ async function unthrottled(emu, emit, preset, seconds) {
       // The buffer is full: back off and let delivery catch up, as an application would.
       if (full) await sleep(1)
     }
-    emit({ progress: { label: 's1 unthrottled', done: second + 1, total: seconds } })
+    emit({ progress: { label: `${scenario} unthrottled`, done: second + 1, total: seconds } })
   }
   const addMs = nowMs() - t0
   const pending = await producer.flush(300000)
   measure.stop()
   await producer.close()
   // Refused sends were retried after a back-off, never lost: not part of the check.
-  return measure.unthrottledRow({ preset, sent: n, add_seconds: addMs / 1000, pending, extra: [['backoffs', backoffs]] })
+  return measure.unthrottledRow({ scenario, preset, sent: n, add_seconds: addMs / 1000, pending, extra: [['backoffs', backoffs]] })
 }
 
 const SCENARIO_BODIES = {
@@ -288,6 +330,13 @@ const SCENARIO_BODIES = {
     const idle = sample()
     for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle) })
     if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds) })
+  },
+
+  async s1r(emu, emit, p) {
+    loadS1R()
+    const idle = sample()
+    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1r', p.preset, rate, p.seconds, idle) })
+    if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds, 's1r') })
   },
 
   async s2(emu, emit, p) {

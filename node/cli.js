@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict'
 // `npx loghose bench [--scenario s1] [--rates 1000,200000] [--seconds 10] [--json]` runs a
-// benchmark scenario (node/bench.js: s1, s2, s4, s5, s6) from Node against the emulator, in a
+// benchmark scenario (node/bench.js: s1, s1r, s2, s4, s5, s6) from Node against the emulator, in a
 // child process so CPU and memory are the producer's, and prints its tables (S1's include the
 // event loop's delay) or its rows as JSON; `--compare N` also compares object vs
 // array-of-pairs vs sendMany. `npx loghose middleware` runs scenario S3 (an HTTP service that
@@ -19,7 +19,7 @@ const USAGE =
   'usage: loghose send [options] KEY=VALUE...   one record, waited for\n' +
   '       loghose pipe [options]                  a record per line of stdin (or --follow FILE)\n' +
   '       loghose emulator [--port N]             the local emulator, until interrupted\n' +
-  '       loghose bench [--scenario s1|s2|s4|s5|s6] [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N]\n' +
+  '       loghose bench [--scenario s1|s1r|s2|s4|s5|s6] [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N]\n' +
   '                     [--preset server|pi] [--param NAME=JSON]... [--json] [--compare N]\n' +
   '       loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
   '       loghose logging [--rounds N] [--records N]\n' +
@@ -66,7 +66,7 @@ const HELP = {
   bench:
     'usage: loghose bench [options]\n' +
     'Runs a benchmark scenario from Node against the emulator (in a child process, at nice 10) and prints its tables.\n' +
-    '  --scenario s1|s2|s4|s5|s6   the scenario (default s1)\n' +
+    '  --scenario s1|s1r|s2|s4|s5|s6  the scenario (default s1)\n' +
     '  --rates 1000,200000         throttled rates, logs/s (S1)\n' +
     '  --seconds N                 seconds per throttled rate\n' +
     '  --unthrottled-seconds N     seconds of the unthrottled run\n' +

@@ -14,6 +14,19 @@ function checked(row) {
   expect([row.lost, row.duplicates, row.pending ?? 0]).toEqual([0, 0, 0])
 }
 
+test('s1r: the pool\'s access logs, none lost', async () => {
+  const rows = await bench.run('s1r', { rates: [2000], seconds: 2, unthrottledSeconds: 1 }, { progress: false })
+  const [rate, unthrottled] = rows
+  checked(rate)
+  checked(unthrottled)
+  expect([rate.scenario, unthrottled.scenario]).toEqual(['s1r', 's1r'])
+  expect(rate.received).toBe(4000)
+  expect(unthrottled.received).toBeGreaterThan(0)
+  // About 240 bytes of keys and values a log (S1's average is about 450).
+  expect(rate.rawKbS).toBeGreaterThan(400)
+  expect(rate.rawKbS).toBeLessThan(550)
+})
+
 test('s2: the pi preset on one core, memory as growth over the idle process', async () => {
   const rows = await bench.run('s2', { rates: [100, 4000], seconds: 2 }, { progress: false })
   expect(rows.map((r) => r.rate)).toEqual([100, 4000])

@@ -26,7 +26,7 @@ test.each([
 })
 
 test.each([
-  [['bench', '--help'], /usage: loghose bench \[options\][\s\S]*--scenario s1\|s2\|s4\|s5\|s6[\s\S]*--compare N/],
+  [['bench', '--help'], /usage: loghose bench \[options\][\s\S]*--scenario s1\|s1r\|s2\|s4\|s5\|s6[\s\S]*--compare N/],
   [['middleware', '-h'], /usage: loghose middleware/],
   [['logging', '--help'], /usage: loghose logging/],
   [['pipe', '--help'], /--follow/],

@@ -19,6 +19,24 @@ def checked(row: dict) -> None:
     assert (row["lost"], row["duplicates"], row.get("pending", 0)) == (0, 0, 0), row
 
 
+def test_s1r_sends_the_pools_access_logs_and_loses_none():
+    rows = bench.run("s1r", rates=[2000], seconds=2, unthrottled_seconds=1, progress=False)
+    rate, unthrottled = rows
+    checked(rate)
+    checked(unthrottled)
+    assert (rate["scenario"], unthrottled["scenario"]) == ("s1r", "s1r")
+    assert rate["received"] == 4000 and unthrottled["received"] > 0
+    # About 240 bytes of keys and values a log (S1's average is about 450).
+    assert 400 < rate["raw_kb_s"] < 550, rate
+    bench._S1R.load()
+    assert len(bench._S1R.pool) == 4096 and len({r["request_id"] for r in bench._S1R.pool}) == 4096
+    sent = []
+    bench.add_s1r_pair(sent.append, 2048)
+    assert [r["request_id"][:12] for r in sent] == [f"{4096:012x}", f"{4097:012x}"]
+    assert {k: v for k, v in sent[0].items() if k != "request_id"} == {
+        k: v for k, v in bench._S1R.pool[0].items() if k != "request_id"}
+
+
 def test_s2_pi_preset_pinned_to_one_core_with_memory_growth():
     rows = bench.run("s2", rates=[100, 4000], seconds=2, instructions=False, progress=False)
     assert [r["rate"] for r in rows] == [100, 4000]

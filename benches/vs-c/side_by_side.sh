@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # S1 and S1-R side by side with the vendor's C producer, in one period, alternating: per round,
 # the C driver (built by build.sh) at 200 000 logs/s and unthrottled, then loghose's Rust
-# harness (examples/s1), on S1 and on S1-R, then Python and Node (`loghose bench`) on S1; every
-# run against one emulator at nice 10. Prints, per producer and workload, the median (and range)
+# harness (examples/s1), Python and Node (`loghose bench`), on S1 and on S1-R; every run against
+# one emulator at nice 10. Prints, per producer and workload, the median (and range)
 # over the rounds of µs per add at 200 000 logs/s, CPU %, RSS MB, and logs per CPU-second
 # unthrottled, with the ratio to the C producer's.
 #
@@ -10,7 +10,10 @@
 #
 # Needs: target/vs-c/c_s1 (bash benches/vs-c/build.sh SRC_DIR), the release emulator and
 # harness (cargo build --release -p loghose --bin loghose-emulator --example s1), the Python
-# .venv with loghose (bash scripts/run.sh makes it) and the Node addon (npm run build), and
+# .venv with loghose (bash scripts/run.sh makes it; the figures in BENCHMARKS.md are of the wheel
+# as published: bash scripts/test-wheel.sh, then pip install dist/wheels/*.whl, as whole-program
+# optimisation is worth a fifth of Python's logs per CPU-second) and the Node addon (npm run
+# build), and
 # `127.0.0.1 bench.sls.local sls.local` in /etc/hosts: the C producer posts to
 # http://{project}.{endpoint}. OUT=DIR keeps every run's output there (default: a temporary
 # directory, printed). PRODUCERS="c rust python node" and WORKLOADS="s1 s1r" choose.
@@ -45,10 +48,10 @@ for r in $(seq "$ROUNDS"); do
         rust)
           "$RUST" --workload "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" >"$OUT/rust_${w}_$r.txt" 2>/dev/null ;;
         python)
-          [ "$w" = s1 ] && .venv/bin/python -m loghose bench --rates 200000 --seconds "$S" --unthrottled-seconds "$S" \
+          .venv/bin/python -m loghose bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" \
             --no-progress --json >"$OUT/python_${w}_$r.json" 2>"$OUT/python_${w}_$r.err" ;;
         node)
-          [ "$w" = s1 ] && node node/cli.js bench --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
+          node node/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress >"$OUT/node_${w}_$r.json" 2>"$OUT/node_${w}_$r.err" ;;
       esac
     done

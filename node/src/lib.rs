@@ -92,6 +92,13 @@ pub fn bench_payload(size: u32) -> String {
     loghose::bench::s6_payload(size as usize)
 }
 
+/// S1-R's pool of records as the C driver reads it (a record a line, `key=value` fields
+/// separated by tabs): the same records in every harness.
+#[napi]
+pub fn bench_s1r_pool() -> String {
+    loghose::bench::S1RWorkload::default().pool_lines()
+}
+
 /// `data` compressed with `codec` (`none`, `lz4`, `zstd` or `deflate`) exactly as the producer
 /// compresses a batch body: what the S6 benchmark times per codec.
 #[napi]

@@ -4,7 +4,7 @@ and ``emulator`` run the engine's command (``loghose send KEY=VALUE…``, ``logh
 scenario from Python.
 
 ``python -m loghose bench [--scenario s1] [--rates 1000,200000] [--seconds 10] [--json]`` runs a
-scenario (``loghose.bench``: s1, s2, s4, s5, s6) against the emulator and prints its tables, or
+scenario (``loghose.bench``: s1, s1r, s2, s4, s5, s6) against the emulator and prints its tables, or
 its rows as JSON. ``--compare N`` (s1) also measures dict vs list-of-pairs vs ``send_many``.
 """
 
@@ -75,10 +75,10 @@ def bench(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m loghose bench", description=bench_module.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", default="s1", choices=bench_module.SCENARIOS)
-    parser.add_argument("--rates", help="logs/s, comma-separated (s1, s2, s5)")
+    parser.add_argument("--rates", help="logs/s, comma-separated (s1, s1r, s2, s5)")
     parser.add_argument("--seconds", type=int, help="seconds per rate or case")
-    parser.add_argument("--unthrottled-seconds", type=int, help="s1: seconds of the unthrottled run (0 skips it)")
-    parser.add_argument("--preset", choices=["server", "pi"], help="s1, s2: the producer preset")
+    parser.add_argument("--unthrottled-seconds", type=int, help="s1, s1r: seconds of the unthrottled run (0 skips it)")
+    parser.add_argument("--preset", choices=["server", "pi"], help="s1, s1r, s2: the producer preset")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=JSON",
                         help="any other parameter of the scenario, e.g. --param open_batches=[10000]")
     parser.add_argument("--params", help=argparse.SUPPRESS)

@@ -7,6 +7,8 @@ same from the command line. The scenarios (``docs/scenarios.md``):
 
 - ``s1`` server: the C producer's server benchmark (``server`` preset) at fixed rates, then
   unthrottled;
+- ``s1r``: the same with access logs varied as real ones are (S1-R: the engine's pool of
+  records, the same in every harness);
 - ``s2`` pi: the same workload with the ``pi`` preset at 10 … 20 000 logs/s, pinned to one core,
   memory reported as growth over the idle process, and (with valgrind) instructions per send;
 - ``s4`` timers: many open batches (one per distinct ``source``) waiting for their linger;
@@ -44,7 +46,7 @@ from typing import Any
 import loghose
 from loghose import _native
 
-SCENARIOS = ("s1", "s2", "s4", "s5", "s6")
+SCENARIOS = ("s1", "s1r", "s2", "s4", "s5", "s6")
 
 # S5's idle producers are measured this long after their last report: past the 5 s after
 # which a producer's report thread ends.
@@ -68,6 +70,8 @@ LOG_B = {
 DEFAULTS: dict[str, dict[str, Any]] = {
     "s1": {"rates": [1000, 10_000, 100_000, 200_000], "seconds": 10, "unthrottled_seconds": 10,
            "preset": "server"},
+    "s1r": {"rates": [1000, 10_000, 100_000, 200_000], "seconds": 10, "unthrottled_seconds": 10,
+            "preset": "server"},
     "s2": {"rates": [10, 100, 1000, 10_000, 20_000], "seconds": 10, "preset": "pi", "core": 0,
            "instructions": None, "instruction_sends": 4000},
     "s4": {"open_batches": [100_000], "lingers_ms": [1000, 60_000], "seconds": 20},
@@ -91,7 +95,7 @@ class Rows(list):  # type: ignore[type-arg]
 
 
 def run(scenario: str, *, progress: bool | None = None, **params: Any) -> Rows:
-    """Runs ``scenario`` (``"s1"``, ``"s2"``, ``"s4"``, ``"s5"`` or ``"s6"``) in a child process
+    """Runs ``scenario`` (``"s1"``, ``"s1r"``, ``"s2"``, ``"s4"``, ``"s5"`` or ``"s6"``) in a child process
     and returns its rows. ``params`` override the scenario's defaults (``DEFAULTS[scenario]``),
     e.g. ``rates=[1000, 20_000], seconds=5``. ``progress``: None shows it in a notebook or when
     stderr is a terminal, True always, False never. Raises ``RuntimeError`` (with the
@@ -202,6 +206,37 @@ def add_s1_pair(send: Any, index: int) -> None:
           "Interconnection": "Grafana and JDBC/SQL92"})
 
 
+class _S1R:
+    """S1-R's records (the engine's pool, the same in every harness): log ``n`` is record
+    ``n % len(pool)`` with the first 12 hex digits of its ``request_id`` set to ``n``."""
+
+    pool: list[dict[str, str]] = []
+    tails: list[str] = []
+
+    @classmethod
+    def load(cls) -> None:
+        if not cls.pool:
+            cls.pool = [dict(field.split("=", 1) for field in line.split("\t"))
+                        for line in _native.bench_s1r_pool().splitlines()]
+            cls.tails = [record["request_id"][12:] for record in cls.pool]
+
+    @classmethod
+    def raw_bytes_per_log(cls) -> float:
+        cls.load()
+        return sum(len(k) + len(v) for record in cls.pool for k, v in record.items()) / len(cls.pool)
+
+
+def add_s1r_pair(send: Any, index: int) -> None:
+    """Two S1-R logs (numbers ``2 * index`` and the next), each its pool record copied with its
+    number formatted into the request id, as S1 formats its index."""
+    pool, tails = _S1R.pool, _S1R.tails
+    for n in (2 * index, 2 * index + 1):
+        at = n % 4096
+        record = pool[at].copy()
+        record["request_id"] = f"{n:012x}{tails[at]}"
+        send(record)
+
+
 def _sample() -> dict[str, float]:
     """The process's CPU time and memory now (the engine's harness reads them, as for every
     front): ``cpu_seconds``, ``rss_mb``, ``anon_mb``, ``peak_rss_mb``, ``threads``."""
@@ -295,12 +330,13 @@ def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: 
     refused = 0
     pairs = max(rate // 2, 1)
     next_index = 0
+    add_pair = add_s1r_pair if scenario == "s1r" else add_s1_pair
 
     def second_of_sends(_second: int) -> None:
         nonlocal refused, next_index
         for _ in range(pairs):
             try:
-                add_s1_pair(send, next_index)
+                add_pair(send, next_index)
             except loghose.BufferFullError:
                 refused += 1
             next_index += 1
@@ -310,23 +346,32 @@ def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: 
     pending = producer.flush(120)
     meter.stop()
     producer.close(10)
+    raw = _S1R.raw_bytes_per_log() if scenario == "s1r" else None
     return meter.rate_row(scenario=scenario, preset=preset, pairs_per_second=pairs, took_seconds=took,
-                          refused=refused, pending=pending, idle=idle)
+                          refused=refused, pending=pending, idle=idle, raw_bytes_per_log=raw)
 
 
-def s1(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+def s1(emu: ChildEmulator, emit: Emit, p: dict[str, Any], scenario: str = "s1") -> None:
     idle = _sample()
     for rate in p["rates"]:
-        emit({"row": _rate_row(emu, emit, "s1", p["preset"], rate, p["seconds"], idle)})
+        emit({"row": _rate_row(emu, emit, scenario, p["preset"], rate, p["seconds"], idle)})
     if p["unthrottled_seconds"]:
-        emit({"row": _unthrottled(emu, emit, p["preset"], p["unthrottled_seconds"])})
+        emit({"row": _unthrottled(emu, emit, p["preset"], p["unthrottled_seconds"], scenario)})
 
 
-def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int) -> dict[str, Any]:
-    meter = _Meter(emu, "s1-unthrottled")
-    producer = loghose.Producer.from_preset(preset, **emu.options, project="bench", logstore="s1-unthrottled",
-                                            topic=TOPIC, tags=TAGS, max_block_ms=60_000)
+def s1r(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    """S1's method with access logs varied as real ones are (S1-R)."""
+    _S1R.load()
+    s1(emu, emit, p, "s1r")
+
+
+def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int, scenario: str = "s1") -> dict[str, Any]:
+    meter = _Meter(emu, f"{scenario}-unthrottled")
+    producer = loghose.Producer.from_preset(preset, **emu.options, project="bench",
+                                            logstore=f"{scenario}-unthrottled", topic=TOPIC, tags=TAGS,
+                                            max_block_ms=60_000)
     send = producer.send
+    add_pair = add_s1r_pair if scenario == "s1r" else add_s1_pair
     n = 0
     meter.begin()
     t0 = time.perf_counter()
@@ -334,14 +379,14 @@ def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int) -> d
         stop = t0 + second + 1
         while time.perf_counter() < stop:
             for _ in range(500):
-                add_s1_pair(send, n // 2)
+                add_pair(send, n // 2)
                 n += 2
-        emit({"progress": {"label": "s1 unthrottled", "done": second + 1, "total": seconds}})
+        emit({"progress": {"label": f"{scenario} unthrottled", "done": second + 1, "total": seconds}})
     add_secs = time.perf_counter() - t0
     pending = producer.flush(300)
     meter.stop()
     producer.close(10)
-    return meter.unthrottled_row(preset=preset, sent=n, add_seconds=add_secs, pending=pending)
+    return meter.unthrottled_row(scenario=scenario, preset=preset, sent=n, add_seconds=add_secs, pending=pending)
 
 
 def s2(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
@@ -607,7 +652,7 @@ def run_here(scenario: str, params: dict[str, Any], emit: Emit) -> None:
     params = _checked(scenario, params)
     emu = ChildEmulator()
     try:
-        {"s1": s1, "s2": s2, "s4": s4, "s5": s5, "s6": s6}[scenario](emu, emit, params)
+        {"s1": s1, "s1r": s1r, "s2": s2, "s4": s4, "s5": s5, "s6": s6}[scenario](emu, emit, params)
     finally:
         emu.close()
 

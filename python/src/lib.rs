@@ -70,6 +70,13 @@ fn bench_payload(size: usize) -> String {
     loghose::bench::s6_payload(size)
 }
 
+/// S1-R's pool of records as the C driver reads it (a record a line, `key=value` fields
+/// separated by tabs): the same records in every harness.
+#[pyfunction]
+fn bench_s1r_pool() -> String {
+    loghose::bench::S1RWorkload::default().pool_lines()
+}
+
 /// A benchmark's rows (JSON: a list of rows, each a list of `[column, value]` pairs) as
 /// markdown tables, one per shape of row: the engine's one table writer for every front.
 #[pyfunction]
@@ -183,6 +190,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_markdown, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_function(wrap_pyfunction!(bench_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_s1r_pool, m)?)?;
     m.add_function(wrap_pyfunction!(bench_process_sample, m)?)?;
     m.add_function(wrap_pyfunction!(bench_percentile, m)?)?;
     m.add_function(wrap_pyfunction!(bench_slope, m)?)?;
