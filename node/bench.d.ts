@@ -3,8 +3,9 @@
 export type Scenario = 's1' | 's1r' | 's2' | 's4' | 's5' | 's6'
 
 export interface ScenarioParams {
-  s1: { rates?: number[]; seconds?: number; unthrottledSeconds?: number; preset?: 'server' | 'pi' }
-  s1r: { rates?: number[]; seconds?: number; unthrottledSeconds?: number; preset?: 'server' | 'pi' }
+  /** `api`: records through `send` (default) or through senders of their keys (`Producer.sender`). */
+  s1: { rates?: number[]; seconds?: number; unthrottledSeconds?: number; preset?: 'server' | 'pi'; api?: 'send' | 'sender' }
+  s1r: { rates?: number[]; seconds?: number; unthrottledSeconds?: number; preset?: 'server' | 'pi'; api?: 'send' | 'sender' }
   s2: { rates?: number[]; seconds?: number; preset?: 'server' | 'pi'; core?: number }
   s4: { openBatches?: number[]; lingersMs?: number[]; seconds?: number }
   s5: { devices?: number; rates?: number[]; seconds?: number; key?: 'shardKey' | 'source'; sampleEvery?: number; tenants?: number }

@@ -32,8 +32,8 @@ const CLI = path.join(__dirname, 'cli.js')
 
 /** What each scenario runs when not told otherwise. */
 const DEFAULTS = {
-  s1: { rates: [1000, 10000, 100000, 200000], seconds: 10, unthrottledSeconds: 10, preset: 'server' },
-  s1r: { rates: [1000, 10000, 100000, 200000], seconds: 10, unthrottledSeconds: 10, preset: 'server' },
+  s1: { rates: [1000, 10000, 100000, 200000], seconds: 10, unthrottledSeconds: 10, preset: 'server', api: 'send' },
+  s1r: { rates: [1000, 10000, 100000, 200000], seconds: 10, unthrottledSeconds: 10, preset: 'server', api: 'send' },
   s2: { rates: [10, 100, 1000, 10000, 20000], seconds: 10, preset: 'pi', core: 0 },
   s4: { openBatches: [100000], lingersMs: [1000, 60000], seconds: 20 },
   s5: { devices: 100000, rates: [10000, 20000], seconds: 60, key: 'shardKey', sampleEvery: 50, tenants: 10000 },
@@ -230,18 +230,34 @@ function recordS1R(n) {
   return record
 }
 
-/** One iteration's two logs of `scenario` (S1: its two records; S1-R: two access logs). */
-function sendPair(producer, scenario, index) {
+/** A function sending log `n` of `scenario` (S1: even `n` the ten-field record of iteration
+ * `n / 2`, odd the four-field one; S1-R: access log `n`), through `send` or, with `api`
+ * 'sender', through senders of the records' keys (`Producer.sender`). */
+function logAdder(producer, scenario, api) {
   if (scenario === 's1r') {
-    producer.send(recordS1R(2 * index))
-    producer.send(recordS1R(2 * index + 1))
-  } else {
-    producer.send(recordA(index))
-    producer.send(recordB())
+    if (api !== 'sender') return (n) => producer.send(recordS1R(n))
+    const keys = Object.keys(s1r.pool[0])
+    if (keys.length !== 10 || keys[8] !== 'request_id') throw new Error(`unexpected S1-R keys: ${keys}`)
+    const rows = s1r.pool.map((record) => keys.map((k) => record[k]))
+    const log = producer.sender(keys)
+    return (n) => {
+      const at = n % 4096
+      const v = rows[at]
+      log(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], n.toString(16).padStart(12, '0') + s1r.tails[at], v[9])
+    }
+  }
+  if (api !== 'sender') return (n) => producer.send(n % 2 === 0 ? recordA(n / 2) : recordB())
+  const a = recordA(0)
+  const v = Object.values(a)
+  const sendA = producer.sender(Object.keys(a))
+  const sendB = producer.sender(Object.keys(recordB()))
+  return (n) => {
+    if (n % 2 === 0) sendA(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], String(n / 2))
+    else sendB('Real-time log collection and consumption', 'Query and real-time analysis', 'dashboard and report functions', 'Grafana and JDBC/SQL92')
   }
 }
 
-async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
+async function rateRow(emu, emit, scenario, preset, rate, seconds, idle, api = 'send') {
   const logstore = `${scenario}-rate-${rate}`
   const measure = meter(emu, logstore)
   const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore, topic: 'test_topic', tags: TAGS })
@@ -249,6 +265,7 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
   const delay = monitorEventLoopDelay({ resolution: 5 })
   delay.enable()
   const pairs = Math.max(Math.floor(rate / 2), 1)
+  const add = logAdder(producer, scenario, api)
   let refused = 0
   let index = 0
   measure.begin()
@@ -256,7 +273,8 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
     let yielded = 0
     for (let i = 0; i < pairs; i++) {
       try {
-        sendPair(producer, scenario, index)
+        add(2 * index)
+        add(2 * index + 1)
       } catch (err) {
         if (err instanceof lh.BufferFullError) refused += 1
         else throw err
@@ -283,11 +301,11 @@ async function rateRow(emu, emit, scenario, preset, rate, seconds, idle) {
   })
 }
 
-async function unthrottled(emu, emit, preset, seconds, scenario = 's1') {
+async function unthrottled(emu, emit, preset, seconds, scenario = 's1', api = 'send') {
   const measure = meter(emu, `${scenario}-unthrottled`)
   const producer = lh.Producer.fromPreset(preset, { ...emu.options, project: 'bench', logstore: `${scenario}-unthrottled`, topic: 'test_topic', tags: TAGS })
+  const add = logAdder(producer, scenario, api)
   let n = 0
-  let index = 0
   let backoffs = 0
   measure.begin()
   const t0 = nowMs()
@@ -296,16 +314,8 @@ async function unthrottled(emu, emit, preset, seconds, scenario = 's1') {
       let full = false
       for (let i = 0; i < 500 && !full; i++) {
         try {
-          if (scenario === 's1r') {
-            producer.send(recordS1R(n))
-            n += 1
-          } else {
-            producer.send(recordA(index))
-            n += 1
-            producer.send(recordB())
-            n += 1
-            index += 1
-          }
+          add(n)
+          n += 1
         } catch (err) {
           if (!(err instanceof lh.BufferFullError)) throw err
           backoffs += 1
@@ -328,15 +338,15 @@ async function unthrottled(emu, emit, preset, seconds, scenario = 's1') {
 const SCENARIO_BODIES = {
   async s1(emu, emit, p) {
     const idle = sample()
-    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle) })
-    if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds) })
+    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1', p.preset, rate, p.seconds, idle, p.api) })
+    if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds, 's1', p.api) })
   },
 
   async s1r(emu, emit, p) {
     loadS1R()
     const idle = sample()
-    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1r', p.preset, rate, p.seconds, idle) })
-    if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds, 's1r') })
+    for (const rate of p.rates) emit({ row: await rateRow(emu, emit, 's1r', p.preset, rate, p.seconds, idle, p.api) })
+    if (p.unthrottledSeconds > 0) emit({ row: await unthrottled(emu, emit, p.preset, p.unthrottledSeconds, 's1r', p.api) })
   },
 
   async s2(emu, emit, p) {

@@ -258,4 +258,4 @@ function timeOnly(opts) {
   return opts.time
 }
 
-module.exports = { recordJson, framedFields, framed, checkSendOptions, timeOnly, typeName }
+module.exports = { recordJson, framedFields, framed, fieldText, checkSendOptions, timeOnly, typeName }

@@ -20,6 +20,7 @@ async function storedEachWay(emu, value) {
     p.send([['id', 'pairs'], ['v', value]])
     p.send({ id: 'options', v: value }, { topic: 't' })
     p.sendMany([{ id: 'many', v: value }])
+    p.sender(['id', 'v'])('sender', value)
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const got = Object.fromEntries(stored(emu).map((log) => [log.id, log.v]))
@@ -36,7 +37,42 @@ describe('values, sendMany and option errors', () => {
   test.each(values.map((row) => [row.name, row]))('%s is stored as the shared table says', async (_, row) => {
     // eslint-disable-next-line no-new-func
     const value = new Function(`return (${row.js})`)()
-    expect(await storedEachWay(emu, value)).toEqual({ object: row.stored, pairs: row.stored, options: row.stored, many: row.stored })
+    expect(await storedEachWay(emu, value)).toEqual({ object: row.stored, pairs: row.stored, options: row.stored, many: row.stored, sender: row.stored })
+  })
+
+  test('a sender stores what send stores, refuses what send refuses, and checks its keys once', async () => {
+    const p = new lh.Producer(options(emu))
+    const log = p.sender(['id', 'level', 'msg', 'n'])
+    const values = [
+      ['ascii', 'info', 'signed in', 1],
+      ['unicode', '警告', '日志服务 🚀 é\u00ff', -7.5],
+      ['empty', '', '', 0],
+      // Lone halves of a pair in two values: joined they read as one pair, which does not
+      // frame; the record goes through send, each half a U+FFFD.
+      ['halves', '\uD83D', '\uDE80', true],
+      ['converted', new Date(0), { nested: [1] }, null],
+    ]
+    for (const [id, level, msg, n] of values) {
+      log(id, level, msg, n)
+      p.send({ id: `${id}-send`, level, msg, n })
+    }
+    expect(() => log('one', 'two')).toThrow(new TypeError('this sender takes 4 values (id, level, msg, n), not 2'))
+    expect(() => log('f', 'x', () => 'a function', 1)).toThrow(TypeError)
+    expect(() => p.sender(['ok', '__time__'])).toThrow(lh.InvalidRecordError)
+    expect(() => p.sender([])).toThrow(TypeError)
+    expect(() => p.sender(['ok', 7])).toThrow(new TypeError('key 1 of the sender is a number, not a string'))
+    expect(() => p.sender(Array.from({ length: 257 }, (_, i) => `k${i}`))).toThrow(TypeError)
+    expect(await p.flush(30000)).toBe(0)
+    const logs = emu.logs('loghose', 'logs').map((l) => l.contents)
+    expect(logs).toHaveLength(2 * values.length)
+    for (const [id] of values) {
+      const bySender = logs.find((c) => c[0][1] === id)
+      const bySend = logs.find((c) => c[0][1] === `${id}-send`)
+      expect(bySender.slice(1)).toEqual(bySend.slice(1))
+    }
+    expect(logs.find((c) => c[0][1] === 'halves')[2]).toEqual(['msg', '\uFFFD'])
+    await p.close()
+    expect(() => log('late', 'info', 'after close', 1)).toThrow(lh.ProducerClosedError)
   })
 
   const bads = [
@@ -134,7 +170,7 @@ describe('values as applications have them', () => {
     ['Error', err, err.stack],
   ]
   test.each(cases)('%s is stored as text', async (_, value, text) => {
-    expect(await storedEachWay(emu, value)).toEqual({ object: text, pairs: text, options: text, many: text })
+    expect(await storedEachWay(emu, value)).toEqual({ object: text, pairs: text, options: text, many: text, sender: text })
   })
 
   test('the Error text starts with its name and message', () => {

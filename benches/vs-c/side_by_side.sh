@@ -16,13 +16,14 @@
 # build), and
 # `127.0.0.1 bench.sls.local sls.local` in /etc/hosts: the C producer posts to
 # http://{project}.{endpoint}. OUT=DIR keeps every run's output there (default: a temporary
-# directory, printed). PRODUCERS="c rust python node" and WORKLOADS="s1 s1r" choose.
+# directory, printed). PRODUCERS="c rust python node node-sender" (node-sender: Node through
+# `Producer.sender`) and WORKLOADS="s1 s1r" choose.
 set -u
 ROUNDS=${1:-3}; S=${2:-5}
 C=${C_S1:-target/vs-c/c_s1}
 EMU=${EMU:-target/release/loghose-emulator}
 RUST=${RUST:-target/release/examples/s1}
-PRODUCERS=${PRODUCERS:-c rust python node}
+PRODUCERS=${PRODUCERS:-c rust python node node-sender}
 WORKLOADS=${WORKLOADS:-s1 s1r}
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; echo "out: $OUT"
 for f in "$C" "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see the comment at the top)" >&2; exit 1; }; done
@@ -53,6 +54,9 @@ for r in $(seq "$ROUNDS"); do
         node)
           node node/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress >"$OUT/node_${w}_$r.json" 2>"$OUT/node_${w}_$r.err" ;;
+        node-sender)
+          node node/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
+            --no-progress --param api='"sender"' >"$OUT/node-sender_${w}_$r.json" 2>"$OUT/node-sender_${w}_$r.err" ;;
       esac
     done
   done

@@ -27,6 +27,9 @@ use crate::errors::Raised;
 /// share when collected.
 struct FieldsSender {
     producer: Arc<Producer>,
+    /// The keys of a keyed sender (`Producer.sender(keys)`): the text then holds values only,
+    /// one a key, and `lengths` their lengths. Empty: the text holds keys and values.
+    keys: Vec<String>,
     text: RefCell<Vec<u8>>,
     /// `2 * MAX_FAST_FIELDS` lengths in UTF-16 code units: key, value, key, value, …
     lengths: *mut u32,
@@ -39,10 +42,11 @@ const MAX_FAST_FIELDS: usize = 256;
 const TEXT_CAPACITY: usize = 16 << 10;
 
 impl FieldsSender {
-    fn new(producer: Arc<Producer>) -> Self {
+    fn new(producer: Arc<Producer>, keys: Vec<String>) -> Self {
         let lengths = Box::into_raw(vec![0u32; 2 * MAX_FAST_FIELDS].into_boxed_slice());
         FieldsSender {
             producer,
+            keys,
             text: RefCell::new(Vec::with_capacity(TEXT_CAPACITY)),
             lengths: lengths.cast(),
         }
@@ -117,7 +121,15 @@ unsafe extern "C" fn send_fields_callback(
         let Ok(mut buf) = sender.text.try_borrow_mut() else {
             return Err(Raised::new("LoghoseError", "send re-entered"));
         };
-        let lengths = sender.lengths(2 * count as usize);
+        // A keyed sender's text is its values, exactly one a key.
+        let keyed = !sender.keys.is_empty();
+        if keyed && count as usize != sender.keys.len() {
+            return Err(Raised::type_error(format!(
+                "count must be the sender's {} keys",
+                sender.keys.len()
+            )));
+        }
+        let lengths = sender.lengths(if keyed { count } else { 2 * count } as usize);
         // The log's time, when a third argument gives it (Unix seconds); else now. Missing
         // arguments read as `undefined`, which is not a number.
         let mut time = f64::NAN;
@@ -128,7 +140,13 @@ unsafe extern "C" fn send_fields_callback(
         // SAFETY: as above.
         unsafe {
             with_utf8(env, argv[0], &mut buf, |text| {
-                send_framed(&sender.producer, text, lengths, timed.then_some(time))
+                send_framed(
+                    &sender.producer,
+                    text,
+                    lengths,
+                    &sender.keys,
+                    timed.then_some(time),
+                )
             })
         }?
     });
@@ -270,12 +288,14 @@ fn split_by_utf16_lengths<'t, E>(
     rest.is_empty().then_some(Ok(()))
 }
 
-/// Queues one record framed as [`send_fields_callback`] describes; false when the framing does
-/// not hold (nothing queued, nothing counted): the facade then sends it as JSON.
+/// Queues one record framed as [`send_fields_callback`] describes (with `keys`, the text is
+/// values only, one a key); false when the framing does not hold (nothing queued, nothing
+/// counted): the facade then sends it as JSON.
 fn send_framed(
     producer: &Producer,
     text: &str,
     lengths: &[u32],
+    keys: &[String],
     time: Option<f64>,
 ) -> std::result::Result<bool, Raised> {
     if lengths.is_empty() {
@@ -284,7 +304,9 @@ fn send_framed(
     let fill = |enc: &mut LogEncoder<'_>| {
         let mut key = "";
         let split = split_by_utf16_lengths(text, lengths, |i, piece| {
-            if i % 2 == 0 {
+            if !keys.is_empty() {
+                enc.field_str(&keys[i], piece)
+            } else if i % 2 == 0 {
                 key = piece;
                 Ok(())
             } else {
@@ -312,9 +334,31 @@ fn send_framed(
 
 /// A JavaScript function `(text, count) => boolean` bound to `producer`, with the
 /// `Uint32Array` its field lengths go in as its `lengths` property. It holds the engine
-/// producer itself, so a send takes no lock and is refused once the producer is closed.
-pub(crate) fn fields_sender(env: Env, producer: Arc<Producer>) -> Result<Unknown<'static>> {
-    let sender = Rc::new(FieldsSender::new(producer));
+/// producer itself, so a send takes no lock and is refused once the producer is closed. With
+/// `keys` (checked here, as the service checks keys, once), the text is the values alone.
+pub(crate) fn fields_sender(
+    env: Env,
+    producer: Arc<Producer>,
+    keys: Vec<String>,
+) -> Result<Unknown<'static>> {
+    if keys.len() > MAX_FAST_FIELDS {
+        return Err(Raised::type_error(format!(
+            "a sender takes at most {MAX_FAST_FIELDS} keys, not {}",
+            keys.len()
+        ))
+        .into_js(&env));
+    }
+    for key in &keys {
+        let policy = producer.config().key_policy;
+        if let Err(problem) = loghose::wire::keys::check_key(key.as_bytes(), policy) {
+            let error = ProducerError::from(loghose::producer::RecordError::InvalidKey {
+                key: key.chars().take(160).collect(),
+                problem,
+            });
+            return Err(Raised::from(error).into_js(&env));
+        }
+    }
+    let sender = Rc::new(FieldsSender::new(producer, keys));
     let lengths = sender.lengths;
     let failed = || Raised::new("LoghoseError", "could not create the send function").into_js(&env);
     let env = env.raw();

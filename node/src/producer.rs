@@ -185,12 +185,13 @@ impl NativeProducer {
 
     /// A JavaScript function `(text, count) => boolean` bound to this producer, with the
     /// `Uint32Array` its field lengths go in as its `lengths` property: the per-record fast
-    /// path (see [`fields`](crate::fields)).
+    /// path (see [`fields`](crate::fields)). With `keys`, records of those keys: the text is
+    /// their values alone (`Producer.sender`).
     #[napi(
         ts_return_type = "((text: string, count: number, time?: number | null) => boolean) & { lengths: Uint32Array }"
     )]
-    pub fn fields_sender(&self, env: Env) -> Result<Unknown<'_>> {
-        fields::fields_sender(env, self.get().raise_in(&env)?)
+    pub fn fields_sender(&self, env: Env, keys: Option<Vec<String>>) -> Result<Unknown<'_>> {
+        fields::fields_sender(env, self.get().raise_in(&env)?, keys.unwrap_or_default())
     }
 
     /// Queues one record given as JSON (an object or `[key, value]` pairs), with optional
