@@ -79,9 +79,10 @@ def test_each_value_is_stored_as_the_shared_table_says(emu, row):
         p.send({"id": "dict", "v": value})
         p.send([("id", "pairs"), ("v", value)])
         p.send_many([{"id": "many", "v": value}])
+        p.sender(["id", "v"])("sender", value)
         assert p.flush(30) == 0
     assert {log["id"]: log["v"] for log in stored(emu)} == {
-        "dict": row["stored"], "pairs": row["stored"], "many": row["stored"]}
+        "dict": row["stored"], "pairs": row["stored"], "many": row["stored"], "sender": row["stored"]}
 
 
 def test_a_lone_surrogate_in_a_key_is_stored_as_the_replacement_character(emu):
@@ -185,8 +186,39 @@ def test_structured_values_are_stored_as_text(emu, value, text):
         p.send({"id": "dict", "v": value})
         p.send([("id", "pairs"), ("v", value)])
         p.send_many([{"id": "many", "v": value}])
+        p.sender(["id", "v"])("sender", value)
         assert p.flush(30) == 0
-    assert {log["id"]: log["v"] for log in stored(emu)} == {"dict": text, "pairs": text, "many": text}
+    assert {log["id"]: log["v"] for log in stored(emu)} == {"dict": text, "pairs": text, "many": text, "sender": text}
+
+
+def test_a_sender_stores_what_send_stores_and_checks_its_keys_once(emu):
+    with producer(emu) as p:
+        log = p.sender(("id", "level", "msg", "n"))
+        rows = [("ascii", "info", "signed in", 1), ("unicode", "警告", "日志服务 🚀", -7.5),
+                ("empty", "", "", 0), ("surrogate", "\udcff", "x", True), ("converted", b"raw", {"a": [1]}, None)]
+        for row in rows:
+            log(*row)
+            p.send(dict(zip(("id", "level", "msg", "n"), (f"{row[0]}-send", *row[1:]))))
+        with pytest.raises(TypeError, match=r"this sender takes 4 values \(id, level, msg, n\), not 2"):
+            log("one", "two")
+        with pytest.raises(TypeError, match="value of field 'msg'"):
+            log("x", "y", Point(1, 2), 1)
+        with pytest.raises(loghose.InvalidRecordError, match="__time__"):
+            p.sender(["ok", "__time__"])
+        with pytest.raises(TypeError):
+            p.sender("level")
+        with pytest.raises(TypeError):
+            p.sender([])
+        assert log.keys == ["id", "level", "msg", "n"]
+        assert p.flush(30) == 0
+    logs = {log["id"]: log for log in stored(emu)}
+    assert len(logs) == 2 * len(rows)
+    for row in rows:
+        by_sender, by_send = dict(logs[row[0]]), dict(logs[f"{row[0]}-send"])
+        del by_sender["id"], by_send["id"]
+        assert by_sender == by_send, row
+    with pytest.raises(loghose.ProducerClosedError):
+        log("late", "info", "after close", 1)
 
 
 class Point:

@@ -16,14 +16,14 @@
 # build), and
 # `127.0.0.1 bench.sls.local sls.local` in /etc/hosts: the C producer posts to
 # http://{project}.{endpoint}. OUT=DIR keeps every run's output there (default: a temporary
-# directory, printed). PRODUCERS="c rust python node node-sender" (node-sender: Node through
-# `Producer.sender`) and WORKLOADS="s1 s1r" choose.
+# directory, printed). PRODUCERS="c rust python python-sender node node-sender" (the -sender
+# ones add through `Producer.sender`) and WORKLOADS="s1 s1r" choose.
 set -u
 ROUNDS=${1:-3}; S=${2:-5}
 C=${C_S1:-target/vs-c/c_s1}
 EMU=${EMU:-target/release/loghose-emulator}
 RUST=${RUST:-target/release/examples/s1}
-PRODUCERS=${PRODUCERS:-c rust python node node-sender}
+PRODUCERS=${PRODUCERS:-c rust python python-sender node node-sender}
 WORKLOADS=${WORKLOADS:-s1 s1r}
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; echo "out: $OUT"
 for f in "$C" "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see the comment at the top)" >&2; exit 1; }; done
@@ -51,6 +51,9 @@ for r in $(seq "$ROUNDS"); do
         python)
           .venv/bin/python -m loghose bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" \
             --no-progress --json >"$OUT/python_${w}_$r.json" 2>"$OUT/python_${w}_$r.err" ;;
+        python-sender)
+          .venv/bin/python -m loghose bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" \
+            --param api='"sender"' --no-progress --json >"$OUT/python-sender_${w}_$r.json" 2>"$OUT/python-sender_${w}_$r.err" ;;
         node)
           node node/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress >"$OUT/node_${w}_$r.json" 2>"$OUT/node_${w}_$r.err" ;;

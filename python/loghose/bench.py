@@ -8,7 +8,8 @@ same from the command line. The scenarios (``docs/scenarios.md``):
 - ``s1`` server: the C producer's server benchmark (``server`` preset) at fixed rates, then
   unthrottled;
 - ``s1r``: the same with access logs varied as real ones are (S1-R: the engine's pool of
-  records, the same in every harness);
+  records, the same in every harness); both with ``api="sender"`` add through
+  ``Producer.sender`` instead of ``send``;
 - ``s2`` pi: the same workload with the ``pi`` preset at 10 … 20 000 logs/s, pinned to one core,
   memory reported as growth over the idle process, and (with valgrind) instructions per send;
 - ``s4`` timers: many open batches (one per distinct ``source``) waiting for their linger;
@@ -69,9 +70,9 @@ LOG_B = {
 # What each scenario runs when not told otherwise (the vendor's rates; 10 s per rate).
 DEFAULTS: dict[str, dict[str, Any]] = {
     "s1": {"rates": [1000, 10_000, 100_000, 200_000], "seconds": 10, "unthrottled_seconds": 10,
-           "preset": "server"},
+           "preset": "server", "api": "send"},
     "s1r": {"rates": [1000, 10_000, 100_000, 200_000], "seconds": 10, "unthrottled_seconds": 10,
-            "preset": "server"},
+            "preset": "server", "api": "send"},
     "s2": {"rates": [10, 100, 1000, 10_000, 20_000], "seconds": 10, "preset": "pi", "core": 0,
            "instructions": None, "instruction_sends": 4000},
     "s4": {"open_batches": [100_000], "lingers_ms": [1000, 60_000], "seconds": 20},
@@ -237,6 +238,43 @@ def add_s1r_pair(send: Any, index: int) -> None:
         send(record)
 
 
+def _pair_adder(producer: loghose.Producer, scenario: str, api: str) -> Callable[[int], None]:
+    """A function adding iteration ``index``'s two logs of ``scenario`` through ``send`` or,
+    with ``api`` "sender", through senders of the records' keys (``Producer.sender``)."""
+    send = producer.send
+    if api != "sender":
+        add = add_s1r_pair if scenario == "s1r" else add_s1_pair
+        return lambda index: add(send, index)
+    if scenario == "s1r":
+        keys = list(_S1R.pool[0])
+        if len(keys) != 10 or keys[8] != "request_id":
+            raise RuntimeError(f"unexpected S1-R keys: {keys}")
+        rows = [tuple(record.values()) for record in _S1R.pool]
+        tails = _S1R.tails
+        log = producer.sender(keys)
+
+        def add_real(index: int) -> None:
+            for n in (2 * index, 2 * index + 1):
+                at = n % 4096
+                v = rows[at]
+                log(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], f"{n:012x}{tails[at]}", v[9])
+        return add_real
+    log_a = producer.sender([f"content_key_{d}" for d in range(1, 10)] + ["index"])
+    log_b = producer.sender(["LogHub", "Search/Analytics", "Visualized", "Interconnection"])
+
+    def add_s1(index: int) -> None:
+        log_a("1abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+"
+              "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+              "2abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+", "3abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+              "4abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+", "5abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+              "6abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+", "7abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+              "8abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+", "9abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*()_+",
+              str(index))
+        log_b("Real-time log collection and consumption", "Query and real-time analysis",
+              "dashboard and report functions", "Grafana and JDBC/SQL92")
+    return add_s1
+
+
 def _sample() -> dict[str, float]:
     """The process's CPU time and memory now (the engine's harness reads them, as for every
     front): ``cpu_seconds``, ``rss_mb``, ``anon_mb``, ``peak_rss_mb``, ``threads``."""
@@ -321,22 +359,21 @@ def _seconds_loop(seconds: int, label: str, emit: Emit, body: Callable[[int], No
 
 
 def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: int, seconds: int,
-              idle: dict[str, float]) -> dict[str, Any]:
+              idle: dict[str, float], api: str = "send") -> dict[str, Any]:
     logstore = f"{scenario}-rate-{rate}"
     meter = _Meter(emu, logstore)
     producer = loghose.Producer.from_preset(preset, **emu.options, project="bench", logstore=logstore,
                                             topic=TOPIC, tags=TAGS)
-    send = producer.send
     refused = 0
     pairs = max(rate // 2, 1)
     next_index = 0
-    add_pair = add_s1r_pair if scenario == "s1r" else add_s1_pair
+    add_pair = _pair_adder(producer, scenario, api)
 
     def second_of_sends(_second: int) -> None:
         nonlocal refused, next_index
         for _ in range(pairs):
             try:
-                add_pair(send, next_index)
+                add_pair(next_index)
             except loghose.BufferFullError:
                 refused += 1
             next_index += 1
@@ -354,9 +391,9 @@ def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: 
 def s1(emu: ChildEmulator, emit: Emit, p: dict[str, Any], scenario: str = "s1") -> None:
     idle = _sample()
     for rate in p["rates"]:
-        emit({"row": _rate_row(emu, emit, scenario, p["preset"], rate, p["seconds"], idle)})
+        emit({"row": _rate_row(emu, emit, scenario, p["preset"], rate, p["seconds"], idle, p["api"])})
     if p["unthrottled_seconds"]:
-        emit({"row": _unthrottled(emu, emit, p["preset"], p["unthrottled_seconds"], scenario)})
+        emit({"row": _unthrottled(emu, emit, p["preset"], p["unthrottled_seconds"], scenario, p["api"])})
 
 
 def s1r(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
@@ -365,13 +402,13 @@ def s1r(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
     s1(emu, emit, p, "s1r")
 
 
-def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int, scenario: str = "s1") -> dict[str, Any]:
+def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int, scenario: str = "s1",
+                 api: str = "send") -> dict[str, Any]:
     meter = _Meter(emu, f"{scenario}-unthrottled")
     producer = loghose.Producer.from_preset(preset, **emu.options, project="bench",
                                             logstore=f"{scenario}-unthrottled", topic=TOPIC, tags=TAGS,
                                             max_block_ms=60_000)
-    send = producer.send
-    add_pair = add_s1r_pair if scenario == "s1r" else add_s1_pair
+    add_pair = _pair_adder(producer, scenario, api)
     n = 0
     meter.begin()
     t0 = time.perf_counter()
@@ -379,7 +416,7 @@ def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int, scen
         stop = t0 + second + 1
         while time.perf_counter() < stop:
             for _ in range(500):
-                add_pair(send, n // 2)
+                add_pair(n // 2)
                 n += 2
         emit({"progress": {"label": f"{scenario} unthrottled", "done": second + 1, "total": seconds}})
     add_secs = time.perf_counter() - t0

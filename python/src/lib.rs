@@ -17,6 +17,7 @@
 
 mod emulator;
 mod errors;
+mod keyed;
 mod log_record;
 mod producer;
 mod record;
@@ -199,6 +200,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arm_signal, m)?)?;
     m.add_function(wrap_pyfunction!(signal_handler_started, m)?)?;
     m.add_class::<producer::NativeProducer>()?;
+    m.add_class::<keyed::KeyedSender>()?;
     m.add_class::<emulator::NativeEmulator>()?;
     m.add_class::<report::PyDeliveryReport>()?;
     m.add_class::<report::PyUndeliveredWarnings>()?;

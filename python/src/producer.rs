@@ -127,9 +127,19 @@ pub(crate) struct NativeProducer {
 }
 
 impl NativeProducer {
+    /// The engine's producer (whatever process holds it).
+    pub(crate) fn engine(&self) -> &Producer {
+        &self.producer
+    }
+
+    /// The `convert` function of values `send` does not read directly.
+    pub(crate) fn converter<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.convert.as_ref().map(|c| c.bind(py).clone())
+    }
+
     /// The producer, refused in a process that inherited it through `fork`.
     #[inline]
-    fn owned(&self, py: Python<'_>) -> PyResult<&Producer> {
+    pub(crate) fn owned(&self, py: Python<'_>) -> PyResult<&Producer> {
         self.producer
             .ensure_owned()
             .map_err(|e| producer_error(py, e))?;
@@ -313,6 +323,15 @@ impl NativeProducer {
             );
             Py::from_owned_ptr_or_err(slf.py(), function)
         }
+    }
+
+    /// A callable taking the values of a record of `keys`, in order (see
+    /// [`keyed`](crate::keyed)); a key the service would refuse raises here.
+    fn keyed_sender(
+        slf: &Bound<'_, Self>,
+        keys: Vec<String>,
+    ) -> PyResult<crate::keyed::KeyedSender> {
+        crate::keyed::KeyedSender::new(slf.py(), slf.clone().unbind(), keys)
     }
 
     /// Queues every record of `records` or none of them; returns how many were queued. A
