@@ -22,8 +22,9 @@ print(max(i.file_size // 1024 for i in zipfile.ZipFile(sys.argv[1]).infolist() i
 echo "native module: $so_kb KB"
 # A guard against bloat, not a target (the wheel's size is: ≤ 4 MB). Raised from 6 MB when the
 # default credential chain (STS, the metadata service, the profile files) and the emulator's
-# STS and metadata service came in: about 300 KB.
-[ "$so_kb" -le 6656 ] || { echo "the native module is over 6.5 MB" >&2; exit 1; }
+# STS and metadata service came in: about 300 KB; from 6.5 MB when the emulator's management
+# and query APIs, its term index and Producer.sender came in: about 100 KB.
+[ "$so_kb" -le 6912 ] || { echo "the native module is over 6.75 MB" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
