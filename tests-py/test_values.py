@@ -198,7 +198,7 @@ def test_a_sender_stores_what_send_stores_and_checks_its_keys_once(emu):
                 ("empty", "", "", 0), ("surrogate", "\udcff", "x", True), ("converted", b"raw", {"a": [1]}, None)]
         for row in rows:
             log(*row)
-            p.send(dict(zip(("id", "level", "msg", "n"), (f"{row[0]}-send", *row[1:]))))
+            p.send(dict(zip(("id", "level", "msg", "n"), (f"{row[0]}-send", *row[1:]), strict=True)))
         with pytest.raises(TypeError, match=r"this sender takes 4 values \(id, level, msg, n\), not 2"):
             log("one", "two")
         with pytest.raises(TypeError, match="value of field 'msg'"):
