@@ -28,17 +28,19 @@ async function main() {
   try {
     await check(`the ${values.length} values of the shared table, each way a record is sent`, async () => {
       const p = new lh.Producer(options('values'))
+      const viaSender = p.sender(['row', 'way', 'v'])
       values.forEach((row, n) => {
         const value = new Function(`return (${row.js})`)()
         p.send({ row: String(n), way: 'object', v: value })
         p.send([['row', String(n)], ['way', 'pairs'], ['v', value]])
         p.send({ row: String(n), way: 'options', v: value }, { topic: 't' })
         p.sendMany([{ row: String(n), way: 'many', v: value }])
+        viaSender(String(n), 'sender', value)
       })
       assert.equal(await p.flush(60000), 0)
       await p.close()
       const got = stored('values')
-      assert.equal(got.length, values.length * 4)
+      assert.equal(got.length, values.length * 5)
       for (const log of got) assert.equal(log.v, values[Number(log.row)].stored, `${values[Number(log.row)].name} sent as ${log.way}`)
     })
 
