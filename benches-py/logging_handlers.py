@@ -14,6 +14,12 @@ Handlers, each in its own phase, phases alternated round by round in one run:
   ``BatchLogRecordProcessor`` and an exporter that does nothing (the floor OTel itself sets;
   its queue drops what overflows, counted as lost);
 - ``otel-loghose``: the same bridge into ``loghose.otel.LoghoseLogRecordProcessor``;
+- ``structlog-drop``: ``structlog`` (``log.info("...", **5 fields)``, with ``add_log_level`` and
+  ``TimeStamper(fmt=None)``) ending in a processor that drops the event (structlog's floor);
+- ``structlog-loghose``: the same chain ending in ``LoghoseProcessor(drop=True)``;
+- ``loguru-null``: ``loguru`` (``logger.info("...", **5 fields)``) into a sink that does nothing;
+- ``loguru-loghose``: the same into ``loghose.loguru.LoghoseSink`` (the structlog and loguru
+  kinds are skipped when their package is not installed);
 - ``otel-export``: the same bridge into ``BatchLogRecordProcessor(LoghoseLogExporter)``
   (the otel kinds are skipped when ``opentelemetry-sdk`` is not installed).
 
@@ -128,7 +134,46 @@ def otel_handler(kind: str, emu: ChildEmulator, logstore: str) -> logging.Handle
     return OtelBridge(LoggingHandler(logger_provider=provider), provider, exported)
 
 
+def library_phase(kind: str, emu: ChildEmulator, logstore: str, records: int) -> dict[str, Any]:
+    """A structlog or loguru phase (see the module text)."""
+    options = {**emu.options, "project": PROJECT, "logstore": logstore, "close_timeout": 60}
+    extra = EXTRA
+    close: Any
+    if kind.startswith("structlog-"):
+        import structlog
+        from loghose.structlog import LoghoseProcessor
+
+        def drop(logger: Any, method_name: str, event_dict: Any) -> Any:
+            raise structlog.DropEvent
+
+        last: Any = LoghoseProcessor(drop=True, **options) if kind == "structlog-loghose" else drop
+        close = getattr(last, "close", lambda: None)
+        log = structlog.wrap_logger(None, processors=[structlog.processors.add_log_level,
+                                                      structlog.processors.TimeStamper(fmt=None), last])
+        call = log.info
+    else:
+        from loghose.loguru import LoghoseSink
+        from loguru import logger
+
+        logger.remove()
+        sink_id = logger.add(LoghoseSink(**options) if kind == "loguru-loghose" else (lambda message: None))
+        call = logger.info
+
+        def close() -> None:
+            logger.remove(sink_id)
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(records):
+        call("request handled", **extra)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    close()
+    received = emu.received(PROJECT, logstore) if kind.endswith("-loghose") else records
+    return {"us_wall": wall / records * 1e6, "us_cpu": cpu / records * 1e6, "lost": records - received}
+
+
 def phase(kind: str, emu: ChildEmulator, logstore: str, records: int, directory: str) -> dict[str, Any]:
+    if kind.startswith(("structlog-", "loguru-")):
+        return library_phase(kind, emu, logstore, records)
     logger = logging.getLogger(f"bench.{logstore}")
     logger.propagate = False
     logger.setLevel(logging.INFO)
@@ -167,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
             print("opentelemetry-sdk or opentelemetry-instrumentation-logging is not installed: the otel kinds are "
                   "skipped", file=sys.stderr)
             kinds = [k for k in kinds if not k.startswith("otel-")]
+    for library in ("structlog", "loguru"):
+        if any(k.startswith(library + "-") for k in kinds):
+            try:
+                __import__(library)
+            except ImportError:
+                print(f"{library} is not installed: its kinds are skipped", file=sys.stderr)
+                kinds = [k for k in kinds if not k.startswith(library + "-")]
     if "vendor" in kinds:
         try:
             import aliyun.log  # noqa: F401
@@ -185,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         emu.close()
     median = {k: {m: statistics.median(r[m] for r in rows) for m in ("us_wall", "us_cpu")}
               for k, rows in results.items()}
-    print(f"logger.info with 5 extra fields, {args.records} calls per phase, {args.rounds} rounds alternated "
-          f"(median, range)")
+    print(f"logger.info (or structlog's, loguru's) with 5 extra fields, {args.records} calls per phase, "
+          f"{args.rounds} rounds alternated (median, range)")
     print()
     print("| handler | µs per call (caller's wall clock) | µs of process CPU per call | lost |")
     print("|---|---:|---:|---:|")
@@ -198,12 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for ours, other in (("loghose", "null"), ("loghose-python", "null"), ("loghose", "file"),
                         ("loghose", "vendor"), ("otel-loghose", "otel-noop"),
-                        ("otel-export", "otel-noop")):
+                        ("otel-export", "otel-noop"), ("structlog-loghose", "structlog-drop"),
+                        ("loguru-loghose", "loguru-null")):
         if ours in median and other in median:
             print(f"{ours} / {other}: {median[ours]['us_wall'] / median[other]['us_wall']:.2f} "
                   f"(wall), {median[ours]['us_cpu'] / median[other]['us_cpu']:.2f} (CPU)")
     # What loghose loses fails the run; what the others drop is only reported.
-    ours = ("loghose", "loghose-python", "otel-loghose", "otel-export")
+    ours = ("loghose", "loghose-python", "otel-loghose", "otel-export", "structlog-loghose", "loguru-loghose")
     return 1 if any(r["lost"] for kind in ours for r in results.get(kind, [])) else 0
 
 

@@ -148,3 +148,105 @@ def test_loguru_delivers_at_interpreter_exit(emu):
     """)
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert len(emu.logs("loghose", "exit")) == 500
+
+
+def _native_and_python(emu, send_native, fields_and_time):
+    """What the native path stored (None when it declined, and then nothing may be stored) and
+    what the Python path stores for the same event."""
+    producer = loghose.Producer(**options(emu, "native"))
+    sent = send_native(producer._native)
+    producer.close()
+    reference = loghose.Producer(**options(emu, "python"), default=str)
+    fields, time = fields_and_time()
+    reference.send(fields, time=time)
+    reference.close()
+    (expected,) = emu.logs("loghose", "python")
+    if not sent:
+        assert emu.logs("loghose", "native") == []
+        return None, expected
+    (written,) = emu.logs("loghose", "native")
+    return written, expected
+
+
+#: (case, method name, event dict, whether the native path writes it itself)
+EVENTS = [
+    ("every direct kind", "info", {"event": "kinds", "level": "info", "s": "text", "u": "ünïcødé ✓", "i": -7,
+                                   "big": 2**62, "f": 0.1, "t": True, "n": None, "timestamp": 1764800000.123456},
+     True),
+    ("level from the method", "warning", {"event": "no level", "timestamp": 1764800000.5}, True),
+    ("an int timestamp", "info", {"event": "int time", "timestamp": 1764800001}, True),
+    ("a bool timestamp", "info", {"event": "bool time", "timestamp": True}, True),
+    ("a container", "info", {"event": "container", "d": {"a": [1, 2]}, "timestamp": 1764800000.0}, False),
+    ("a key that is not a str", "info", {"event": "key", b"raw": "bytes", "timestamp": 1764800000.0}, False),
+    ("exc_info", "error", {"event": "failed", "exc_info": False, "timestamp": 1764800000.0}, False),
+    ("a lone surrogate", "info", {"event": "bad \udcff", "timestamp": 1764800000.0}, False),
+]
+
+
+@pytest.mark.parametrize(("case", "method", "event", "native"), EVENTS, ids=[e[0] for e in EVENTS])
+def test_structlog_native_path_writes_exactly_what_the_python_path_builds(emu, case, method, event, native):
+    written, expected = _native_and_python(emu, lambda n: n.send_event_dict(dict(event), method),
+                                           lambda: LoghoseProcessor._fields(method, dict(event)))
+    if native:
+        assert (written["contents"], written["time"], written["time_ns"]) == (
+            expected["contents"], expected["time"], expected["time_ns"])
+    else:
+        assert written is None
+
+
+def test_structlog_event_without_a_numeric_timestamp_is_stamped_now(emu):
+    before = datetime.datetime.now().timestamp()
+    written, expected = _native_and_python(
+        emu, lambda n: n.send_event_dict({"event": "text time", "timestamp": "2026-12-04T00:00:00Z"}, "info"),
+        lambda: LoghoseProcessor._fields("info", {"event": "text time", "timestamp": "2026-12-04T00:00:00Z"}))
+    assert written["contents"] == expected["contents"]
+    assert before - 1 <= written["time"] <= datetime.datetime.now().timestamp() + 1
+
+
+def _loguru_record(*args, **extra):
+    from loguru import logger
+
+    captured = []
+    handler_id = logger.add(lambda message: captured.append(message.record))
+    try:
+        logger.bind(**extra).info(*args)
+    finally:
+        logger.remove(handler_id)
+    (record,) = captured
+    return record
+
+
+def _zone(hours, minutes=0):
+    return datetime.timezone(datetime.timedelta(hours=hours, minutes=minutes))
+
+
+#: (case, change to the captured record, whether the native path writes it itself)
+LOGURU_RECORDS = [
+    ("every direct kind", lambda r: r["extra"].update(
+        {"s": "text", "u": "ünïcødé ✓", "i": -7, "big": 2**62, "f": 0.1, "t": True, "n": None}), True),
+    ("no extra", lambda r: None, True),
+    ("UTC", lambda r: r.update(time=datetime.datetime(2026, 12, 4, 1, 2, 3, 456789, tzinfo=_zone(0))), True),
+    ("east of UTC, across a day", lambda r: r.update(
+        time=datetime.datetime(2026, 1, 1, 0, 30, 0, 1, tzinfo=_zone(5, 30))), True),
+    ("west of UTC, a leap day", lambda r: r.update(
+        time=datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=_zone(-8))), True),
+    ("the epoch", lambda r: r.update(time=datetime.datetime(1970, 1, 1, tzinfo=_zone(0))), True),
+    ("a naive time", lambda r: r.update(time=datetime.datetime(2026, 12, 4, 1, 2, 3)), False),
+    ("a container", lambda r: r["extra"].update(d={"a": [1, 2]}), False),
+    ("an extra named as a field", lambda r: r["extra"].update(message="replaced"), False),
+    ("an exception", lambda r: r.update(exception=r["thread"]), False),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "native"), LOGURU_RECORDS, ids=[r[0] for r in LOGURU_RECORDS])
+def test_loguru_native_path_writes_exactly_what_the_python_path_builds(emu, case, change, native):
+    record = _loguru_record("hello {}", "there", request_id="r-3")
+    change(record)
+    fields = (lambda: (LoghoseSink._fields(record), record["time"].timestamp())) if record["exception"] is None \
+        else (lambda: ({"message": "unused"}, None))
+    written, expected = _native_and_python(emu, lambda n: n.send_loguru_record(record), fields)
+    if native:
+        assert (written["contents"], written["time"], written["time_ns"]) == (
+            expected["contents"], expected["time"], expected["time_ns"])
+    else:
+        assert written is None

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Producer
+from . import Producer, _sink
 from ._sink import ProducerSink, exception_text
+from .errors import ProducerClosedError
 
 
 class LoghoseSink(ProducerSink):
@@ -39,6 +40,28 @@ class LoghoseSink(ProducerSink):
 
     def write(self, message: Any) -> None:
         record = message.record
+        owned = self._owned
+        # Most records are written natively, straight from loguru's record, to a producer of
+        # this process; an exception to render, a value to convert, a forked child's first
+        # record or a closed producer take the long way, which stores the same.
+        if owned._forks == _sink._forks and type(record) is dict:
+            try:
+                if owned._producer._native.send_loguru_record(record):
+                    return
+            except ProducerClosedError:
+                pass  # `live()` builds the sink's own producer again, or reports it
+            except Exception:
+                self.failures += 1
+                raise
+        try:
+            self._owned.live().send(self._fields(record), time=record["time"].timestamp())
+        except Exception:
+            self.failures += 1
+            raise
+
+    @staticmethod
+    def _fields(record: Any) -> dict[str, Any]:
+        """The fields of a loguru record, as the module text lists them."""
         thread, process = record["thread"], record["process"]
         fields: dict[str, Any] = {
             "level": record["level"].name,
@@ -58,11 +81,7 @@ class LoghoseSink(ProducerSink):
                 fields["exception"] = text
         for key, value in record["extra"].items():
             fields[str(key)] = value
-        try:
-            self._owned.live().send(fields, time=record["time"].timestamp())
-        except Exception:
-            self.failures += 1
-            raise
+        return fields
 
     def stop(self) -> None:
         self._owned.close(self.close_timeout)

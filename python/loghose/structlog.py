@@ -27,8 +27,9 @@ import logging
 from collections.abc import MutableMapping
 from typing import Any
 
-from . import Producer
+from . import Producer, _sink
 from ._sink import ProducerSink, exception_text
+from .errors import ProducerClosedError
 
 _log = logging.getLogger("loghose")
 
@@ -42,8 +43,41 @@ class LoghoseProcessor(ProducerSink):
         super().__init__(producer, options, close_timeout)
         self.drop = drop
         self._reported: set[type] = set()
+        import structlog
+
+        self._drop_event: type[BaseException] = structlog.DropEvent
 
     def __call__(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> Any:
+        owned = self._owned
+        try:
+            # Most events are written natively, straight from the dict, to a producer of this
+            # process; an exception to render, a value to convert, a forked child's first
+            # event or a closed producer take the long way, which stores the same.
+            sent = False
+            if owned._forks == _sink._forks and type(event_dict) is dict:
+                try:
+                    sent = owned._producer._native.send_event_dict(event_dict, method_name)
+                except ProducerClosedError:
+                    pass  # `live()` builds the processor's own producer again, or reports it
+            if not sent:
+                self._send(method_name, event_dict)
+        except Exception as error:
+            self.failures += 1
+            if type(error) not in self._reported:
+                self._reported.add(type(error))
+                _log.warning("loghose: an event could not be sent to Log Service: %s (counted in failures; "
+                             "reported once per error type)", error)
+        if self.drop:
+            raise self._drop_event
+        return event_dict
+
+    def _send(self, method_name: str, event_dict: MutableMapping[str, Any]) -> None:
+        fields, time = self._fields(method_name, event_dict)
+        self._owned.live().send(fields, time=time)
+
+    @staticmethod
+    def _fields(method_name: str, event_dict: MutableMapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+        """The fields of an event and its time, as the module text says."""
         fields = dict(event_dict)
         exc_info = fields.pop("exc_info", None)
         if exc_info and "exception" not in fields:
@@ -53,19 +87,7 @@ class LoghoseProcessor(ProducerSink):
         if "level" not in fields:
             fields["level"] = method_name
         stamp = fields.get("timestamp")
-        try:
-            self._owned.live().send(fields, time=stamp if isinstance(stamp, (int, float)) else None)
-        except Exception as error:
-            self.failures += 1
-            if type(error) not in self._reported:
-                self._reported.add(type(error))
-                _log.warning("loghose: an event could not be sent to Log Service: %s (counted in failures; "
-                             "reported once per error type)", error)
-        if self.drop:
-            import structlog
-
-            raise structlog.DropEvent
-        return event_dict
+        return fields, stamp if isinstance(stamp, (int, float)) else None
 
     def close(self) -> None:
         """Delivers what is pending (up to ``close_timeout`` seconds) and closes the producer

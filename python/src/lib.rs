@@ -17,6 +17,7 @@
 
 mod emulator;
 mod errors;
+mod events;
 mod keyed;
 mod log_record;
 mod producer;

@@ -311,6 +311,27 @@ impl NativeProducer {
         crate::log_record::send_log_record(py, &self.producer, record, message)
     }
 
+    /// Queues a structlog event dict as `LoghoseProcessor` sends it, written natively;
+    /// `False` when it declines (see `events`), and nothing was queued.
+    fn send_event_dict(
+        &self,
+        py: Python<'_>,
+        event: &Bound<'_, pyo3::types::PyDict>,
+        method_name: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        crate::events::send_event_dict(py, &self.producer, event, method_name)
+    }
+
+    /// Queues a loguru record (its `record` dict) as `LoghoseSink` sends it, written
+    /// natively; `False` when it declines (see `events`), and nothing was queued.
+    fn send_loguru_record(
+        &self,
+        py: Python<'_>,
+        record: &Bound<'_, pyo3::types::PyDict>,
+    ) -> PyResult<bool> {
+        crate::events::send_loguru_record(py, &self.producer, record)
+    }
+
     /// `send` bound to this producer as a plain function: the per-record path (see
     /// [`send_one`]); it takes the same arguments as `send`.
     fn sender(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
