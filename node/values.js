@@ -175,22 +175,19 @@ function rawRecordJson(contents, fallback) {
 /** A field value as the fast path sends it: strings as they are, booleans, safe integers and
  * floats of ordinary size as text (read the same on both paths); null for anything else. */
 function fieldText(value) {
-  switch (typeof value) {
-    case 'string':
-      return value
-    case 'boolean':
-      return value ? 'true' : 'false'
-    case 'number': {
-      if (Number.isSafeInteger(value)) return Object.is(value, -0) ? null : String(value)
-      // Between 1e-4 and 1e16 JavaScript and Python both write a float's shortest digits in
-      // plain decimal notation, so String() is already the shared text; other numbers go as
-      // JSON, where the engine writes them as every front does.
-      const size = Math.abs(value)
-      return size >= 1e-4 && size < 1e16 ? String(value) : null
-    }
-    default:
-      return null
+  // `typeof v === '…'` tests compile to type checks; a `switch` on typeof calls a builtin
+  // for the type's name on every value.
+  if (typeof value === 'string') return value
+  if (typeof value === 'number') {
+    if (Number.isSafeInteger(value)) return Object.is(value, -0) ? null : String(value)
+    // Between 1e-4 and 1e16 JavaScript and Python both write a float's shortest digits in
+    // plain decimal notation, so String() is already the shared text; other numbers go as
+    // JSON, where the engine writes them as every front does.
+    const size = Math.abs(value)
+    return size >= 1e-4 && size < 1e16 ? String(value) : null
   }
+  if (typeof value === 'boolean') return value ? 'true' : 'false'
+  return null
 }
 
 /** A plain object or an array of [string, value] pairs in the fast path's framing: keys and
