@@ -119,18 +119,24 @@ def med(values):
     return statistics.median(values), min(values), max(values)
 
 print()
-print("| workload | producer | µs per add @200 000/s | CPU % | RSS MB | logs per CPU-second (median, range) | vs C | lost |")
+print("| workload | producer | µs per add @200 000/s | CPU % | RSS MB | logs per CPU-second (median, range) "
+      "| vs C (median of the rounds' ratios, range) | lost |")
 print("|---|---|---:|---:|---:|---:|---:|---:|")
 for w in workloads:
-    c_rate = None
+    # Each round's C run is the reference for the runs beside it: the machine drifts between
+    # rounds more than between neighbouring runs.
+    c_by_round = {r: x[3] for r in range(1, rounds + 1) if "c" in producers and (x := run("c", w, r))}
     for p in producers:
-        runs = [x for x in (run(p, w, r) for r in range(1, rounds + 1)) if x]
+        by_round = {r: x for r in range(1, rounds + 1) if (x := run(p, w, r))}
+        runs = list(by_round.values())
         if not runs:
             continue
         us, cpu, rss, per_cpu = (med([x[i] for x in runs]) for i in range(4))
-        if p == "c":
-            c_rate = per_cpu[0]
-        ratio = f"{per_cpu[0] / c_rate:.2f}×" if c_rate else "–"
+        ratios = [x[3] / c_by_round[r] for r, x in by_round.items() if r in c_by_round]
+        ratio = "–"
+        if ratios:
+            mid, low, high = med(ratios)
+            ratio = f"{mid:.2f}× ({low:.2f}–{high:.2f})"
         lost = sum(x[4] or 0 for x in runs)
         print(f"| {w.upper().replace('S1R', 'S1-R')} | {p} | {us[0]:.3f} | {cpu[0]:.1f} | {rss[0]:.0f} | "
               f"{per_cpu[0] / 1e6:.2f} M ({per_cpu[1] / 1e6:.2f}–{per_cpu[2] / 1e6:.2f}) | {ratio} | {lost} |")
