@@ -93,9 +93,11 @@ for name in "${targets[@]}"; do
     fresh "$out"/*cp311*.whl || PYTHONS=3.11 PARTS=wheel bash scripts/build-platforms.sh "$name"
     wheel=$(ls "$out"/*cp311*.whl)
     python3 -m zipfile -e "$wheel" "$work/site"
-    # pytest and what it needs are pure Python: this machine's pip installs them for the ARM one.
+    # pytest and what it needs are pure Python, as are structlog and loguru: this machine's pip
+    # installs them for the ARM one.
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --target "$work/site" \
-      "$(grep '^pytest>' tests-py/requirements.txt)" "$(grep '^pytest-timeout' tests-py/requirements.txt)"
+      "$(grep '^pytest>' tests-py/requirements.txt)" "$(grep '^pytest-timeout' tests-py/requirements.txt)" \
+      "$(grep '^structlog' tests-py/requirements.txt)" "$(grep '^loguru' tests-py/requirements.txt)"
     # The watchdog of a main thread that cannot run Python's signal handler, in a fresh ARM
     # interpreter the test starts through qemu (LOGHOSE_TEST_PYTHON: no binfmt here).
     PYTHONPATH="$work/site" QEMU_LD_PREFIX="$sysroot" LOGHOSE_TEST_PYTHON="$QEMU $sysroot/usr/bin/python3.11" \
@@ -103,7 +105,9 @@ for name in "${targets[@]}"; do
       tests-py/test_asyncio.py tests-py/test_producer.py \
       "tests-py/test_signals.py::test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_the_signal" \
       -k "not test_logging_handler or native or formatted_first or without_thread or whichever_path" \
-      tests-py/test_logging_handler.py
+      tests-py/test_logging_handler.py \
+      tests-py/test_structlog_loguru.py::test_structlog_native_path_writes_exactly_what_the_python_path_builds \
+      tests-py/test_structlog_loguru.py::test_loguru_native_path_writes_exactly_what_the_python_path_builds
   fi
 
   if [[ " $parts " == *" node "* && -n "$sysroot" ]]; then

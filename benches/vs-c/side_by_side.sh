@@ -12,8 +12,8 @@
 # harness (cargo build --release -p loghose --bin loghose-emulator --example s1), the Python
 # .venv with loghose (bash scripts/run.sh makes it; the figures in BENCHMARKS.md are of the wheel
 # as published: bash scripts/test-wheel.sh, then pip install dist/wheels/*.whl, as whole-program
-# optimisation is worth a fifth of Python's logs per CPU-second) and the Node addon (npm run
-# build), and
+# optimisation is worth a fifth of Python's logs per CPU-second) and the Node addon as published
+# (npm run build:dist: the same whole-program optimisation; npm run build's is a fifth slower), and
 # `127.0.0.1 bench.sls.local sls.local` in /etc/hosts: the C producer posts to
 # http://{project}.{endpoint}. OUT=DIR keeps every run's output there (default: a temporary
 # directory, printed). PRODUCERS="c rust python python-sender node node-sender" (the -sender

@@ -132,10 +132,12 @@ pub(crate) fn send_loguru_record<'py>(
     let Some(seconds) = unix_seconds(&moment)? else {
         return Ok(false);
     };
-    let (time, time_ns) = split_time(py, Some(&PyFloat::new(py, seconds).into_any()))?;
+    // As `split_time` splits the float the Python path passes.
+    let (secs, nanos) = loghose::producer::split_unix_seconds(seconds)
+        .map_err(|e| producer_error(py, e.into()))?;
     let opts = SendOptions {
-        time,
-        time_ns,
+        time: Some(secs),
+        time_ns: Some(nanos),
         ..SendOptions::default()
     };
     let fill = |enc: &mut LogEncoder<'_>| -> Result<bool, RecordError> {
