@@ -133,8 +133,8 @@ pub(crate) fn send_loguru_record<'py>(
         return Ok(false);
     };
     // As `split_time` splits the float the Python path passes.
-    let (secs, nanos) = loghose::producer::split_unix_seconds(seconds)
-        .map_err(|e| producer_error(py, e.into()))?;
+    let (secs, nanos) =
+        loghose::producer::split_unix_seconds(seconds).map_err(|e| producer_error(py, e.into()))?;
     let opts = SendOptions {
         time: Some(secs),
         time_ns: Some(nanos),
