@@ -16,6 +16,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt};
 
 use crate::errors::producer_error;
+// The fields `LoghoseSink` writes before a loguru record's `extra`, in order: those the
+// `logging` handler writes.
+use crate::log_record::NAMED as LOGURU_FIELDS;
 use crate::record::{dict_items, put_item_direct, put_value_direct, split_time, DictItems};
 
 /// Queues a structlog event dict as `LoghoseProcessor` sends it: every key a field in order,
@@ -73,19 +76,6 @@ unsafe fn put_items(
     }
     Ok(true)
 }
-
-/// The fields `LoghoseSink` writes before a loguru record's `extra`, in order.
-const LOGURU_FIELDS: [&str; 9] = [
-    "level",
-    "logger",
-    "message",
-    "module",
-    "function",
-    "line",
-    "thread",
-    "thread_name",
-    "process",
-];
 
 /// Queues a loguru record (the `record` dict of the message loguru hands a sink) as
 /// `LoghoseSink` sends it: [`LOGURU_FIELDS`], then every `extra` key in order; the time is the

@@ -67,8 +67,8 @@ fn record_message<'py>(
         .cast_into::<PyString>()?)
 }
 
-/// The fields written before the extras.
-const NAMED: [&str; 9] = [
+/// The fields written before the extras (the loguru sink writes the same, [`events`](crate::events)).
+pub(crate) const NAMED: [&str; 9] = [
     "level",
     "logger",
     "message",
