@@ -1,8 +1,9 @@
 'use strict'
 // loghose for Node.js: the hand-written facade over the napi-rs addon (./native.js).
 //
-// `send` is synchronous and cheap: a plain record crosses as one string of its keys and values,
-// their lengths in an array shared with the addon (other records cross as JSON), and is encoded
+// `send` is synchronous and cheap: a plain record crosses as one string of its keys and values
+// (its values alone once its keys were seen before), their lengths in an array shared with the
+// addon (other records cross as JSON), and is encoded
 // and checked field by field by the engine; nothing blocks the event loop. Reports arrive in
 // batches through one weak threadsafe function, so an idle producer never keeps the process alive; while records
 // are pending, a ref'd timer keeps the loop alive (bounded by `exitTimeoutMs` without

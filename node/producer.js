@@ -1,5 +1,6 @@
 'use strict'
-// The facade's Producer: sends (the fast path for plain records, JSON for the rest), delivery
+// The facade's Producer: sends (the fast path for plain records, values alone for a key list
+// seen before, JSON for the rest), delivery
 // reports turned into events and settled promises, the keep-alive while records are pending,
 // close (async, and blocking for signals and the exit event) and the warning for failures
 // nobody was told of.
@@ -9,7 +10,7 @@ const { isMainThread } = require('node:worker_threads')
 const native = require('./binding.js')
 const signals = require('./signals.js')
 const { DeliveryError } = require('./errors.js')
-const { recordJson, framedFields, framed, fieldText, checkSendOptions, timeOnly, typeName } = require('./values.js')
+const { recordJson, framedFields, shapedValues, framed, fieldText, checkSendOptions, timeOnly, typeName } = require('./values.js')
 const { presetOptions, credentialsAsker, configJson } = require('./options.js')
 
 /** `err` again with "record N: " before its message. */
@@ -75,6 +76,11 @@ class Producer extends EventEmitter {
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
+    // Key lists of records sent before (first key → `{ keys, id }`s), registered with the
+    // engine so a record of one of them crosses as its values alone; until the engine holds
+    // as many as it keeps.
+    this._shapes = new Map()
+    this._learning = true
     this._framing = false
     this._statsTimer = null
     this._finalStats = null
@@ -191,13 +197,17 @@ class Producer extends EventEmitter {
       // Reading the record may run its getters; one that sends through this producer while
       // this record's lengths are being written takes the JSON path instead.
       this._framing = true
+      let shaped
       let text
       try {
-        text = framedFields(contents, this._lengths)
+        text = shapedValues(contents, this._shapes, this._lengths)
+        shaped = text !== null
+        if (!shaped) text = framedFields(contents, this._lengths)
       } finally {
         this._framing = false
       }
-      if (text !== null && this._sendFields(text, framed.count, time)) {
+      if (shaped ? this._sendFields(text, framed.count, time, framed.shape) : text !== null && this._sendFields(text, framed.count, time)) {
+        if (!shaped && framed.learn && this._learning) this._learnShape(text, framed.count)
         if (this._keepAlive === null) this._startKeepAlive()
         return
       }
@@ -206,6 +216,28 @@ class Producer extends EventEmitter {
     const o = opts || {}
     this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
     if (this._keepAlive === null) this._startKeepAlive()
+  }
+
+  /** Registers the keys of the record just framed (`text`, `count` fields, their lengths in
+   * `_lengths`), which the engine accepted, so the next records of these keys cross as values. */
+  _learnShape(text, count) {
+    const keys = new Array(count)
+    let at = 0
+    for (let i = 0; i < count; i++) {
+      const keyLength = this._lengths[2 * i]
+      // As a property key, so the key compared with the records' is V8's internalized copy:
+      // equal internalized strings compare by address.
+      keys[i] = Object.keys({ [text.slice(at, at + keyLength)]: 0 })[0]
+      at += keyLength + this._lengths[2 * i + 1]
+    }
+    const id = this._sendFields.register(keys)
+    if (id === null) {
+      this._learning = false
+      return
+    }
+    const list = this._shapes.get(keys[0])
+    if (list === undefined) this._shapes.set(keys[0], [{ keys, id }])
+    else list.push({ keys, id })
   }
 
   _startKeepAlive() {

@@ -196,7 +196,7 @@ function fieldText(value) {
  * more fields than `lengths` holds (these go as JSON). The number of fields is left in
  * `framed.count`. */
 /** How many fields the last `framedFields` framed (read right after it). */
-const framed = { count: 0 }
+const framed = { count: 0, shape: 0, learn: false }
 function framedFields(contents, lengths) {
   let text = ''
   let n = 0
@@ -228,6 +228,69 @@ function framedFields(contents, lengths) {
   return n === 0 ? null : text
 }
 
+/** The values of a plain object whose keys, in order, are a key list the producer registered
+ * (`shapes`: each first key to the lists starting with it, `{ keys, id }`), concatenated, each
+ * one's length in `lengths`; `framed.count` and `framed.shape` (the list's id) say which. Null
+ * when the keys are no registered list or a value is not plain: `framedFields` frames the
+ * record then, with its keys, and `framed.learn` says whether its keys may be registered (no
+ * list starts with its first key, or fewer than `SHAPES_PER_KEY` do). */
+function shapedValues(contents, shapes, lengths) {
+  framed.learn = false
+  if (Array.isArray(contents)) return null
+  const proto = Object.getPrototypeOf(contents)
+  if (proto !== Object.prototype && proto !== null) return null
+  let list
+  let keys = null
+  let shape = null
+  let text = ''
+  let i = 0
+  for (const key in contents) {
+    if (i === 0) {
+      list = shapes.get(key)
+      if (list === undefined) {
+        framed.learn = true
+        return null
+      }
+      shape = list[0]
+      keys = shape.keys
+    } else if (keys[i] !== key) {
+      shape = otherShape(list, keys, i, key)
+      if (shape === null) return null
+      keys = shape.keys
+    }
+    const value = fieldText(contents[key])
+    if (value === null) return null
+    text += value
+    lengths[i] = value.length
+    i++
+  }
+  if (keys === null) return null
+  if (i !== keys.length) {
+    shape = otherShape(list, keys, i, undefined)
+    if (shape === null) return null
+  }
+  framed.count = i
+  framed.shape = shape.id
+  return text
+}
+
+/** Registered key lists starting with the same key, per key. */
+const SHAPES_PER_KEY = 8
+
+/** The list in `list` whose first `i` keys are those of `keys` and whose next is `key` (or,
+ * with `key` undefined, that ends there); null, noting whether another may be learned. */
+function otherShape(list, keys, i, key) {
+  for (const other of list) {
+    const k = other.keys
+    if (k === keys || k[i] !== key || (key === undefined && k.length !== i)) continue
+    let j = 1
+    while (j < i && k[j] === keys[j]) j++
+    if (j === i) return other
+  }
+  framed.learn = list.length < SHAPES_PER_KEY
+  return null
+}
+
 const STRING_OPTIONS = ['topic', 'source', 'shardKey', 'project', 'logstore']
 
 /** Per-send options of the wrong type are a TypeError naming the option and the type given. */
@@ -255,4 +318,4 @@ function timeOnly(opts) {
   return opts.time
 }
 
-module.exports = { recordJson, framedFields, framed, fieldText, checkSendOptions, timeOnly, typeName }
+module.exports = { recordJson, framedFields, shapedValues, framed, fieldText, checkSendOptions, timeOnly, typeName }

@@ -101,6 +101,96 @@ describe('Producer', () => {
     expect(fast.numbers.slice(1, 4)).toEqual([['int', '42'], ['neg', '-7'], ['zero', '-0.0']])
   })
 
+  test('records of a key list sent before cross as values and store the same fields', async () => {
+    // The first record of a key list goes with its keys; the producer then registers the list
+    // and later records of it carry values only. Lists sharing their first keys (a prefix of
+    // another, one longer, one differing in the middle) must each be told apart.
+    const p = new lh.Producer(options(emu))
+    const shapes = [
+      (r, n) => ({ id: `abc-${r}`, a: `a${n}`, b: n, c: n % 2 === 0 }),
+      (r, n) => ({ id: `ab-${r}`, a: `a${n}`, b: n }),
+      (r, n) => ({ id: `abcd-${r}`, a: `a${n}`, b: n, c: true, d: 'd' }),
+      (r, n) => ({ id: `axc-${r}`, a: `a${n}`, x: 1.5, c: 'c' }),
+      (r) => ({ id: `id-${r}` }),
+      (r, n) => ({ 2: 'two', 1: `one${n}`, id: `integers-${r}` }),
+      (r, n) => ({ 中文: '日志', 'k\ud800': `lone${n}`, '🚀': '🚀', id: `unicode-${r}` }),
+      (r) => ({ id: `empty-${r}`, e: '', f: '' }),
+    ]
+    const expected = []
+    for (let round = 0; round < 3; round++) {
+      shapes.forEach((shape, n) => {
+        const record = shape(round, n)
+        p.send(record)
+        p.send(record, { logstore: 'json' })
+        // With only a time, the fast path too, registered list or not.
+        p.send(shape(`${round}-timed`, n), { time: 1700000000.25 })
+        p.send(shape(`${round}-timed`, n), { time: 1700000000.25, logstore: 'json' })
+        expected.push(record.id, `${record.id.split('-')[0]}-${round}-timed`)
+      })
+    }
+    // Within the same lists, a record whose values do not cross as text goes as JSON.
+    p.send({ id: 'abc-nested', a: { n: 1 }, b: 1, c: true })
+    p.send({ id: 'abc-nested', a: { n: 1 }, b: 1, c: true }, { logstore: 'json' })
+    expected.push('abc-nested')
+    expect(p._shapes.get('id').length).toBe(6)
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    // Contents, and the time of those sent with one (the others' is when each was sent).
+    const byId = (logs) => Object.fromEntries(logs.map((l) => [fields(l).id, l.contents.length === 0 ? [] : [l.contents, ...(fields(l).id.endsWith('-timed') ? [l.time, l.timeNs] : [])]]))
+    const fast = byId(emu.logs('loghose', 'logs'))
+    const json = byId(emu.logs('loghose', 'json'))
+    expect(Object.keys(fast).sort()).toEqual(expected.sort())
+    expect(fast).toEqual(json)
+    expect(fast['abcd-2'][0]).toEqual([['id', 'abcd-2'], ['a', 'a2'], ['b', '2'], ['c', 'true'], ['d', 'd']])
+    expect(fast['integers-2'][0]).toEqual([['1', 'one5'], ['2', 'two'], ['id', 'integers-2']])
+    expect(fast['unicode-1'][0]).toEqual([['中文', '日志'], ['k\ufffd', 'lone6'], ['🚀', '🚀'], ['id', 'unicode-1']])
+    expect(fast['ab-2-timed'].slice(1)).toEqual([1700000000, 250000000])
+  })
+
+  test('past the key lists a producer keeps, records go with their keys, whole', async () => {
+    const p = new lh.Producer(options(emu))
+    // Eight lists at most start with one key; the ninth and later go with their keys.
+    for (let list = 0; list < 12; list++) {
+      for (let round = 0; round < 2; round++) p.send({ same: 'first', [`only${list}`]: `${list}`, id: `same-${list}-${round}` })
+    }
+    expect(p._shapes.get('same').length).toBe(8)
+    const record = (list, round) => ({ [`first${list}`]: `${round}`, id: `${list}-${round}`, [`k${list % 3}`]: list })
+    for (let round = 0; round < 2; round++) {
+      for (let list = 0; list < 80; list++) p.send(record(list, round))
+    }
+    const kept = [...p._shapes.values()].reduce((sum, list) => sum + list.length, 0)
+    expect(kept).toBe(64)
+    expect(await p.flush(30000)).toBe(0)
+    await p.close()
+    const logs = emu.logs('loghose', 'logs').map((l) => l.contents)
+    expect(logs).toHaveLength(160 + 24)
+    for (let list = 0; list < 80; list++) {
+      for (let round = 0; round < 2; round++) {
+        expect(logs).toContainEqual([[`first${list}`, `${round}`], ['id', `${list}-${round}`], [`k${list % 3}`, `${list}`]])
+      }
+    }
+    for (let list = 0; list < 12; list++) {
+      expect(logs).toContainEqual([['same', 'first'], [`only${list}`, `${list}`], ['id', `same-${list}-1`]])
+    }
+  })
+
+  test('the key-list registry refuses what it cannot hold and a send naming no list', () => {
+    const p = new lh.Producer(options(emu))
+    const sendFields = p._native.fieldsSender()
+    expect(sendFields.register('not a list')).toBeNull()
+    expect(sendFields.register([])).toBeNull()
+    expect(sendFields.register(Array.from({ length: 257 }, (_, i) => `k${i}`))).toBeNull()
+    expect(sendFields.register(['level', 'msg'])).toBe(0)
+    sendFields.lengths[0] = 4
+    sendFields.lengths[1] = 2
+    expect(() => sendFields('infohi', 2, undefined, 1)).toThrow(/no key list 1/)
+    expect(() => sendFields('infohi', 3, undefined, 0)).toThrow(/2 keys/)
+    expect(sendFields('infohi', 2, undefined, 0)).toBe(true)
+    // A keyed sender has no registry.
+    expect(p._native.fieldsSender(['a']).register).toBeUndefined()
+    return p.close()
+  })
+
   test('a getter that sends through the same producer leaves both records whole', async () => {
     // The inner record's field lengths have the same sums as the outer's so far: written over
     // the outer's, they would split its text into the wrong fields without anyone noticing.
@@ -115,12 +205,24 @@ describe('Producer', () => {
     }
     p.send(outer)
     p.send([['id', 'outer-pairs'], ['a', 'xy'], ['b', outer.b]])
+    // Its keys now registered, a record like it crosses as values: the same again.
+    const again = {
+      id: 'again',
+      a: 'xy',
+      get b() {
+        p.send({ id: 'inner-again', cc: 'y' })
+        return 'zz'
+      },
+    }
+    p.send(again)
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const byId = Object.fromEntries(emu.logs('loghose', 'logs').map((l) => [fields(l).id, l.contents]))
     expect(byId.outer).toEqual([['id', 'outer'], ['a', 'xy'], ['b', 'zz']])
     expect(byId.inner).toEqual([['id', 'inner'], ['cc', 'y']])
-    expect(emu.logs('loghose', 'logs')).toHaveLength(4)
+    expect(byId.again).toEqual([['id', 'again'], ['a', 'xy'], ['b', 'zz']])
+    expect(byId['inner-again']).toEqual([['id', 'inner-again'], ['cc', 'y']])
+    expect(emu.logs('loghose', 'logs')).toHaveLength(6)
   })
 
   test('records around and above the text buffer size arrive whole', async () => {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use loghose::producer::binding::BindingAdds;
 use loghose::producer::encode::LogEncoder;
 use loghose::producer::{split_unix_seconds, Producer, ProducerError, SendOptions, Track};
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{FromNapiValue, Unknown};
 use napi::{Env, JsValue, Result};
 
 use crate::errors::Raised;
@@ -30,6 +30,9 @@ struct FieldsSender {
     /// The keys of a keyed sender (`Producer.sender(keys)`): the text then holds values only,
     /// one a key, and `lengths` their lengths. Empty: the text holds keys and values.
     keys: Vec<String>,
+    /// The key lists the facade registered (`register(keys)`, on the producer's own sender
+    /// only): a send naming one of them by its index carries values only, as a keyed sender's.
+    shapes: RefCell<Vec<Box<[String]>>>,
     text: RefCell<Vec<u8>>,
     /// `2 * MAX_FAST_FIELDS` lengths in UTF-16 code units: key, value, key, value, …
     lengths: *mut u32,
@@ -41,12 +44,17 @@ const MAX_FAST_FIELDS: usize = 256;
 /// The record-text buffer a fields sender starts with (S1's larger record is about 700 bytes).
 const TEXT_CAPACITY: usize = 16 << 10;
 
+/// Key lists a producer's sender holds for the facade (`register`); past this, records of
+/// other keys go with their keys in the text, as before any was registered.
+pub(crate) const MAX_SHAPES: usize = 64;
+
 impl FieldsSender {
     fn new(producer: Arc<Producer>, keys: Vec<String>) -> Self {
         let lengths = Box::into_raw(vec![0u32; 2 * MAX_FAST_FIELDS].into_boxed_slice());
         FieldsSender {
             producer,
             keys,
+            shapes: RefCell::new(Vec::new()),
             text: RefCell::new(Vec::with_capacity(TEXT_CAPACITY)),
             lengths: lengths.cast(),
         }
@@ -74,11 +82,12 @@ impl Drop for FieldsSender {
 }
 
 /// The per-record fast path for plain records, as a raw Node-API callback bound to one producer
-/// through the function's data pointer: `send(text, count[, time]) -> boolean` (`time`: the
-/// log's Unix seconds, fractions its nanoseconds; default now). The facade concatenates
-/// the record's keys and values (`key value key value …`, no separators: every extra piece of a
-/// V8 cons string costs when V8 flattens it) and writes each one's length into the shared
-/// `lengths`; the fields are written straight into the batch. Returns false, queuing nothing,
+/// through the function's data pointer: `send(text, count[, time[, shape]]) -> boolean`
+/// (`time`: the log's Unix seconds, fractions its nanoseconds; default now). The facade
+/// concatenates the record's keys and values (`key value key value …`, no separators: every
+/// extra piece of a V8 cons string costs when V8 flattens it) and writes each one's length into
+/// the shared `lengths`; the fields are written straight into the batch. With `shape`, the
+/// index of a key list the facade registered, the text is the values alone, one a key. Returns false, queuing nothing,
 /// when the text does not split as the lengths say (which only a surrogate pair spanning two
 /// pieces can cause): the facade then sends the record as JSON. Errors are thrown as instances
 /// of the facade's classes ([`errors`](crate::errors)).
@@ -90,8 +99,8 @@ unsafe extern "C" fn send_fields_callback(
     info: napi::sys::napi_callback_info,
 ) -> napi::sys::napi_value {
     let outcome = std::panic::catch_unwind(|| {
-        let mut argc = 3usize;
-        let mut argv = [std::ptr::null_mut(); 3];
+        let mut argc = 4usize;
+        let mut argv = [std::ptr::null_mut(); 4];
         let mut data = std::ptr::null_mut();
         // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
         // was created with, alive until the function itself is collected.
@@ -121,12 +130,31 @@ unsafe extern "C" fn send_fields_callback(
         let Ok(mut buf) = sender.text.try_borrow_mut() else {
             return Err(Raised::new("LoghoseError", "send re-entered"));
         };
-        // A keyed sender's text is its values, exactly one a key.
-        let keyed = !sender.keys.is_empty();
-        if keyed && count as usize != sender.keys.len() {
+        // A registered key list, when a fourth argument names one (`undefined` is not a number).
+        let mut shape = 0u32;
+        // SAFETY: as above.
+        let shaped = argc >= 4
+            && unsafe { napi::sys::napi_get_value_uint32(env, argv[3], &mut shape) }
+                == napi::sys::Status::napi_ok;
+        let shapes = sender.shapes.borrow();
+        let keys: &[String] = if shaped {
+            match shapes.get(shape as usize) {
+                Some(keys) if sender.keys.is_empty() => keys,
+                _ => {
+                    return Err(Raised::type_error(format!(
+                        "no key list {shape} registered"
+                    )))
+                }
+            }
+        } else {
+            &sender.keys
+        };
+        // A keyed sender's text (or a registered list's) is its values, exactly one a key.
+        let keyed = !keys.is_empty();
+        if keyed && count as usize != keys.len() {
             return Err(Raised::type_error(format!(
                 "count must be the sender's {} keys",
-                sender.keys.len()
+                keys.len()
             )));
         }
         let lengths = sender.lengths(if keyed { count } else { 2 * count } as usize);
@@ -140,13 +168,7 @@ unsafe extern "C" fn send_fields_callback(
         // SAFETY: as above.
         unsafe {
             with_utf8(env, argv[0], &mut buf, |text| {
-                send_framed(
-                    &sender.producer,
-                    text,
-                    lengths,
-                    &sender.keys,
-                    timed.then_some(time),
-                )
+                send_framed(&sender.producer, text, lengths, keys, timed.then_some(time))
             })
         }?
     });
@@ -188,6 +210,59 @@ unsafe extern "C" fn release_fields_sender(
     // SAFETY: `hint` is one of the two `Rc::into_raw` shares made in `fields_sender`, each
     // released exactly once.
     drop(unsafe { Rc::from_raw(hint.cast::<FieldsSender>().cast_const()) });
+}
+
+/// `register(keys) -> number | null`, a property of a producer's own sender: keeps a record
+/// shape's key list (1 to `MAX_FAST_FIELDS` keys) and returns its index, which later sends
+/// pass to carry values only; null when `MAX_SHAPES` are held or `keys` is not an array of
+/// strings. The keys are checked by every send that uses them, as any key is, not here. Raw to
+/// share the send function's data.
+unsafe extern "C" fn register_shape_callback(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    let registered = std::panic::catch_unwind(|| {
+        let mut argc = 1usize;
+        let mut argv = [std::ptr::null_mut(); 1];
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
+        // was created with, alive until the function itself is collected.
+        let status = unsafe {
+            napi::sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut data,
+            )
+        };
+        if status != napi::sys::Status::napi_ok || data.is_null() || argc < 1 {
+            return None;
+        }
+        // SAFETY: see above; only shared access, on this thread.
+        let sender = unsafe { &*data.cast::<FieldsSender>() };
+        // SAFETY: a value handed to this callback, read in its scope.
+        let keys = unsafe { Vec::<String>::from_napi_value(env, argv[0]) }.ok()?;
+        if keys.is_empty() || keys.len() > MAX_FAST_FIELDS || !sender.keys.is_empty() {
+            return None;
+        }
+        let mut shapes = sender.shapes.try_borrow_mut().ok()?;
+        if shapes.len() >= MAX_SHAPES {
+            return None;
+        }
+        shapes.push(keys.into_boxed_slice());
+        u32::try_from(shapes.len() - 1).ok()
+    });
+    let mut value = std::ptr::null_mut();
+    // SAFETY: creating a primitive in the callback's scope.
+    unsafe {
+        match registered {
+            Ok(Some(index)) => napi::sys::napi_create_uint32(env, index, &mut value),
+            _ => napi::sys::napi_get_null(env, &mut value),
+        }
+    };
+    value
 }
 
 /// Runs `f` on a JavaScript string's UTF-8 text, copied once into `buf` (asking V8 for the
@@ -332,8 +407,9 @@ fn send_framed(
         .map_err(Raised::from)
 }
 
-/// A JavaScript function `(text, count) => boolean` bound to `producer`, with the
-/// `Uint32Array` its field lengths go in as its `lengths` property. It holds the engine
+/// A JavaScript function `(text, count[, time[, shape]]) => boolean` bound to `producer`, with
+/// the `Uint32Array` its field lengths go in as its `lengths` property and, without `keys`, the
+/// `register(keys)` function that names a key list for `shape`. It holds the engine
 /// producer itself, so a send takes no lock and is refused once the producer is closed. With
 /// `keys` (checked here, as the service checks keys, once), the text is the values alone.
 pub(crate) fn fields_sender(
@@ -358,7 +434,9 @@ pub(crate) fn fields_sender(
             return Err(Raised::from(error).into_js(&env));
         }
     }
+    let keyed = !keys.is_empty();
     let sender = Rc::new(FieldsSender::new(producer, keys));
+    let shapes_share = sender.clone();
     let lengths = sender.lengths;
     let failed = || Raised::new("LoghoseError", "could not create the send function").into_js(&env);
     let env = env.raw();
@@ -369,8 +447,8 @@ pub(crate) fn fields_sender(
     let ok = |status| status == napi::sys::Status::napi_ok;
     // SAFETY: each `Rc::into_raw` share is handed to exactly one finaliser, which releases
     // it; a share whose owner was not made whole is released here (that owner is garbage,
-    // never called). The lengths' memory lives in the sender, so it outlives both the
-    // function and the array buffer.
+    // never called). The lengths' memory lives in the sender, so it outlives the functions
+    // and the array buffer.
     unsafe {
         let share = Rc::into_raw(sender.clone()).cast_mut();
         if !ok(napi::sys::napi_create_function(
@@ -415,6 +493,38 @@ pub(crate) fn fields_sender(
             function,
             c"lengths".as_ptr(),
             array,
+        )) {
+            return Err(failed());
+        }
+        if keyed {
+            return Ok(Unknown::from_raw_unchecked(env, function));
+        }
+        let name = "register";
+        let mut register = std::ptr::null_mut();
+        let share = Rc::into_raw(shapes_share).cast_mut();
+        if !ok(napi::sys::napi_create_function(
+            env,
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(register_shape_callback),
+            share.cast(),
+            &mut register,
+        )) || !ok(napi::sys::napi_add_finalizer(
+            env,
+            register,
+            std::ptr::null_mut(),
+            Some(release_fields_sender),
+            share.cast(),
+            std::ptr::null_mut(),
+        )) {
+            drop(Rc::from_raw(share));
+            return Err(failed());
+        }
+        if !ok(napi::sys::napi_set_named_property(
+            env,
+            function,
+            c"register".as_ptr(),
+            register,
         )) {
             return Err(failed());
         }

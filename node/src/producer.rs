@@ -186,9 +186,10 @@ impl NativeProducer {
     /// A JavaScript function `(text, count) => boolean` bound to this producer, with the
     /// `Uint32Array` its field lengths go in as its `lengths` property: the per-record fast
     /// path (see [`fields`](crate::fields)). With `keys`, records of those keys: the text is
-    /// their values alone (`Producer.sender`).
+    /// their values alone (`Producer.sender`). Without, `register(keys)` names a key list that
+    /// a send's `shape` then stands for (the facade's records of a known shape).
     #[napi(
-        ts_return_type = "((text: string, count: number, time?: number | null) => boolean) & { lengths: Uint32Array }"
+        ts_return_type = "((text: string, count: number, time?: number | null, shape?: number) => boolean) & { lengths: Uint32Array, register?: (keys: string[]) => number | null }"
     )]
     pub fn fields_sender(&self, env: Env, keys: Option<Vec<String>>) -> Result<Unknown<'_>> {
         fields::fields_sender(env, self.get().raise_in(&env)?, keys.unwrap_or_default())

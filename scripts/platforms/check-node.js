@@ -37,6 +37,8 @@ async function main() {
         p.sendMany([{ row: String(n), way: 'many', v: value }])
         viaSender(String(n), 'sender', value)
       })
+      // After the first, 'object' records crossed as values of a registered key list.
+      assert.equal(p._shapes.get('row').length, 1)
       assert.equal(await p.flush(60000), 0)
       await p.close()
       const got = stored('values')
