@@ -447,6 +447,8 @@ describe('Producer', () => {
     expect(result.undelivered).toBeGreaterThan(0)
     expect(result.failed.every((r) => r.code === 'ProducerClosed')).toBe(true)
     expect(() => p.send({ a: '1' })).toThrow(lh.ProducerClosedError)
+    // A record of a registered key list (values alone) is refused the same way.
+    expect(() => p.send({ v: 'x' })).toThrow(lh.ProducerClosedError)
     // The JSON path (a fraction) and the tracked path refuse the same way.
     expect(() => p.send({ a: 1.5 })).toThrow(lh.ProducerClosedError)
     await expect(p.sendAsync({ a: '1' })).rejects.toBeInstanceOf(lh.ProducerClosedError)
