@@ -195,26 +195,19 @@ describe('Producer', () => {
     // The inner record's field lengths have the same sums as the outer's so far: written over
     // the outer's, they would split its text into the wrong fields without anyone noticing.
     const p = new lh.Producer(options(emu))
-    const outer = {
-      id: 'outer',
+    const withGetter = (id, innerId) => ({
+      id,
       a: 'xy',
       get b() {
-        p.send({ id: 'inner', cc: 'y' })
+        p.send({ id: innerId, cc: 'y' })
         return 'zz'
       },
-    }
+    })
+    const outer = withGetter('outer', 'inner')
     p.send(outer)
     p.send([['id', 'outer-pairs'], ['a', 'xy'], ['b', outer.b]])
     // Its keys now registered, a record like it crosses as values: the same again.
-    const again = {
-      id: 'again',
-      a: 'xy',
-      get b() {
-        p.send({ id: 'inner-again', cc: 'y' })
-        return 'zz'
-      },
-    }
-    p.send(again)
+    p.send(withGetter('again', 'inner-again'))
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const byId = Object.fromEntries(emu.logs('loghose', 'logs').map((l) => [fields(l).id, l.contents]))

@@ -81,16 +81,50 @@ impl Drop for FieldsSender {
     }
 }
 
+/// The fields sender a call of one of its functions is bound to, the call's first `N`
+/// arguments (missing ones read as `undefined`) and how many were passed; None when Node-API
+/// cannot say or fewer than `min` were passed.
+///
+/// # Safety
+/// `env` and `info` are those of a call of a function made by [`fields_sender`], whose data is
+/// its `FieldsSender`, alive until the function itself is collected; the reference is used
+/// within the call, on its thread, for shared access only.
+unsafe fn call_of<'a, const N: usize>(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+    min: usize,
+) -> Option<(&'a FieldsSender, [napi::sys::napi_value; N], usize)> {
+    let mut argc = N;
+    let mut argv = [std::ptr::null_mut(); N];
+    let mut data = std::ptr::null_mut();
+    // SAFETY: `argv` has room for `argc` values (the caller's promise covers the rest).
+    let status = unsafe {
+        napi::sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            std::ptr::null_mut(),
+            &mut data,
+        )
+    };
+    if status != napi::sys::Status::napi_ok || data.is_null() || argc < min {
+        return None;
+    }
+    // SAFETY: as the caller promises.
+    Some((unsafe { &*data.cast::<FieldsSender>() }, argv, argc))
+}
+
 /// The per-record fast path for plain records, as a raw Node-API callback bound to one producer
 /// through the function's data pointer: `send(text, count[, time[, shape]]) -> boolean`
 /// (`time`: the log's Unix seconds, fractions its nanoseconds; default now). The facade
 /// concatenates the record's keys and values (`key value key value …`, no separators: every
 /// extra piece of a V8 cons string costs when V8 flattens it) and writes each one's length into
 /// the shared `lengths`; the fields are written straight into the batch. With `shape`, the
-/// index of a key list the facade registered, the text is the values alone, one a key. Returns false, queuing nothing,
-/// when the text does not split as the lengths say (which only a surrogate pair spanning two
-/// pieces can cause): the facade then sends the record as JSON. Errors are thrown as instances
-/// of the facade's classes ([`errors`](crate::errors)).
+/// index of a key list the facade registered, the text is the values alone, one a key.
+/// Returns false, queuing nothing, when the text does not split as the lengths say (which only
+/// a surrogate pair spanning two pieces can cause): the facade then sends the record as JSON.
+/// Errors are thrown as instances of the facade's classes ([`errors`](crate::errors)).
 ///
 /// Raw rather than `#[napi]` because this is the per-record path: the generated glue's argument
 /// conversion and borrow bookkeeping cost about as much as the engine's add.
@@ -99,26 +133,10 @@ unsafe extern "C" fn send_fields_callback(
     info: napi::sys::napi_callback_info,
 ) -> napi::sys::napi_value {
     let outcome = std::panic::catch_unwind(|| {
-        let mut argc = 4usize;
-        let mut argv = [std::ptr::null_mut(); 4];
-        let mut data = std::ptr::null_mut();
-        // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
-        // was created with, alive until the function itself is collected.
-        let status = unsafe {
-            napi::sys::napi_get_cb_info(
-                env,
-                info,
-                &mut argc,
-                argv.as_mut_ptr(),
-                std::ptr::null_mut(),
-                &mut data,
-            )
-        };
-        if status != napi::sys::Status::napi_ok || data.is_null() || argc < 2 {
+        // SAFETY: this callback's function was made by `fields_sender`.
+        let Some((sender, argv, argc)) = (unsafe { call_of::<4>(env, info, 2) }) else {
             return Err(Raised::type_error("send(text, count) takes two arguments"));
-        }
-        // SAFETY: see above; only shared access, on this thread.
-        let sender = unsafe { &*data.cast::<FieldsSender>() };
+        };
         let mut count = 0u32;
         // SAFETY: a value handed to this callback, read in its scope.
         let status = unsafe { napi::sys::napi_get_value_uint32(env, argv[1], &mut count) };
@@ -222,26 +240,8 @@ unsafe extern "C" fn register_shape_callback(
     info: napi::sys::napi_callback_info,
 ) -> napi::sys::napi_value {
     let registered = std::panic::catch_unwind(|| {
-        let mut argc = 1usize;
-        let mut argv = [std::ptr::null_mut(); 1];
-        let mut data = std::ptr::null_mut();
-        // SAFETY: `argv` has room for `argc` values; `data` is the `FieldsSender` this function
-        // was created with, alive until the function itself is collected.
-        let status = unsafe {
-            napi::sys::napi_get_cb_info(
-                env,
-                info,
-                &mut argc,
-                argv.as_mut_ptr(),
-                std::ptr::null_mut(),
-                &mut data,
-            )
-        };
-        if status != napi::sys::Status::napi_ok || data.is_null() || argc < 1 {
-            return None;
-        }
-        // SAFETY: see above; only shared access, on this thread.
-        let sender = unsafe { &*data.cast::<FieldsSender>() };
+        // SAFETY: this callback's function was made by `fields_sender`.
+        let (sender, argv, _) = unsafe { call_of::<1>(env, info, 1) }?;
         // SAFETY: a value handed to this callback, read in its scope.
         let keys = unsafe { Vec::<String>::from_napi_value(env, argv[0]) }.ok()?;
         if keys.is_empty() || keys.len() > MAX_FAST_FIELDS || !sender.keys.is_empty() {
