@@ -407,6 +407,48 @@ fn send_framed(
         .map_err(Raised::from)
 }
 
+/// A JavaScript function named `name` calling `callback` with `sender` as its data, which
+/// the function's finaliser releases; None (the share released) when Node-API refuses.
+///
+/// # Safety
+/// `env` is the current environment, on its thread.
+unsafe fn bound_function(
+    env: napi::sys::napi_env,
+    name: &str,
+    callback: unsafe extern "C" fn(
+        napi::sys::napi_env,
+        napi::sys::napi_callback_info,
+    ) -> napi::sys::napi_value,
+    sender: Rc<FieldsSender>,
+) -> Option<napi::sys::napi_value> {
+    let ok = |status| status == napi::sys::Status::napi_ok;
+    let share = Rc::into_raw(sender).cast_mut();
+    let mut function = std::ptr::null_mut();
+    // SAFETY: the share is handed to the function's finaliser, which releases it once; if the
+    // function is not made whole it is released here (the function is garbage, never called).
+    unsafe {
+        if ok(napi::sys::napi_create_function(
+            env,
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(callback),
+            share.cast(),
+            &mut function,
+        )) && ok(napi::sys::napi_add_finalizer(
+            env,
+            function,
+            std::ptr::null_mut(),
+            Some(release_fields_sender),
+            share.cast(),
+            std::ptr::null_mut(),
+        )) {
+            return Some(function);
+        }
+        drop(Rc::from_raw(share));
+    }
+    None
+}
+
 /// A JavaScript function `(text, count[, time[, shape]]) => boolean` bound to `producer`, with
 /// the `Uint32Array` its field lengths go in as its `lengths` property and, without `keys`, the
 /// `register(keys)` function that names a key list for `shape`. It holds the engine
@@ -440,35 +482,20 @@ pub(crate) fn fields_sender(
     let lengths = sender.lengths;
     let failed = || Raised::new("LoghoseError", "could not create the send function").into_js(&env);
     let env = env.raw();
-    let name = "sendFields";
-    let mut function = std::ptr::null_mut();
     let mut buffer = std::ptr::null_mut();
     let mut array = std::ptr::null_mut();
     let ok = |status| status == napi::sys::Status::napi_ok;
-    // SAFETY: each `Rc::into_raw` share is handed to exactly one finaliser, which releases
-    // it; a share whose owner was not made whole is released here (that owner is garbage,
-    // never called). The lengths' memory lives in the sender, so it outlives the functions
-    // and the array buffer.
+    // SAFETY: each `Rc::into_raw` share (the functions' in `bound_function`, the array
+    // buffer's here) is handed to exactly one finaliser, which releases it; a share whose
+    // owner was not made whole is released where it was made (that owner is garbage, never
+    // called). The lengths' memory lives in the sender, so it outlives the functions and the
+    // array buffer.
     unsafe {
-        let share = Rc::into_raw(sender.clone()).cast_mut();
-        if !ok(napi::sys::napi_create_function(
-            env,
-            name.as_ptr().cast(),
-            name.len() as isize,
-            Some(send_fields_callback),
-            share.cast(),
-            &mut function,
-        )) || !ok(napi::sys::napi_add_finalizer(
-            env,
-            function,
-            std::ptr::null_mut(),
-            Some(release_fields_sender),
-            share.cast(),
-            std::ptr::null_mut(),
-        )) {
-            drop(Rc::from_raw(share));
+        let Some(function) =
+            bound_function(env, "sendFields", send_fields_callback, sender.clone())
+        else {
             return Err(failed());
-        }
+        };
         let share = Rc::into_raw(sender).cast_mut();
         if !ok(napi::sys::napi_create_external_arraybuffer(
             env,
@@ -499,27 +526,10 @@ pub(crate) fn fields_sender(
         if keyed {
             return Ok(Unknown::from_raw_unchecked(env, function));
         }
-        let name = "register";
-        let mut register = std::ptr::null_mut();
-        let share = Rc::into_raw(shapes_share).cast_mut();
-        if !ok(napi::sys::napi_create_function(
-            env,
-            name.as_ptr().cast(),
-            name.len() as isize,
-            Some(register_shape_callback),
-            share.cast(),
-            &mut register,
-        )) || !ok(napi::sys::napi_add_finalizer(
-            env,
-            register,
-            std::ptr::null_mut(),
-            Some(release_fields_sender),
-            share.cast(),
-            std::ptr::null_mut(),
-        )) {
-            drop(Rc::from_raw(share));
+        let Some(register) = bound_function(env, "register", register_shape_callback, shapes_share)
+        else {
             return Err(failed());
-        }
+        };
         if !ok(napi::sys::napi_set_named_property(
             env,
             function,
