@@ -229,6 +229,10 @@ export declare class Producer extends EventEmitter {
   static fromPreset(preset: 'server' | 'pi', options: ProducerOptions): Producer
   /** The options a preset sets, to merge into options given elsewhere. */
   static presetOptions(preset: 'server' | 'pi'): Partial<ProducerOptions>
+  /**
+   * Queues one record (fire and forget; `sendAsync` for its outcome). A plain object whose keys,
+   * in order, were sent before (the producer remembers 64 key lists) crosses as its values alone.
+   */
   send(contents: Contents, opts?: SendOptions): void
   sendAsync(contents: Contents, opts?: SendOptions): Promise<DeliveryReport>
   /**
