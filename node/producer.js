@@ -10,7 +10,7 @@ const { isMainThread } = require('node:worker_threads')
 const native = require('./binding.js')
 const signals = require('./signals.js')
 const { DeliveryError } = require('./errors.js')
-const { recordJson, framedFields, shapedValues, framed, fieldText, checkSendOptions, timeOnly, typeName } = require('./values.js')
+const { recordJson, framedFields, shapedValues, newShape, framed, fieldText, checkSendOptions, timeOnly, typeName } = require('./values.js')
 const { presetOptions, credentialsAsker, configJson } = require('./options.js')
 
 /** `err` again with "record N: " before its message. */
@@ -76,9 +76,9 @@ class Producer extends EventEmitter {
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
-    // Key lists of records sent before (first key → `{ keys, id }`s), registered with the
-    // engine so a record of one of them crosses as its values alone; until the engine holds
-    // as many as it keeps.
+    // Key lists of records sent before (first key → the first list registered with it; see
+    // `shapedValues`), registered with the engine so a record of one of them crosses as its
+    // values alone; until the engine holds as many as it keeps.
     this._shapes = new Map()
     this._learning = true
     this._framing = false
@@ -235,9 +235,9 @@ class Producer extends EventEmitter {
       this._learning = false
       return
     }
-    const list = this._shapes.get(keys[0])
-    if (list === undefined) this._shapes.set(keys[0], [{ keys, id }])
-    else list.push({ keys, id })
+    const first = this._shapes.get(keys[0])
+    if (first === undefined) this._shapes.set(keys[0], newShape(keys, id, null))
+    else newShape(keys, id, first.group)
   }
 
   _startKeepAlive() {

@@ -228,33 +228,33 @@ function framedFields(contents, lengths) {
   return n === 0 ? null : text
 }
 
-/** The values of a plain object whose keys, in order, are a key list the producer registered
- * (`shapes`: each first key to the lists starting with it, `{ keys, id }`), concatenated, each
- * one's length in `lengths`; `framed.count` and `framed.shape` (the list's id) say which. Null
- * when the keys are no registered list or a value is not plain: `framedFields` frames the
- * record then, with its keys, and `framed.learn` says whether its keys may be registered (no
- * list starts with its first key, or fewer than `SHAPES_PER_KEY` do). */
+/** The values of a plain object whose keys, in order, are a key list the producer registered,
+ * concatenated, each one's length in `lengths`; `framed.count` and `framed.shape` (the list's
+ * id) say which. `shapes` maps a first key to the first list registered with it; each list
+ * (`newShape`) knows the others of its first key and where records part from it. Null when
+ * the keys are no registered list (`framed.learn` then says so: the record's keys may be
+ * registered once the fast path has sent it with them) or a value is not plain. */
 function shapedValues(contents, shapes, lengths) {
   framed.learn = false
   if (Array.isArray(contents)) return null
   const proto = Object.getPrototypeOf(contents)
   if (proto !== Object.prototype && proto !== null) return null
-  let list
-  let keys = null
   let shape = null
+  let keys = null
   let text = ''
   let i = 0
   for (const key in contents) {
     if (i === 0) {
-      list = shapes.get(key)
-      if (list === undefined) {
+      shape = shapes.get(key)
+      if (shape === undefined) {
         framed.learn = true
         return null
       }
-      shape = list[0]
       keys = shape.keys
     } else if (keys[i] !== key) {
-      shape = otherShape(list, keys, i, key)
+      // Registered keys are V8's internalized strings: equal ones are the same string, so
+      // this compares addresses.
+      shape = fork(shape, i, key)
       if (shape === null) return null
       keys = shape.keys
     }
@@ -266,7 +266,7 @@ function shapedValues(contents, shapes, lengths) {
   }
   if (keys === null) return null
   if (i !== keys.length) {
-    shape = otherShape(list, keys, i, undefined)
+    shape = fork(shape, i, ENDS)
     if (shape === null) return null
   }
   framed.count = i
@@ -274,21 +274,48 @@ function shapedValues(contents, shapes, lengths) {
   return text
 }
 
-/** Registered key lists starting with the same key, per key. */
-const SHAPES_PER_KEY = 8
+/** A key list (registered as `id`) for `shapedValues`, joining `group`, the lists of its first
+ * key (a new group when none). */
+function newShape(keys, id, group) {
+  const shape = { keys, id, group: group ?? [], forks: new Map() }
+  // A list that a record found missing may be this one now.
+  for (const other of shape.group) other.forks.clear()
+  shape.group.push(shape)
+  return shape
+}
 
-/** The list in `list` whose first `i` keys are those of `keys` and whose next is `key` (or,
- * with `key` undefined, that ends there); null, noting whether another may be learned. */
-function otherShape(list, keys, i, key) {
-  for (const other of list) {
-    const k = other.keys
-    if (k === keys || k[i] !== key || (key === undefined && k.length !== i)) continue
-    let j = 1
-    while (j < i && k[j] === keys[j]) j++
-    if (j === i) return other
+/** Partings a list remembers (records with keys of their own, a user id as a key, say, would
+ * otherwise add one each). */
+const FORKS_KEPT = 128
+
+/** Where a record parts from a list: it ends after `i` keys. */
+const ENDS = Symbol('ends')
+
+/** The list of `shape`'s group whose first `i` keys are `shape`'s and whose next is `key` (or
+ * which ends there: `ENDS`); null (`framed.learn` set) when there is none. Remembered per
+ * list and key, so records of a group's other lists find theirs in one lookup. */
+function fork(shape, i, key) {
+  const known = shape.forks.get(key)
+  let found
+  if (known !== undefined && known.at === i) {
+    found = known.shape
+  } else {
+    found = null
+    const keys = shape.keys
+    for (const other of shape.group) {
+      const k = other.keys
+      if (k === keys || (key === ENDS ? k.length !== i : k[i] !== key)) continue
+      let j = 1
+      while (j < i && k[j] === keys[j]) j++
+      if (j === i) {
+        found = other
+        break
+      }
+    }
+    if (known === undefined && shape.forks.size < FORKS_KEPT) shape.forks.set(key, { at: i, shape: found })
   }
-  framed.learn = list.length < SHAPES_PER_KEY
-  return null
+  if (found === null) framed.learn = true
+  return found
 }
 
 const STRING_OPTIONS = ['topic', 'source', 'shardKey', 'project', 'logstore']
@@ -318,4 +345,4 @@ function timeOnly(opts) {
   return opts.time
 }
 
-module.exports = { recordJson, framedFields, shapedValues, framed, fieldText, checkSendOptions, timeOnly, typeName }
+module.exports = { recordJson, framedFields, shapedValues, newShape, framed, fieldText, checkSendOptions, timeOnly, typeName }

@@ -132,7 +132,7 @@ describe('Producer', () => {
     p.send({ id: 'abc-nested', a: { n: 1 }, b: 1, c: true })
     p.send({ id: 'abc-nested', a: { n: 1 }, b: 1, c: true }, { logstore: 'json' })
     expected.push('abc-nested')
-    expect(p._shapes.get('id').length).toBe(6)
+    expect(p._shapes.get('id').group.length).toBe(6)
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     // Contents, and the time of those sent with one (the others' is when each was sent).
@@ -149,21 +149,28 @@ describe('Producer', () => {
 
   test('past the key lists a producer keeps, records go with their keys, whole', async () => {
     const p = new lh.Producer(options(emu))
-    // Eight lists at most start with one key; the ninth and later go with their keys.
+    // Lists sharing a first key.
     for (let list = 0; list < 12; list++) {
       for (let round = 0; round < 2; round++) p.send({ same: 'first', [`only${list}`]: `${list}`, id: `same-${list}-${round}` })
     }
-    expect(p._shapes.get('same').length).toBe(8)
+    expect(p._shapes.get('same').group.length).toBe(12)
     const record = (list, round) => ({ [`first${list}`]: `${round}`, id: `${list}-${round}`, [`k${list % 3}`]: list })
     for (let round = 0; round < 2; round++) {
       for (let list = 0; list < 80; list++) p.send(record(list, round))
     }
-    const kept = [...p._shapes.values()].reduce((sum, list) => sum + list.length, 0)
+    // 64 lists at most; the later ones go with their keys.
+    const kept = [...p._shapes.values()].reduce((sum, first) => sum + first.group.length, 0)
     expect(kept).toBe(64)
+    // Records with a key of their own each (a user id as a key): where each parts from the
+    // lists is remembered for a bounded number of keys.
+    for (let n = 0; n < 1000; n++) p.send({ same: 'first', [`user${n}`]: 'x', id: `user-${n}` })
+    expect(p._shapes.get('same').forks.size).toBe(128)
     expect(await p.flush(30000)).toBe(0)
     await p.close()
     const logs = emu.logs('loghose', 'logs').map((l) => l.contents)
-    expect(logs).toHaveLength(160 + 24)
+    expect(logs).toHaveLength(160 + 24 + 1000)
+    expect(p._shapes.get('first51').group.length).toBe(1)
+    expect(p._shapes.has('first52')).toBe(false)
     for (let list = 0; list < 80; list++) {
       for (let round = 0; round < 2; round++) {
         expect(logs).toContainEqual([[`first${list}`, `${round}`], ['id', `${list}-${round}`], [`k${list % 3}`, `${list}`]])

@@ -38,7 +38,7 @@ async function main() {
         viaSender(String(n), 'sender', value)
       })
       // After the first, 'object' records crossed as values of a registered key list.
-      assert.equal(p._shapes.get('row').length, 1)
+      assert.equal(p._shapes.get('row').group.length, 1)
       assert.equal(await p.flush(60000), 0)
       await p.close()
       const got = stored('values')
