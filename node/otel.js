@@ -60,6 +60,7 @@ const INDEX_LIKE = /^(0|[1-9][0-9]*)$/
 function numberText(value) {
   if (Number.isNaN(value)) return 'NaN'
   if (!Number.isFinite(value)) return value > 0 ? '+Inf' : '-Inf'
+  if (Number.isSafeInteger(value)) return String(value)
   if (Number.isInteger(value)) return BigInt(value).toString()
   const text = String(value)
   const exponent = text.indexOf('e')
@@ -83,11 +84,42 @@ function text(value) {
   return String(value)
 }
 
-/** A JSON object of the attributes' text, keys sorted: one native JSON.stringify of an object
- *  built in sorted order (this runs for every record), unless a key is one JavaScript would
- *  reorder. */
+/** Characters JSON or `goEscape` would write otherwise than as they are (surrogates too:
+ *  a lone one is escaped). */
+const NOT_AS_IS = /["\\<>&\u0000-\u001f\u2028\u2029\ud800-\udfff]/
+
+/** Sorts strings in place by UTF-16 code units, as `Array.prototype.sort` does (attribute
+ *  lists are short: an insertion sort in compiled code, without the builtin's calls). */
+function sortStrings(keys) {
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]
+    let j = i - 1
+    while (j >= 0 && keys[j] > key) {
+      keys[j + 1] = keys[j]
+      j--
+    }
+    keys[j + 1] = key
+  }
+  return keys
+}
+
+/** A JSON object of the attributes' text, keys sorted (this runs for every record): written
+ *  by hand when no key or value needs escaping, else one native JSON.stringify of an object
+ *  built in sorted order (or `goJson`, when a key is one JavaScript would reorder). */
 function object(attributes, leave = []) {
-  const keys = attributes ? Object.keys(attributes).sort() : []
+  const keys = attributes ? sortStrings(Object.keys(attributes)) : []
+  let json = '{'
+  for (const key of keys) {
+    if (leave.includes(key)) continue
+    const value = attributes[key]
+    const valueText = typeof value === 'string' ? value : text(value)
+    if (NOT_AS_IS.test(key) || NOT_AS_IS.test(valueText)) return escapedObject(attributes, keys, leave)
+    json += json.length === 1 ? `"${key}":"${valueText}"` : `,"${key}":"${valueText}"`
+  }
+  return `${json}}`
+}
+
+function escapedObject(attributes, keys, leave) {
   const fields = {}
   let reordered = false
   for (const key of keys) {
@@ -126,28 +158,45 @@ function unixNanos(seconds, nanos) {
   return seconds === 0 ? String(nanos) : `${seconds}${String(nanos).padStart(9, '0')}`
 }
 
-/** The log's fields for one emitted record, and its time (Unix seconds). */
-function layout(record) {
+/** The keys of every log, in the order they are stored. */
+const FIELD_KEYS = ['host', 'service', 'resource', 'otlp.name', 'otlp.version', 'timeUnixNano', 'severityNumber', 'severityText', 'attribute', 'content', 'flags', 'traceID', 'spanID']
+
+/** Writes one emitted record's field values (text, in `FIELD_KEYS` order) into `values`;
+ *  returns the log's time (Unix seconds). */
+function fieldValues(record, values) {
   const [seconds, nanos] = record.hrTime ?? [0, 0]
   const span = record.spanContext
   const resource = fieldsOfResource(record.resource)
-  // One literal (no spread): every record's fields object has the same shape.
-  const fields = {
-    host: resource.host,
-    service: resource.service,
-    resource: resource.resource,
-    'otlp.name': record.instrumentationScope?.name ?? '',
-    'otlp.version': record.instrumentationScope?.version ?? '',
-    timeUnixNano: unixNanos(seconds, nanos),
-    severityNumber: String(record.severityNumber ?? 0),
-    severityText: record.severityText ?? '',
-    attribute: object(record.attributes),
-    content: text(record.body),
-    flags: (span?.traceFlags ?? 0).toString(16),
-    traceID: span?.traceId ?? '',
-    spanID: span?.spanId ?? '',
-  }
-  return { fields, time: seconds + nanos / 1e9 }
+  values[0] = resource.host
+  values[1] = resource.service
+  values[2] = resource.resource
+  values[3] = record.instrumentationScope?.name ?? ''
+  values[4] = record.instrumentationScope?.version ?? ''
+  values[5] = unixNanos(seconds, nanos)
+  values[6] = String(record.severityNumber ?? 0)
+  values[7] = record.severityText ?? ''
+  values[8] = object(record.attributes)
+  values[9] = text(record.body)
+  values[10] = (span?.traceFlags ?? 0).toString(16)
+  values[11] = span?.traceId ?? ''
+  values[12] = span?.spanId ?? ''
+  return seconds + nanos / 1e9
+}
+
+/** The values as a record of `FIELD_KEYS`. */
+function fieldsOf(values) {
+  const fields = {}
+  FIELD_KEYS.forEach((key, i) => {
+    fields[key] = values[i]
+  })
+  return fields
+}
+
+/** The log's fields for one emitted record, and its time (Unix seconds). */
+function layout(record) {
+  const values = new Array(FIELD_KEYS.length)
+  const time = fieldValues(record, values)
+  return { fields: fieldsOf(values), time }
 }
 
 class OtelSink {
@@ -164,12 +213,18 @@ class OtelSink {
     /** Records that could not be sent. */
     this.failures = 0
     this._reported = new Set()
+    /** The last record's values, and the producer's sender of `FIELD_KEYS` (made at the first). */
+    this._values = new Array(FIELD_KEYS.length)
+    this._sendValues = null
   }
 
   _send(record) {
     try {
-      const { fields, time } = layout(record)
-      this.producer.send(fields, { time })
+      const values = this._values
+      const time = fieldValues(record, values)
+      this._sendValues ??= this.producer._stringsSender(FIELD_KEYS)
+      // False only when a surrogate pair straddles two values: `send` writes it then.
+      if (!this._sendValues(values, time)) this.producer.send(fieldsOf(values), { time })
       return true
     } catch (err) {
       this.failures += 1

@@ -178,6 +178,28 @@ class Producer extends EventEmitter {
     }
   }
 
+  /** For the integrations that lay records out themselves: a function `(values, time)`
+   * sending a record of these keys whose values are strings (an array in the keys' order),
+   * at `time` (Unix seconds), as a sender's do; it returns false, queuing nothing, when a
+   * surrogate pair straddles two values (`send` writes the record then). */
+  _stringsSender(keys) {
+    const sendValues = this._native.fieldsSender(keys.slice())
+    const lengths = sendValues.lengths
+    const count = keys.length
+    const producer = this
+    return function sendStrings(values, time) {
+      let text = ''
+      for (let i = 0; i < count; i++) {
+        const value = values[i]
+        text += value
+        lengths[i] = value.length
+      }
+      if (!sendValues(text, count, time)) return false
+      if (producer._keepAlive === null) producer._startKeepAlive()
+      return true
+    }
+  }
+
   /** Queues the log of one JSON line as pino writes it: `time` (ms) is the log's time, `level`
    * its label, every other key a field (nested values as compact JSON), parsed by the engine.
    * A line that is not a JSON object is a TypeError; nothing is queued then. */

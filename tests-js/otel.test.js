@@ -84,6 +84,27 @@ describe('OpenTelemetry', () => {
     await producer.close()
   })
 
+  test('halves of a surrogate pair in two fields are stored as two replacement characters, the other records as sent', async () => {
+    const producer = new lh.Producer({ ...emu.producerOptions('loghose', 'halves'), lingerMs: 10 })
+    const processor = new LoghoseLogRecordProcessor({ producer })
+    const provider = new LoggerProvider({ processors: [processor] })
+    const emit = (scope, version, body) => provider.getLogger(scope, version).emit({ body, severityNumber: 9, attributes: { n: 2 ** 60, big: -(2 ** 53) - 2 } })
+    emit('plain', '1', 'first')
+    // The scope's name ends with a pair's first half, its version starts with the second.
+    emit('shop\uD83D', '\uDE00.2', 'second')
+    emit('plain', '1', 'third 😀')
+    await provider.shutdown()
+    await producer.close()
+    const logs = stored(emu, 'halves')
+    expect(logs.map((l) => [l['otlp.name'], l['otlp.version'], l.content])).toEqual([
+      ['plain', '1', 'first'],
+      ['shop\uFFFD', '\uFFFD.2', 'second'],
+      ['plain', '1', 'third 😀'],
+    ])
+    expect(logs.map((l) => l.attribute)).toEqual(Array(3).fill('{"big":"-9007199254740994","n":"1152921504606846976"}'))
+    expect(processor.failures).toBe(0)
+  })
+
   test('records the producer refuses are counted, reported once, and the export answers FAILED', async () => {
     const producer = new lh.Producer({ ...emu.producerOptions('loghose', 'refused') })
     await producer.close()
