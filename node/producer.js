@@ -215,7 +215,7 @@ class Producer extends EventEmitter {
       // A time alone still takes the fast path (the OpenTelemetry integration sends so).
       time = timeOnly(opts)
     }
-    if ((opts === undefined || time !== null) && ticket === undefined && contents !== null && typeof contents === 'object' && !this._framing) {
+    if ((opts === undefined || time !== null) && contents !== null && typeof contents === 'object' && !this._framing) {
       // Reading the record may run its getters; one that sends through this producer while
       // this record's lengths are being written takes the JSON path instead.
       this._framing = true
@@ -228,7 +228,14 @@ class Producer extends EventEmitter {
       } finally {
         this._framing = false
       }
-      if (shaped ? this._sendFields(text, framed.count, time, framed.shape) : text !== null && this._sendFields(text, framed.count, time)) {
+      // Arguments not passed (rather than undefined) are not read: a send reads only its own.
+      let sent = false
+      if (ticket !== undefined) {
+        sent = text !== null && this._sendFields(text, framed.count, time, shaped ? framed.shape : undefined, ticket)
+      } else {
+        sent = shaped ? this._sendFields(text, framed.count, time, framed.shape) : text !== null && this._sendFields(text, framed.count, time)
+      }
+      if (sent) {
         if (!shaped && framed.learn && this._learning) this._learnShape(text, framed.count)
         if (this._keepAlive === null) this._startKeepAlive()
         return

@@ -332,6 +332,41 @@ describe('Producer', () => {
     strict.close()
   })
 
+  test('sendAsync of every kind of record (a new key list, a known one, a time, JSON, a split pair) is told its own outcome', async () => {
+    const p = new lh.Producer(options(emu, { batchMaxCount: 4 }))
+    const sends = [
+      [{ id: 'new-list', v: 'x' }],
+      [{ id: 'known-list', v: 'y' }],
+      [{ id: 'timed', v: 1.5 }, { time: 1700000000.5 }],
+      [{ id: 'json', v: { nested: true } }],
+      // A surrogate pair split between a value and the next key: the JSON path, as `send`.
+      [{ id: 'split\uD83D', '\uDE00k': 'z' }],
+      [{ id: 'topic', v: 't' }, { topic: 'own' }],
+    ]
+    const tracked = []
+    for (const [n, [record, opts]] of sends.entries()) {
+      tracked.push(p.sendAsync(record, opts))
+      p.send({ id: `untracked-${n}` })
+    }
+    const reports = await Promise.all(tracked)
+    expect(reports.map((r) => r.delivered && r.records >= 1)).toEqual(sends.map(() => true))
+    await p.close()
+    const logs = emu.logs('loghose', 'logs')
+    const byId = Object.fromEntries(logs.map((l) => [fields(l).id, l]))
+    expect(Object.keys(byId)).toHaveLength(12)
+    expect(byId['known-list'].contents).toEqual([['id', 'known-list'], ['v', 'y']])
+    expect([byId.timed.time, byId.timed.timeNs, fields(byId.timed).v]).toEqual([1700000000, 500000000, '1.5'])
+    expect(fields(byId.json).v).toBe('{"nested":true}')
+    expect(byId['split\uFFFD'].contents).toEqual([['id', 'split\uFFFD'], ['\uFFFDk', 'z']])
+    // A failure reaches the promise of a record sent on the fast path too.
+    const strict = new lh.Emulator({ autoCreate: false })
+    const q = new lh.Producer(options(strict))
+    q.send({ i: 'first' })
+    await expect(q.sendAsync({ i: 'known' })).rejects.toMatchObject({ name: 'DeliveryError', code: 'ProjectNotExist' })
+    await q.close()
+    strict.close()
+  })
+
   test('delivery events arrive in batches and a throwing listener is contained', async () => {
     const p = new lh.Producer(options(emu, { lingerMs: 0 }))
     const seen = []

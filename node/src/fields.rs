@@ -116,8 +116,9 @@ unsafe fn call_of<'a, const N: usize>(
 }
 
 /// The per-record fast path for plain records, as a raw Node-API callback bound to one producer
-/// through the function's data pointer: `send(text, count[, time[, shape]]) -> boolean`
-/// (`time`: the log's Unix seconds, fractions its nanoseconds; default now). The facade
+/// through the function's data pointer: `send(text, count[, time[, shape[, ticket]]]) ->
+/// boolean` (`time`: the log's Unix seconds, fractions its nanoseconds; default now; `ticket`:
+/// the number the batch's report lists the record under, for `sendAsync`). The facade
 /// concatenates the record's keys and values (`key value key value …`, no separators: every
 /// extra piece of a V8 cons string costs when V8 flattens it) and writes each one's length into
 /// the shared `lengths`; the fields are written straight into the batch. With `shape`, the
@@ -134,7 +135,7 @@ unsafe extern "C" fn send_fields_callback(
 ) -> napi::sys::napi_value {
     let outcome = std::panic::catch_unwind(|| {
         // SAFETY: this callback's function was made by `fields_sender`.
-        let Some((sender, argv, argc)) = (unsafe { call_of::<4>(env, info, 2) }) else {
+        let Some((sender, argv, argc)) = (unsafe { call_of::<5>(env, info, 2) }) else {
             return Err(Raised::type_error("send(text, count) takes two arguments"));
         };
         let mut count = 0u32;
@@ -183,10 +184,28 @@ unsafe extern "C" fn send_fields_callback(
         let timed = argc >= 3
             && unsafe { napi::sys::napi_get_value_double(env, argv[2], &mut time) }
                 == napi::sys::Status::napi_ok;
+        // The ticket the record's report carries, when a fifth argument gives one.
+        let mut ticket = 0f64;
+        // SAFETY: as above.
+        let track = if argc >= 5
+            && unsafe { napi::sys::napi_get_value_double(env, argv[4], &mut ticket) }
+                == napi::sys::Status::napi_ok
+        {
+            Track::Ticket(ticket as u64)
+        } else {
+            Track::None
+        };
         // SAFETY: as above.
         unsafe {
             with_utf8(env, argv[0], &mut buf, |text| {
-                send_framed(&sender.producer, text, lengths, keys, timed.then_some(time))
+                send_framed(
+                    &sender.producer,
+                    text,
+                    lengths,
+                    keys,
+                    timed.then_some(time),
+                    track,
+                )
             })
         }?
     });
@@ -364,14 +383,15 @@ fn split_by_utf16_lengths<'t, E>(
 }
 
 /// Queues one record framed as [`send_fields_callback`] describes (with `keys`, the text is
-/// values only, one a key); false when the framing does not hold (nothing queued, nothing
-/// counted): the facade then sends it as JSON.
+/// values only, one a key; `track`: how its report is told); false when the framing does not
+/// hold (nothing queued, nothing counted): the facade then sends it as JSON.
 fn send_framed(
     producer: &Producer,
     text: &str,
     lengths: &[u32],
     keys: &[String],
     time: Option<f64>,
+    track: Track,
 ) -> std::result::Result<bool, Raised> {
     if lengths.is_empty() {
         return Ok(false);
@@ -391,18 +411,21 @@ fn send_framed(
         // A framing that does not hold declines: what was written is rolled back.
         split.map_or(Ok(false), |written| written.map(|()| true))
     };
-    let Some(time) = time else {
-        return producer.try_add_in_place(fill).map_err(Raised::from);
-    };
-    let (secs, nanos) =
-        split_unix_seconds(time).map_err(|e| Raised::from(ProducerError::from(e)))?;
-    let opts = SendOptions {
-        time: Some(secs),
-        time_ns: Some(nanos),
-        ..SendOptions::default()
+    let opts = match (time, track) {
+        (None, Track::None) => return producer.try_add_in_place(fill).map_err(Raised::from),
+        (None, _) => SendOptions::default(),
+        (Some(time), _) => {
+            let (secs, nanos) =
+                split_unix_seconds(time).map_err(|e| Raised::from(ProducerError::from(e)))?;
+            SendOptions {
+                time: Some(secs),
+                time_ns: Some(nanos),
+                ..SendOptions::default()
+            }
+        }
     };
     producer
-        .try_send_in_place(&opts, Track::None, fill)
+        .try_send_in_place(&opts, track, fill)
         .map(|sent| sent.is_some())
         .map_err(Raised::from)
 }

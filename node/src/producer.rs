@@ -189,7 +189,7 @@ impl NativeProducer {
     /// their values alone (`Producer.sender`). Without, `register(keys)` names a key list that
     /// a send's `shape` then stands for (the facade's records of a known shape).
     #[napi(
-        ts_return_type = "((text: string, count: number, time?: number | null, shape?: number) => boolean) & { lengths: Uint32Array, register?: (keys: string[]) => number | null }"
+        ts_return_type = "((text: string, count: number, time?: number | null, shape?: number, ticket?: number) => boolean) & { lengths: Uint32Array, register?: (keys: string[]) => number | null }"
     )]
     pub fn fields_sender(&self, env: Env, keys: Option<Vec<String>>) -> Result<Unknown<'_>> {
         fields::fields_sender(env, self.get().raise_in(&env)?, keys.unwrap_or_default())
