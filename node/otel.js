@@ -38,7 +38,7 @@ function goJson(value) {
   if (value instanceof Uint8Array) return JSON.stringify(Buffer.from(value).toString('base64'))
   if (typeof value === 'bigint') return value.toString()
   if (typeof value === 'object') {
-    const keys = Object.keys(value).sort()
+    const keys = Object.keys(value).sort(byCodePoints)
     return `{${keys.map((k) => `${JSON.stringify(k)}:${goJson(value[k])}`).join(',')}}`
   }
   return JSON.stringify(value) ?? 'null'
@@ -84,12 +84,28 @@ function text(value) {
   return String(value)
 }
 
+/** Go's (and Python's) order of strings, by code point, where `<` and `sort()` compare UTF-16
+ *  units: the two differ where a string has a character past U+FFFF (a surrogate pair) and the
+ *  other one in U+E000–U+FFFF. */
+function byCodePoints(a, b) {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i)
+    const y = b.codePointAt(i)
+    if (x !== y) return x < y ? -1 : 1
+    if (x > 0xffff) i++
+  }
+  return a.length - b.length
+}
+
 /** Characters JSON or `goEscape` would write otherwise than as they are (surrogates too:
  *  a lone one is escaped). */
 const NOT_AS_IS = /["\\<>&\u0000-\u001f\u2028\u2029\ud800-\udfff]/
+const SURROGATE = /[\ud800-\udfff]/
 
 /** Sorts strings in place by UTF-16 code units, as `Array.prototype.sort` does (attribute
- *  lists are short: an insertion sort in compiled code, without the builtin's calls). */
+ *  lists are short: an insertion sort in compiled code, without the builtin's calls); the
+ *  order by code point for keys without surrogates, the only ones written by hand. */
 function sortStrings(keys) {
   for (let i = 1; i < keys.length; i++) {
     const key = keys[i]
@@ -120,6 +136,7 @@ function object(attributes, leave = []) {
 }
 
 function escapedObject(attributes, keys, leave) {
+  if (keys.some((key) => SURROGATE.test(key))) keys.sort(byCodePoints)
   const fields = {}
   let reordered = false
   for (const key of keys) {
