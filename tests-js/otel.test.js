@@ -11,7 +11,7 @@ const { LoggerProvider, BatchLogRecordProcessor } = require('@opentelemetry/sdk-
 const { resourceFromAttributes } = require('@opentelemetry/resources')
 const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
 const lh = require('..')
-const { LoghoseLogRecordProcessor, LoghoseLogExporter } = require('../node/otel.js')
+const { LoghoseLogRecordProcessor, LoghoseLogExporter, layout } = require('../node/otel.js')
 const { ROOT } = require('./helpers.js')
 
 jest.setTimeout(60000)
@@ -37,6 +37,44 @@ function emitCase(c, processor) {
   logger.emit(record)
   return provider
 }
+
+test('attribute JSON, written by hand or not, is what a plain reference writes: keys by code point, Go\'s escapes', () => {
+  // The reference: each key and value through JSON.stringify, keys ordered by code point,
+  // then the characters Go escapes in HTML-safe JSON.
+  const byCodePoint = (a, b) => {
+    const x = Array.from(a, (c) => c.codePointAt(0))
+    const y = Array.from(b, (c) => c.codePointAt(0))
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i]
+    return x.length - y.length
+  }
+  const goEscapes = (text) => text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  const reference = (attributes) => {
+    const keys = Object.keys(attributes).sort(byCodePoint)
+    return goEscapes(`{${keys.map((k) => `${JSON.stringify(k)}:${JSON.stringify(String(attributes[k]))}`).join(',')}}`)
+  }
+  let seed = 7
+  const random = (n) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return Math.floor((seed / 2147483648) * n)
+  }
+  const pieces = ['a', 'b', 'z', '1', '0', '12', '.', ' ', 'é', 'ﬁ', '😀', '"', '\\', '<', '&', '\n', '\u2028', '\u0001']
+  const word = () => Array.from({ length: 1 + random(3) }, () => pieces[random(pieces.length)]).join('')
+  let handWritten = 0
+  for (let n = 0; n < 2000; n++) {
+    const attributes = {}
+    for (let k = random(5); k > 0; k--) {
+      // Strings mostly; integers and booleans, whose text is the same here and in the reference.
+      const kind = random(6)
+      attributes[word()] = kind === 0 ? n : kind === 1 ? n % 2 === 0 : word()
+    }
+    const { attribute } = layout({ attributes }).fields
+    expect([attributes, attribute]).toEqual([attributes, reference(attributes)])
+    if (!/[\\<>&\ud800-\udfff]/.test(attribute) && !/"[0-9]+"/.test(attribute)) handWritten += 1
+  }
+  // Both ways of writing it were exercised.
+  expect(handWritten).toBeGreaterThan(200)
+  expect(handWritten).toBeLessThan(1800)
+})
 
 describe('OpenTelemetry', () => {
   let emu
