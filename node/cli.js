@@ -349,9 +349,11 @@ async function middleware(argv) {
 /** What one `logger.info({ 5 fields }, 'msg')` costs the main thread, by logger and
  * destination, in rounds alternating the kinds: pino with loghose's transport (pino's worker),
  * pino with `pinoDestination` (main thread), pino to a file (`pino.destination`, async),
- * winston with loghose's transport, winston to a file. After each phase (not timed) the
- * destination is ended and what arrived is counted. Needs pino and winston (the application's
- * dependencies, not loghose's). */
+ * winston with loghose's transport, winston to a file, and OpenTelemetry's logs SDK. After each
+ * phase (not timed) the destination is ended and what arrived is counted; the CPU of the whole
+ * process (every thread) from the first call until the destination has ended is the cost of a
+ * record until it left the process. Needs pino and winston (the application's dependencies,
+ * not loghose's). */
 async function loggingCost(argv) {
   const opts = args('logging', argv)
   const pino = require('pino')
@@ -395,13 +397,24 @@ async function loggingCost(argv) {
     },
   }
   // OpenTelemetry's logs SDK (when installed): its batch processor with an exporter that does
-  // nothing (the floor OTel itself sets), and loghose's processor in its place.
+  // nothing (the floor OTel itself sets), with OTel's OTLP/HTTP exporter (JSON) posting to a
+  // collector stand-in in a process of its own (what a service running OTel's own pipeline
+  // spends to get a record out), and loghose's processor in their place.
   let otel = null
   try {
     otel = { sdk: require('@opentelemetry/sdk-logs'), loghose: require('./otel.js') }
   } catch {
     console.error('loghose: @opentelemetry/sdk-logs is not installed: the OpenTelemetry phases are skipped')
   }
+  let otlp = null
+  if (otel) {
+    try {
+      otlp = { Exporter: require('@opentelemetry/exporter-logs-otlp-http').OTLPLogExporter, sink: null }
+    } catch {
+      console.error('loghose: @opentelemetry/exporter-logs-otlp-http is not installed: its phase is skipped')
+    }
+  }
+  if (otlp) otlp.sink = await startOtlpSink()
   const otelTarget = (processor, extra) => {
     const provider = new otel.sdk.LoggerProvider({ processors: [processor] })
     const logger = provider.getLogger('bench')
@@ -428,7 +441,14 @@ async function loggingCost(argv) {
     kinds['otel + no-op batch processor, queue of every record'] = async () => noOpBatch(opts.records + 1)
     kinds['otel + loghose processor'] = async (name) => otelTarget(new otel.loghose.LoghoseLogRecordProcessor(place(name)), { remote: true })
   }
-  const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, { us: [], lost: 0 }]))
+  if (otlp) {
+    kinds['otel + batch processor + OTLP/HTTP exporter'] = async (name) => {
+      const exporter = new otlp.Exporter({ url: `${otlp.sink.url}/${name}/v1/logs` })
+      const processor = new otel.sdk.BatchLogRecordProcessor({ exporter, maxQueueSize: opts.records + 1 })
+      return otelTarget(processor, { counted: () => otlp.sink.count(name) })
+    }
+  }
+  const rows = Object.fromEntries(Object.keys(kinds).map((k) => [k, { us: [], cpuUs: [], lost: 0 }]))
   try {
     for (let round = 0; round < opts.rounds; round += 1) {
       const order = round % 2 === 0 ? Object.keys(kinds) : Object.keys(kinds).reverse()
@@ -436,6 +456,7 @@ async function loggingCost(argv) {
         const name = `${kind.replace(/[^a-z]+/g, '-')}-${round}`.replace(/^-|-$/g, '')
         const target = await kinds[kind](name)
         const isPino = kind.startsWith('pino')
+        const cpu0 = process.cpuUsage()
         const t0 = process.hrtime.bigint()
         for (let i = 0; i < opts.records; i += 1) {
           if (isPino) target.log.info(fields, 'request handled')
@@ -444,23 +465,28 @@ async function loggingCost(argv) {
         const ns = Number(process.hrtime.bigint() - t0)
         const ended = await Promise.race([target.end().then(() => true), new Promise((r) => setTimeout(() => r(false), 60000).unref())])
         if (!ended) console.error(`loghose: ${kind} did not finish within 60 s`)
+        const cpu = process.cpuUsage(cpu0)
         const arrived = target.counted
-          ? target.counted()
+          ? await target.counted()
           : target.remote
             ? benchScenarios.meter(emu, name, 'bench-logging').counted(0).received
             : fs.readFileSync(target.file, 'utf8').split('\n').filter(Boolean).length
         rows[kind].us.push(ns / opts.records / 1000)
+        rows[kind].cpuUs.push((cpu.user + cpu.system) / opts.records)
         rows[kind].lost += opts.records - arrived
       }
     }
   } finally {
     emu.close()
+    otlp?.sink.close()
     fs.rmSync(directory, { recursive: true, force: true })
   }
-  console.log(`logger.info with 5 fields on the main thread: ${opts.records} calls per phase, ${opts.rounds} rounds alternated (median, range)\n`)
-  console.log('| logger + destination | µs per call | lost |\n|---|---:|---:|')
+  console.log(`logger.info with 5 fields: ${opts.records} calls per phase, ${opts.rounds} rounds alternated (median, range); ` +
+    'µs per call on the main thread, and CPU µs per record of the whole process until the destination ended\n')
+  console.log('| logger + destination | µs per call | CPU µs per record | lost |\n|---|---:|---:|---:|')
+  const range = (values) => `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)})`
   for (const [kind, row] of Object.entries(rows)) {
-    console.log(`| ${kind} | ${median(row.us).toFixed(2)} (${Math.min(...row.us).toFixed(2)}–${Math.max(...row.us).toFixed(2)}) | ${row.lost} |`)
+    console.log(`| ${kind} | ${range(row.us)} | ${range(row.cpuUs)} | ${row.lost} |`)
   }
   const ratio = median(rows['pino + loghose transport'].us) / median(rows['pino + file (async)'].us)
   console.log(`\npino + loghose transport / pino + file: ${ratio.toFixed(2)}`)
@@ -468,8 +494,48 @@ async function loggingCost(argv) {
     const otelRatio = median(rows['otel + loghose processor'].us) / median(rows['otel + no-op batch processor, queue of every record'].us)
     console.log(`otel + loghose processor / otel + no-op batch processor keeping every record: ${otelRatio.toFixed(2)}`)
   }
+  if (otlp) {
+    const cpuRatio = median(rows['otel + loghose processor'].cpuUs) / median(rows['otel + batch processor + OTLP/HTTP exporter'].cpuUs)
+    console.log(`otel + loghose processor / otel + batch processor + OTLP/HTTP exporter, CPU per record: ${cpuRatio.toFixed(2)}`)
+  }
   // What loghose loses fails the run; what OTel's default queue drops is only shown.
   if (Object.entries(rows).some(([kind, r]) => r.lost !== 0 && kind !== 'otel + no-op batch processor')) process.exitCode = 1
+}
+
+/** A stand-in for an OpenTelemetry collector in a child process (its work is not the
+ * producer's): it answers OTLP/HTTP JSON posts to `/{phase}/v1/logs` and counts their log
+ * records by phase; `count(phase)` asks it. */
+async function startOtlpSink() {
+  const readline = require('node:readline')
+  const server = `
+    const counts = new Map()
+    const server = require('node:http').createServer((req, res) => {
+      const chunks = []
+      req.on('data', (c) => chunks.push(c))
+      req.on('end', () => {
+        const phase = req.url.split('/')[1]
+        if (req.method === 'POST') {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+          let n = 0
+          for (const r of body.resourceLogs ?? []) for (const s of r.scopeLogs ?? []) n += (s.logRecords ?? []).length
+          counts.set(phase, (counts.get(phase) ?? 0) + n)
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+        } else res.end(String(counts.get(phase) ?? 0))
+      })
+    })
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port))
+    process.stdin.on('end', () => process.exit(0)).resume()`
+  const child = spawn(process.execPath, ['-e', server], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const port = await new Promise((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).once('line', resolve)
+    child.once('exit', () => reject(new Error('the OTLP sink ended before it listened')))
+  })
+  const url = `http://127.0.0.1:${port}`
+  return {
+    url,
+    count: async (phase) => Number(await (await fetch(`${url}/${phase}/count`)).text()),
+    close: () => child.stdin.end(),
+  }
 }
 
 /** The load generator of `middleware`: `connections` keep-alive connections, each sending
