@@ -160,23 +160,19 @@ unsafe impl Sync for MethodDef {}
 static SEND_ONE: MethodDef = MethodDef(pyo3::ffi::PyMethodDef {
     ml_name: c"send".as_ptr(),
     ml_meth: pyo3::ffi::PyMethodDefPointer {
-        PyCFunctionFastWithKeywords: send_one,
+        PyCFunctionFastWithKeywords:
+            pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::<SendOneBody>,
     },
     ml_flags: pyo3::ffi::METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
     ml_doc: c"send(contents, *, topic=None, source=None, time=None, shard_key=None, project=None, logstore=None)\n--\n\nQueues one record (fire and forget).".as_ptr(),
 });
 
-unsafe extern "C" fn send_one(
-    slf: *mut pyo3::ffi::PyObject,
-    args: *const *mut pyo3::ffi::PyObject,
-    nargs: pyo3::ffi::Py_ssize_t,
-    kwnames: *mut pyo3::ffi::PyObject,
-) -> *mut pyo3::ffi::PyObject {
-    // SAFETY: CPython calls this with the GIL held, `slf` the NativeProducer the function was
-    // bound to and `args` holding `nargs` arguments.
-    unsafe {
-        pyo3::impl_::trampoline::fastcall_with_keywords(slf, args, nargs, kwnames, send_one_body)
-    }
+/// The body pyo3's trampoline (attach bookkeeping, panics turned into exceptions) calls.
+struct SendOneBody;
+impl pyo3::impl_::trampoline::MethodDef<pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::Func>
+    for SendOneBody
+{
+    const METH: pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::Func = send_one_body;
 }
 
 unsafe fn send_one_body(
@@ -342,7 +338,7 @@ impl NativeProducer {
                 slf.as_ptr(),
                 std::ptr::null_mut(),
             );
-            Py::from_owned_ptr_or_err(slf.py(), function)
+            Bound::from_owned_ptr_or_err(slf.py(), function).map(Bound::unbind)
         }
     }
 

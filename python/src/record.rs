@@ -196,24 +196,65 @@ pub(crate) unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Resul
 ///
 /// # Safety
 /// `obj` must be a valid `str`; the returned slice lives as long as the object.
-#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy, Py_3_14)))]
+#[cfg(all(
+    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
+    target_endian = "little"
+))]
 #[inline(always)]
 unsafe fn compact_ascii<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
-    // SAFETY: `obj` is a str (caller), so it starts with a PyASCIIObject header; a compact
-    // ASCII str stores its `length` one-byte characters right after that header.
+    // SAFETY: `obj` is a str (caller), so it starts with a `PyASCIIObject` header
+    // ([`AsciiHead`]); a compact ASCII str stores its `length` one-byte characters right after
+    // that header.
     unsafe {
-        if pyo3::ffi::PyUnicode_IS_COMPACT_ASCII(obj) == 0 {
+        let head = &*obj.cast::<AsciiHead>();
+        if head.state & (COMPACT | ASCII) != COMPACT | ASCII {
             return None;
         }
-        let data = obj.cast::<pyo3::ffi::PyASCIIObject>().add(1).cast::<u8>();
-        let bytes = std::slice::from_raw_parts(data, pyo3::ffi::PyUnicode_GET_LENGTH(obj) as usize);
+        let data = obj.cast::<AsciiHead>().add(1).cast::<u8>();
+        let bytes = std::slice::from_raw_parts(data, head.length as usize);
         Some(std::str::from_utf8_unchecked(bytes))
     }
 }
 
-/// Where CPython's `str` layout is not available, every string goes through
+/// CPython's `PyASCIIObject` in the default (GIL) build, 3.10 to 3.15
+/// (`Include/cpython/unicodeobject.h`): the object header, the length in code points, the
+/// hash, a 32-bit word of bit fields, and until 3.12 the legacy `wstr` pointer. Its size is
+/// where a compact ASCII string's characters start (`tests-py/test_values.py` sends strings of
+/// every kind and length through this path on each version).
+#[cfg(all(
+    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
+    target_endian = "little"
+))]
+#[repr(C)]
+struct AsciiHead {
+    ob_base: pyo3::ffi::PyObject,
+    length: pyo3::ffi::Py_ssize_t,
+    hash: pyo3::ffi::Py_hash_t,
+    /// `interned:2, kind:3, compact:1, ascii:1, …`: the same first seven bits on every version
+    /// (C compilers fill a little-endian bit field from its lowest bit).
+    state: u32,
+    #[cfg(not(Py_3_12))]
+    wstr: *mut libc::wchar_t,
+}
+
+#[cfg(all(
+    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
+    target_endian = "little"
+))]
+const COMPACT: u32 = 1 << 5;
+#[cfg(all(
+    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
+    target_endian = "little"
+))]
+const ASCII: u32 = 1 << 6;
+
+/// Where CPython's `str` layout is not read directly (the stable ABI, other interpreters, the
+/// free-threaded build, big-endian machines), every string goes through
 /// `PyUnicode_AsUTF8AndSize`.
-#[cfg(any(Py_LIMITED_API, PyPy, GraalPy, Py_3_14))]
+#[cfg(not(all(
+    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
+    target_endian = "little"
+)))]
 #[inline(always)]
 unsafe fn compact_ascii<'a>(_obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
     None
@@ -348,7 +389,7 @@ pub(crate) unsafe fn put_value_direct(
 /// An exact dict with a combined table (every dict built by a literal, `dict(...)` or `**`) is
 /// walked in place: its entries array, skipping deleted slots, is what `PyDict_Next` walks,
 /// for about a tenth of the instructions (`PyDict_Next` was a fifth of a whole `send`). The
-/// layout is CPython 3.11 to 3.13's (`Include/internal/pycore_dict.h`, unchanged across them
+/// layout is CPython 3.11 to 3.15's (`Include/internal/pycore_dict.h`, unchanged across them
 /// for the default build); anything else (a subclass, a split table such as an instance's
 /// `__dict__`, another version, the free-threaded build) goes through `PyDict_Next`.
 ///
@@ -359,10 +400,7 @@ pub(crate) unsafe fn put_value_direct(
 pub(crate) unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
     // SAFETY: as the caller promises; an exact dict is a PyDictObject, and a combined table
     // (no separate values) holds its entries right after its index table.
-    #[cfg(all(
-        Py_3_11,
-        not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))
-    ))]
+    #[cfg(all(Py_3_11, not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))))]
     unsafe {
         if pyo3::ffi::PyDict_CheckExact(dict) != 0 {
             let object = &*dict.cast::<pyo3::ffi::PyDictObject>();
@@ -396,10 +434,7 @@ pub(crate) unsafe fn dict_items(dict: *mut pyo3::ffi::PyObject) -> DictItems {
 pub(crate) enum DictItems {
     /// Entries read in place.
     #[cfg_attr(
-        not(all(
-            Py_3_11,
-            not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))
-        )),
+        not(all(Py_3_11, not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)))),
         allow(dead_code)
     )]
     Table(TableItems),
@@ -453,12 +488,9 @@ impl Iterator for ApiItems {
     }
 }
 
-/// The header of CPython 3.11–3.13's `PyDictKeysObject` (the default build), before its
+/// The header of CPython 3.11–3.15's `PyDictKeysObject` (the default build), before its
 /// index table and entries.
-#[cfg(all(
-    Py_3_11,
-    not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))
-))]
+#[cfg(all(Py_3_11, not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))))]
 #[repr(C)]
 struct DictKeysHeader {
     dk_refcnt: pyo3::ffi::Py_ssize_t,

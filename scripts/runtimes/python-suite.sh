@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole Python suite on one interpreter: a virtualenv of its own (cached beside the
+# interpreter's other runtimes), the native module built for it from this checkout (`pip
+# install .`, the source install a user gets), then pytest. Run on the machine itself or in the
+# Debian chroot (scripts/runtimes/sid-chroot.sh run ...); scripts/test-runtimes.sh calls it.
+#
+#   bash scripts/runtimes/python-suite.sh PYTHON [PYTEST ARGS...]
+#
+# LOGHOSE_EMULATOR_BIN names the emulator the tests start (built by the caller).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+python=${1:?usage: python-suite.sh PYTHON [PYTEST ARGS...]}
+shift
+tag=$("$python" -c 'import sys, sysconfig; print("%d.%d%s" % (*sys.version_info[:2], "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""))')
+venv=${LOGHOSE_VENVS:-/var/cache/loghose-venvs}/$tag
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+# The test dependencies less the tools only the main run uses (ruff, ziglang, mypy runs there).
+grep -vE '^(ruff|ziglang)' tests-py/requirements.txt >"$venv/requirements.txt"
+"${pip[@]}" -r "$venv/requirements.txt"
+# The source install, as `pip install .` does it, into a target directory of this interpreter
+# (each CPython version is its own build of the module).
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/runtimes}
+"${pip[@]}" --force-reinstall --no-deps .
+"$venv/bin/python" -c 'import loghose, sys; print("loghose on", sys.version.split()[0], loghose.__file__)'
+exec "$venv/bin/python" -m pytest tests-py -q "$@"
