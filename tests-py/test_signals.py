@@ -223,6 +223,31 @@ EXITING = """
 """
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a zeroed buffer is a mutex with glibc or musl")
+def test_a_second_signal_ends_the_watchdogs_delivery_at_once():
+    # The main thread cannot run Python's handler (stuck in a C call), so the watchdog delivers
+    # natively, and the service hangs: that delivery would take all of close_on_signal_ms. A
+    # second SIGTERM must end the process at once all the same, though no Python code can run to
+    # see it.
+    with loghose.Emulator() as emu:
+        emu.inject("hang", ms=60_000, count=1000)
+        script = STUCK.replace("linger_ms=60_000", "linger_ms=60_000, close_on_signal_ms=30_000")
+        child = subprocess.Popen([*PYTHON, "-c", textwrap.dedent(script), emu.endpoint, emu.access_key_id,
+                                  emu.access_key_secret, "stuck"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        assert child.stdout.readline() == "stuck\n"
+        os.kill(child.pid, signal.SIGTERM)
+        time.sleep(1.0)  # past the watchdog's grace: it is delivering now
+        assert child.poll() is None, "the first SIGTERM waits for delivery (up to 30 s here)"
+        second = time.monotonic()
+        os.kill(child.pid, signal.SIGTERM)
+        child.communicate(timeout=20)
+        took = time.monotonic() - second
+    assert child.returncode == -signal.SIGTERM
+    assert took < 5, f"the second SIGTERM took {took:.1f} s to end the process"
+
+
 def test_a_signal_during_the_exit_time_close_waits_for_that_delivery():
     with loghose.Emulator() as emu:
         emu.inject("latency", ms=1500, window_ms=60_000)

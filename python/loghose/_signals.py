@@ -122,9 +122,11 @@ def install(producers: Callable[[], Iterable[_Held]]) -> bool:
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     global _handling
-    _native.signal_handler_started(signum)
+    watchdog_delivering = _native.signal_handler_started(signum)
     previous = _previous.get(signum, signal.SIG_DFL)
     ends_process = previous is signal.SIG_DFL
+    if ends_process and watchdog_delivering:
+        return  # the watchdog took this signal before the main thread could: it ends the process
     if _handling or (_waiting and not ends_process):
         _pass_on(signum, frame, previous)
         return

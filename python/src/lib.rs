@@ -172,13 +172,18 @@ fn arm_signal(signum: i32) -> bool {
     }
 }
 
-/// The Python handler of `signum` has started: the watchdog stands aside.
+/// The Python handler of `signum` has started: the watchdog stands aside, and a further armed
+/// signal ends the process at once. True when the watchdog was already delivering (it ends the
+/// process; the handler has nothing to do).
 #[pyfunction]
-fn signal_handler_started(signum: i32) {
+fn signal_handler_started(signum: i32) -> bool {
     #[cfg(unix)]
-    signals::python_handler_started(signum);
+    return signals::python_handler_started(signum);
     #[cfg(not(unix))]
-    let _ = signum;
+    {
+        let _ = signum;
+        false
+    }
 }
 
 /// The `loghose._native` module.

@@ -169,8 +169,10 @@ static SEND_ONE: MethodDef = MethodDef(pyo3::ffi::PyMethodDef {
 
 /// The body pyo3's trampoline (attach bookkeeping, panics turned into exceptions) calls.
 struct SendOneBody;
-impl pyo3::impl_::trampoline::MethodDef<pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::Func>
-    for SendOneBody
+impl
+    pyo3::impl_::trampoline::MethodDef<
+        pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::Func,
+    > for SendOneBody
 {
     const METH: pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::Func = send_one_body;
 }

@@ -20,6 +20,14 @@
 //! aside. `signal.signal` from Python replaces the wrapper with CPython's own handler, as it
 //! should (the application then decides).
 //!
+//! A delivery on signal, once started (by the Python handler or by the watchdog), is the only
+//! one: a further signal of those armed ends the process at once, in the C-level handler
+//! (`signal(SIG_DFL)` and `raise`, both async-signal-safe), whichever thread takes it and
+//! whatever the main thread is doing. Python's own check for a second signal cannot see one
+//! that arrives while the watchdog delivers: the main thread that missed the first signal runs
+//! the Python handler only when the second one wakes it, and CPython runs one handler call for
+//! both.
+//!
 //! The watchdog thread blocks every asynchronous signal; it belongs to the process that armed
 //! it (a forked child arms its own). Unix only.
 
@@ -67,6 +75,9 @@ mod unix {
     static CHAINED_SIGINFO: [AtomicBool; SIGNALS] = [const { AtomicBool::new(false) }; SIGNALS];
     /// Per signal: the Python handler has started for the latest delivery.
     static STARTED: [AtomicBool; SIGNALS] = [const { AtomicBool::new(false) }; SIGNALS];
+    /// A delivery on an armed signal has started (the Python handler's or the watchdog's), in
+    /// the process that armed the watchdog (0: none): the next armed signal ends the process.
+    static DELIVERING_PID: AtomicU32 = AtomicU32::new(0);
 
     /// Wraps the current (CPython's) handler of `signum` so the watchdog hears of it; starts the
     /// watchdog of this process if needed. Idempotent; false if it could not be done.
@@ -101,13 +112,32 @@ mod unix {
         }
     }
 
-    /// The Python handler of `signum` has started: the watchdog stands aside.
-    pub(crate) fn python_handler_started(signum: i32) {
-        if let Ok(index) = usize::try_from(signum) {
-            if let Some(started) = STARTED.get(index) {
-                started.store(true, Ordering::SeqCst);
-            }
+    /// The Python handler of `signum` has started: the watchdog stands aside. Returns whether
+    /// the watchdog is already delivering (the handler then leaves it to end the process).
+    pub(crate) fn python_handler_started(signum: i32) -> bool {
+        let Some(index) = usize::try_from(signum)
+            .ok()
+            .filter(|i| (1..SIGNALS).contains(i))
+        else {
+            return false;
+        };
+        STARTED[index].store(true, Ordering::SeqCst);
+        if CHAINED[index].load(Ordering::SeqCst) == 0 {
+            return false; // not armed: the signal's course is the application's
         }
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u32;
+        DELIVERING_PID.store(pid, Ordering::SeqCst);
+        WATCHDOG_PID.load(Ordering::SeqCst) == pid
+    }
+
+    /// The process whose watchdog has started delivering natively (0: none).
+    static WATCHDOG_PID: AtomicU32 = AtomicU32::new(0);
+
+    /// Whether a delivery on signal has started in this process.
+    fn delivering() -> bool {
+        // SAFETY: getpid is async-signal-safe and has no preconditions.
+        DELIVERING_PID.load(Ordering::SeqCst) == unsafe { libc::getpid() } as u32
     }
 
     extern "C" fn on_signal(
@@ -116,6 +146,16 @@ mod unix {
         context: *mut libc::c_void,
     ) {
         let index = signum as usize;
+        if index < SIGNALS && delivering() {
+            // A second signal while the first is delivered: its default action, now. The
+            // signal is blocked while its handler runs, so the raised one is taken on return.
+            // SAFETY: signal and raise are async-signal-safe.
+            unsafe {
+                libc::signal(signum, libc::SIG_DFL);
+                libc::raise(signum);
+            }
+            return;
+        }
         if index < SIGNALS {
             // SAFETY: getpid and write are async-signal-safe; errno is saved and restored
             // around them so the interrupted code sees its own.
@@ -214,6 +254,10 @@ mod unix {
             if STARTED[index].load(Ordering::SeqCst) {
                 continue;
             }
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() } as u32;
+            WATCHDOG_PID.store(pid, Ordering::SeqCst);
+            DELIVERING_PID.store(pid, Ordering::SeqCst);
             deliver_and_end(signum);
         }
     }
