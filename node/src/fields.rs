@@ -149,12 +149,15 @@ unsafe extern "C" fn send_fields_callback(
         let Ok(mut buf) = sender.text.try_borrow_mut() else {
             return Err(Raised::new("LoghoseError", "send re-entered"));
         };
-        // A registered key list, when a fourth argument names one (`undefined` is not a number).
+        // A registered key list, when a fourth argument names one. `sendAsync` passes
+        // `undefined` there for a record of no list; Node-API answers `napi_number_expected`
+        // for it, Deno reads it as 0, so a 0 beside a ticket is taken only if it is a number.
         let mut shape = 0u32;
         // SAFETY: as above.
         let shaped = argc >= 4
             && unsafe { napi::sys::napi_get_value_uint32(env, argv[3], &mut shape) }
-                == napi::sys::Status::napi_ok;
+                == napi::sys::Status::napi_ok
+            && (argc < 5 || shape != 0 || unsafe { is_number(env, argv[3]) });
         let shapes = sender.shapes.borrow();
         let keys: &[String] = if shaped {
             match shapes.get(shape as usize) {
@@ -177,13 +180,15 @@ unsafe extern "C" fn send_fields_callback(
             )));
         }
         let lengths = sender.lengths(if keyed { count } else { 2 * count } as usize);
-        // The log's time, when a third argument gives it (Unix seconds); else now. Missing
-        // arguments read as `undefined`, which is not a number.
+        // The log's time, when a third argument gives it (Unix seconds); else now. The facade
+        // passes `undefined` for none, which Node-API refuses as a number and Deno reads as
+        // NaN: a NaN is taken (and refused by the engine) only if it is a number.
         let mut time = f64::NAN;
         // SAFETY: as above.
         let timed = argc >= 3
             && unsafe { napi::sys::napi_get_value_double(env, argv[2], &mut time) }
-                == napi::sys::Status::napi_ok;
+                == napi::sys::Status::napi_ok
+            && (!time.is_nan() || unsafe { is_number(env, argv[2]) });
         // The ticket the record's report carries, when a fifth argument gives one.
         let mut ticket = 0f64;
         // SAFETY: as above.
@@ -226,6 +231,18 @@ unsafe extern "C" fn send_fields_callback(
     // SAFETY: creating a primitive in the callback's scope.
     unsafe { napi::sys::napi_get_boolean(env, sent, &mut value) };
     value
+}
+
+/// Whether `value` is a JavaScript number (not `undefined`, which some runtimes' Node-API
+/// reads as a number when asked for one).
+///
+/// # Safety
+/// `value` must be a value of the current callback's scope.
+unsafe fn is_number(env: napi::sys::napi_env, value: napi::sys::napi_value) -> bool {
+    let mut kind = napi::sys::ValueType::napi_undefined;
+    // SAFETY: as the caller promises.
+    let status = unsafe { napi::sys::napi_typeof(env, value, &mut kind) };
+    status == napi::sys::Status::napi_ok && kind == napi::sys::ValueType::napi_number
 }
 
 /// Throws `error` as an instance of its class; returns the null value a callback returns after
