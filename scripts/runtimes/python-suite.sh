@@ -21,9 +21,10 @@ pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 # The test dependencies less the tools only the main run uses (ruff, ziglang, mypy runs there).
 grep -vE '^(ruff|ziglang)' tests-py/requirements.txt >"$venv/requirements.txt"
 "${pip[@]}" -r "$venv/requirements.txt"
-# The source install, as `pip install .` does it, into a target directory of this interpreter
-# (each CPython version is its own build of the module).
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/runtimes}
+# The source install, as `pip install .` does it. A target directory per system: build scripts
+# linked in the Debian chroot need its C library, newer than the machine's.
+system=$(. /etc/os-release && echo "${ID}-${VERSION_CODENAME:-${VERSION_ID:-unknown}}")
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/runtimes-$system}
 "${pip[@]}" --force-reinstall --no-deps .
 "$venv/bin/python" -c 'import loghose, sys; print("loghose on", sys.version.split()[0], loghose.__file__)'
 exec "$venv/bin/python" -m pytest tests-py -q "$@"
