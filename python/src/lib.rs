@@ -187,7 +187,13 @@ fn signal_handler_started(signum: i32) -> bool {
 }
 
 /// The `loghose._native` module.
-#[pymodule]
+///
+/// `gil_used = true`: on a free-threaded CPython (3.14t, 3.15t) importing the module turns the
+/// GIL back on, with CPython's warning. The per-record paths read dicts and strings in place,
+/// trusting the GIL that no other thread changes them meanwhile (`record.rs`); without it they
+/// would need each dict's critical section, and no free-threaded interpreter could be had to
+/// test that (see docs/packaging.md). pyo3 assumes `false` unless told.
+#[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(log_record::set_log_record_layout, m)?)?;
