@@ -95,5 +95,8 @@ step "pytest (the Python package; the official aliyun-log-python-sdk against the
 cargo build --quiet -p loghose --bin loghose-emulator
 LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" .venv/bin/python -m pytest tests-py -q
 
+step "the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest suite), free-threaded 3.14t (compiled), Node 26 (typecheck, jest), Bun and Deno (tests-js/runtimes/check.cjs)"
+bash scripts/test-runtimes.sh
+
 step "32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
 PYTHONS=3.11 bash scripts/test-platforms.sh armv7
