@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs what scripts/build-platforms.sh built, on the platforms it was built for, here: ARM
-# under qemu-user with Debian's ARM Python 3.11 and Node.js unpacked into a directory (nothing
-# installed; no toolchain reaches them), musl natively or under qemu.
+# under qemu-user with Debian 13's (what Raspberry Pi OS is based on) ARM Python 3.13 and
+# Node.js unpacked into a directory (nothing installed; no toolchain reaches them), musl
+# natively or under qemu.
 #
 #   bash scripts/test-platforms.sh [armv7|aarch64|x64-musl|arm64-musl ...]   (default: armv7 aarch64)
 #
 # For each target, what its users run:
 # - the engine's tests (unit, producer, spool: the spool's kill tests start their children
 #   through the same runner) cross-compiled for it and run under qemu (ARM) or natively (musl);
-# - ARM: the CPython 3.11 wheel unpacked beside pytest, and the value table shared with the
+# - ARM: the CPython 3.13 wheel unpacked beside pytest, and the value table shared with the
 #   other tests, every kind of dict table the in-place walk reads, send_many and a report
 #   awaited from asyncio (tests-py/test_values.py, test_asyncio.py), a LogRecord written natively
 #   (test_logging_handler.py's native-path tests), and the signal watchdog of a
@@ -19,7 +20,7 @@
 # - the `loghose` command: `pipe --preset pi` with a spool, SIGKILLed, then run again: no line
 #   lost (scripts/platforms/check-command.py).
 # PARTS (default "rust python node command") chooses what runs. Builds what it needs that
-# dist/platforms/<target>/ lacks (PYTHONS=3.11 for the wheel).
+# dist/platforms/<target>/ lacks (PYTHONS=3.13 for the wheel).
 set -euo pipefail
 
 # Whether a built artifact exists and is newer than every source it is built from (a package
@@ -61,7 +62,7 @@ for name in "${targets[@]}"; do
   sysroot=""
   if [ -n "$DEB_ARCH" ]; then
     need_debian "gcc-$GNU_PREFIX"
-    sysroot=$root/target/platforms/sysroot-$DEB_ARCH
+    sysroot=$root/target/platforms/sysroot-trixie-$DEB_ARCH
     python3 scripts/platforms/sysroot.py "$DEB_ARCH" "$sysroot"
   fi
   # How a binary of the target runs here.
@@ -89,9 +90,9 @@ for name in "${targets[@]}"; do
   fi
 
   if [[ " $parts " == *" python "* && -n "$sysroot" ]]; then
-    step "the CPython 3.11 wheel, in Debian's $DEB_ARCH Python 3.11 under $QEMU"
-    fresh "$out"/*cp311*.whl || PYTHONS=3.11 PARTS=wheel bash scripts/build-platforms.sh "$name"
-    wheel=$(ls "$out"/*cp311*.whl)
+    step "the CPython 3.13 wheel, in Debian 13's $DEB_ARCH Python 3.13 under $QEMU"
+    fresh "$out"/*cp313*.whl || PYTHONS=3.13 PARTS=wheel bash scripts/build-platforms.sh "$name"
+    wheel=$(ls "$out"/*cp313*.whl)
     python3 -m zipfile -e "$wheel" "$work/site"
     # pytest and what it needs are pure Python, as are structlog and loguru: this machine's pip
     # installs them for the ARM one.
@@ -100,10 +101,11 @@ for name in "${targets[@]}"; do
       "$(grep '^structlog' tests-py/requirements.txt)" "$(grep '^loguru' tests-py/requirements.txt)"
     # The watchdog of a main thread that cannot run Python's signal handler, in a fresh ARM
     # interpreter the test starts through qemu (LOGHOSE_TEST_PYTHON: no binfmt here).
-    PYTHONPATH="$work/site" QEMU_LD_PREFIX="$sysroot" LOGHOSE_TEST_PYTHON="$QEMU $sysroot/usr/bin/python3.11" \
-      "$QEMU" "$sysroot/usr/bin/python3.11" -m pytest -q -p no:cacheprovider tests-py/test_values.py \
+    PYTHONPATH="$work/site" QEMU_LD_PREFIX="$sysroot" LOGHOSE_TEST_PYTHON="$QEMU $sysroot/usr/bin/python3.13" \
+      "$QEMU" "$sysroot/usr/bin/python3.13" -m pytest -q -p no:cacheprovider tests-py/test_values.py \
       tests-py/test_asyncio.py tests-py/test_producer.py \
       "tests-py/test_signals.py::test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_the_signal" \
+      "tests-py/test_signals.py::test_a_second_signal_ends_the_watchdogs_delivery_at_once" \
       -k "not test_logging_handler or native or formatted_first or without_thread or whichever_path" \
       tests-py/test_logging_handler.py \
       tests-py/test_structlog_loguru.py::test_structlog_native_path_writes_exactly_what_the_python_path_builds \
@@ -111,7 +113,7 @@ for name in "${targets[@]}"; do
   fi
 
   if [[ " $parts " == *" node "* && -n "$sysroot" ]]; then
-    step "the npm packages, in Debian's $DEB_ARCH Node.js under $QEMU"
+    step "the npm packages, in Debian 13's $DEB_ARCH Node.js under $QEMU"
     fresh "$out"/loghose-"$NPM_PLATFORM"-*.tgz || PARTS=npm bash scripts/build-platforms.sh "$name"
     fresh dist/npm/loghose-[0-9]*.tgz || bash scripts/pack-npm.sh >/dev/null
     mkdir -p "$work/node_modules/loghose" "$work/node_modules/loghose-$NPM_PLATFORM"

@@ -99,4 +99,4 @@ step "the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest
 bash scripts/test-runtimes.sh
 
 step "32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
-PYTHONS=3.11 bash scripts/test-platforms.sh armv7
+PYTHONS=3.13 bash scripts/test-platforms.sh armv7
