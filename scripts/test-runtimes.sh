@@ -5,6 +5,7 @@
 #   bash scripts/test-runtimes.sh                  what CI runs: python3.15 python3.14t node26 bun deno
 #   bash scripts/test-runtimes.sh all              every runtime below
 #   bash scripts/test-runtimes.sh python3.14 node24 ...
+#   bash scripts/test-runtimes.sh wheel3.15        the wheel as published, on Debian's 3.15
 #
 # - python3.10, python3.12: the machine image's pyenv builds (skipped where absent); python3.11:
 #   the machine's own; python3.13, python3.14, python3.15: Debian sid's builds, in a debootstrap
@@ -66,6 +67,22 @@ for runtime in "${runtimes[@]}"; do
       status=0
       bash scripts/runtimes/sid-chroot.sh run env CARGO_INCREMENTAL=0 LOGHOSE_EMULATOR_BIN="$emulator" \
         bash scripts/runtimes/python-suite.sh "$runtime" -p no:cacheprovider || status=$?
+      outcome "$runtime" "$status" ;;
+    wheel3.13 | wheel3.14 | wheel3.15)
+      # The wheel as published (manylinux2014, `dist`, stripped, linked by zig against glibc
+      # 2.17; maturin's own description of that CPython), in Debian's interpreter.
+      version=${runtime#wheel}
+      step "$runtime: the manylinux2014 wheel for CPython $version (dist profile), then pytest in Debian's"
+      rm -rf "dist/wheels-$version"
+      status=0
+      PATH="$root/.venv/bin:$PATH" .venv/bin/maturin build --quiet --profile dist --strip --zig \
+        --compatibility manylinux2014 --target x86_64-unknown-linux-gnu --interpreter "python$version" \
+        --out "dist/wheels-$version" || status=$?
+      if [ "$status" -eq 0 ]; then
+        bash scripts/runtimes/sid-chroot.sh run env LOGHOSE_EMULATOR_BIN="$emulator" \
+          LOGHOSE_WHEEL="$(ls "$root/dist/wheels-$version"/loghose-*manylinux*.whl)" \
+          bash scripts/runtimes/python-suite.sh "python$version" -p no:cacheprovider || status=$?
+      fi
       outcome "$runtime" "$status" ;;
     python3.14t | python3.15t)
       # No interpreter to run on; the module is compiled against the free-threaded build's

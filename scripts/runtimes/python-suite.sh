@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole Python suite on one interpreter: a virtualenv of its own (cached beside the
 # interpreter's other runtimes), the native module built for it from this checkout (`pip
-# install .`, the source install a user gets), then pytest. Run on the machine itself or in the
+# install .`, the source install a user gets; or the wheel LOGHOSE_WHEEL names), then pytest. Run on the machine itself or in the
 # Debian chroot (scripts/runtimes/sid-chroot.sh run ...); scripts/test-runtimes.sh calls it.
 #
 #   bash scripts/runtimes/python-suite.sh PYTHON [PYTEST ARGS...]
@@ -25,6 +25,11 @@ grep -vE '^(ruff|ziglang)' tests-py/requirements.txt >"$venv/requirements.txt"
 # linked in the Debian chroot need its C library, newer than the machine's.
 system=$(. /etc/os-release && echo "${ID}-${VERSION_CODENAME:-${VERSION_ID:-unknown}}")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/runtimes-$system}
-"${pip[@]}" --force-reinstall --no-deps .
+if [ -n "${LOGHOSE_WHEEL:-}" ]; then
+  # The wheel as published (scripts/test-runtimes.sh wheel3.X builds it), instead.
+  "${pip[@]}" --force-reinstall --no-deps "$LOGHOSE_WHEEL"
+else
+  "${pip[@]}" --force-reinstall --no-deps .
+fi
 "$venv/bin/python" -c 'import loghose, sys; print("loghose on", sys.version.split()[0], loghose.__file__)'
 exec "$venv/bin/python" -m pytest tests-py -q "$@"
