@@ -30,6 +30,7 @@ def test_a_readme_python_block_runs_as_pasted(code, tmp_path):
         # calls at exit, starts one: a message on stderr after the block has done its work.
         assert done.stderr.startswith("Exception ignored in atexit callback"), done.stderr
         assert done.stderr.count("Traceback") == 1, done.stderr
-        assert done.stderr.rstrip().endswith("RuntimeError: can't create new thread at interpreter shutdown"), done.stderr
+        refused = "RuntimeError: can't create new thread at interpreter shutdown"
+        assert done.stderr.rstrip().endswith(refused), done.stderr
         return
     assert "Traceback" not in done.stderr, done.stderr
