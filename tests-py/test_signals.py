@@ -235,15 +235,19 @@ def test_a_second_signal_ends_the_watchdogs_delivery_at_once():
         child = subprocess.Popen([*PYTHON, "-c", textwrap.dedent(script), emu.endpoint, emu.access_key_id,
                                   emu.access_key_secret, "stuck"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert child.stdout is not None
-        assert child.stdout.readline() == "stuck\n"
-        os.kill(child.pid, signal.SIGTERM)
-        time.sleep(1.0)  # past the watchdog's grace: it is delivering now
-        assert child.poll() is None, "the first SIGTERM waits for delivery (up to 30 s here)"
-        second = time.monotonic()
-        os.kill(child.pid, signal.SIGTERM)
-        child.communicate(timeout=20)
-        took = time.monotonic() - second
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline() == "stuck\n"
+            os.kill(child.pid, signal.SIGTERM)
+            time.sleep(1.0)  # past the watchdog's grace: it is delivering now
+            assert child.poll() is None, "the first SIGTERM waits for delivery (up to 30 s here)"
+            second = time.monotonic()
+            os.kill(child.pid, signal.SIGTERM)
+            child.communicate(timeout=20)
+            took = time.monotonic() - second
+        finally:
+            child.kill()  # a stuck child never outlives the test
+            child.wait()
     assert child.returncode == -signal.SIGTERM
     assert took < 5, f"the second SIGTERM took {took:.1f} s to end the process"
 
