@@ -192,72 +192,71 @@ pub(crate) unsafe fn str_utf8<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<Resul
 }
 
 /// The text of a compact ASCII `str` (nearly every key and most values), read from the object
-/// itself: its characters follow the header and are their own UTF-8.
+/// itself: its characters follow the header and are their own UTF-8. `None` where the layout is
+/// not read (the stable ABI, other interpreters, the free-threaded build, big-endian machines):
+/// every string then goes through `PyUnicode_AsUTF8AndSize`.
 ///
 /// # Safety
 /// `obj` must be a valid `str`; the returned slice lives as long as the object.
-#[cfg(all(
-    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
-    target_endian = "little"
-))]
 #[inline(always)]
 unsafe fn compact_ascii<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
-    // SAFETY: `obj` is a str (caller), so it starts with a `PyASCIIObject` header
-    // ([`AsciiHead`]); a compact ASCII str stores its `length` one-byte characters right after
-    // that header.
-    unsafe {
-        let head = &*obj.cast::<AsciiHead>();
-        if head.state & (COMPACT | ASCII) != COMPACT | ASCII {
-            return None;
-        }
-        let data = obj.cast::<AsciiHead>().add(1).cast::<u8>();
-        let bytes = std::slice::from_raw_parts(data, head.length as usize);
-        Some(std::str::from_utf8_unchecked(bytes))
+    #[cfg(all(
+        not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
+        target_endian = "little"
+    ))]
+    // SAFETY: as the caller promises.
+    return unsafe { str_layout::compact_ascii(obj) };
+    #[allow(unreachable_code)]
+    {
+        let _ = obj;
+        None
     }
 }
 
-/// CPython's `PyASCIIObject` in the default (GIL) build, 3.10 to 3.15
-/// (`Include/cpython/unicodeobject.h`): the object header, the length in code points, the
-/// hash, a 32-bit word of bit fields, and until 3.12 the legacy `wstr` pointer. Its size is
-/// where a compact ASCII string's characters start (`tests-py/test_values.py` sends strings of
-/// every kind and length through this path on each version).
 #[cfg(all(
     not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
     target_endian = "little"
 ))]
-#[repr(C)]
-struct AsciiHead {
-    ob_base: pyo3::ffi::PyObject,
-    length: pyo3::ffi::Py_ssize_t,
-    hash: pyo3::ffi::Py_hash_t,
-    /// `interned:2, kind:3, compact:1, ascii:1, …`: the same first seven bits on every version
-    /// (C compilers fill a little-endian bit field from its lowest bit).
-    state: u32,
-    #[cfg(not(Py_3_12))]
-    wstr: *mut libc::wchar_t,
-}
+mod str_layout {
+    /// CPython's `PyASCIIObject` in the default (GIL) build, 3.10 to 3.15
+    /// (`Include/cpython/unicodeobject.h`): the object header, the length in code points, the
+    /// hash, a 32-bit word of bit fields, and until 3.12 the legacy `wstr` pointer. Its size
+    /// is where a compact ASCII string's characters start (`tests-py/test_values.py` sends
+    /// strings of every kind and length through this path on each version).
+    #[repr(C)]
+    struct AsciiHead {
+        ob_base: pyo3::ffi::PyObject,
+        length: pyo3::ffi::Py_ssize_t,
+        hash: pyo3::ffi::Py_hash_t,
+        /// `interned:2, kind:3, compact:1, ascii:1, …`: the same first seven bits on every
+        /// version (C compilers fill a little-endian bit field from its lowest bit).
+        state: u32,
+        #[cfg(not(Py_3_12))]
+        wstr: *mut libc::wchar_t,
+    }
 
-#[cfg(all(
-    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
-    target_endian = "little"
-))]
-const COMPACT: u32 = 1 << 5;
-#[cfg(all(
-    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
-    target_endian = "little"
-))]
-const ASCII: u32 = 1 << 6;
+    const COMPACT: u32 = 1 << 5;
+    const ASCII: u32 = 1 << 6;
 
-/// Where CPython's `str` layout is not read directly (the stable ABI, other interpreters, the
-/// free-threaded build, big-endian machines), every string goes through
-/// `PyUnicode_AsUTF8AndSize`.
-#[cfg(not(all(
-    not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)),
-    target_endian = "little"
-)))]
-#[inline(always)]
-unsafe fn compact_ascii<'a>(_obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
-    None
+    /// See [`super::compact_ascii`].
+    ///
+    /// # Safety
+    /// `obj` must be a valid `str`; the returned slice lives as long as the object.
+    #[inline(always)]
+    pub(super) unsafe fn compact_ascii<'a>(obj: *mut pyo3::ffi::PyObject) -> Option<&'a str> {
+        // SAFETY: `obj` is a str (caller), so it starts with a `PyASCIIObject` header
+        // ([`AsciiHead`]); a compact ASCII str stores its `length` one-byte characters right
+        // after that header.
+        unsafe {
+            let head = &*obj.cast::<AsciiHead>();
+            if head.state & (COMPACT | ASCII) != COMPACT | ASCII {
+                return None;
+            }
+            let data = obj.cast::<AsciiHead>().add(1).cast::<u8>();
+            let bytes = std::slice::from_raw_parts(data, head.length as usize);
+            Some(std::str::from_utf8_unchecked(bytes))
+        }
+    }
 }
 
 /// Writes the fields of a dict. Keys and values that are both `str` are read straight from
