@@ -23,7 +23,11 @@ make_root() {
   command -v debootstrap >/dev/null || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   }
-  rm -rf "$root" && mkdir -p "$cache"
+  # A half-made root may still have binds of an interrupted `run` in it (the checkout, the
+  # toolchain): unbind them, and never let the removal cross into another file system.
+  awk -v root="$root/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r |
+    while read -r mounted; do umount -l "$mounted"; done
+  rm -rf --one-file-system "$root" && mkdir -p "$cache"
   debootstrap --variant=minbase --include="$packages" sid "$root" http://deb.debian.org/debian \
     >"$cache/sid-debootstrap.log" 2>&1 || {
     tail -n 20 "$cache/sid-debootstrap.log" >&2
