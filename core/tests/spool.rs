@@ -840,3 +840,52 @@ fn with_interval_sync_a_batch_file_no_timed_sync_took_goes_back_as_its_batch_is_
     assert_eq!(emu.totals("proj", "spooled").map_or(0, |t| t.logs), 5_000);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Empty segment files of a later run (a producer killed between making a segment and sizing
+/// it) are counted by the next producer's recovery: its run is later than every run a file
+/// names, so none of its new files collides with one there, and it sends everything left in
+/// one go.
+#[test]
+fn empty_segments_of_a_later_run_never_make_the_next_producer_reuse_their_names() {
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::during(
+        FaultAction::Hang { ms: Some(20_000) },
+        Duration::from_secs(2),
+    ));
+    let dir = temp_dir("empty-run");
+    // Another destination: its batches go through the segments, where the names collide.
+    let config = ProducerConfig {
+        request_timeout_ms: 20_000,
+        ..spool_config(&emu.endpoint(), &dir)
+    };
+    let producer = Producer::new(config).unwrap();
+    let other = SendOptions {
+        logstore: Some("spooled-b"),
+        ..SendOptions::default()
+    };
+    for i in 0..1000u64 {
+        let i = i.to_string();
+        producer
+            .send(&[("run", "1"), ("i", i.as_str())], &other)
+            .unwrap();
+    }
+    let closed = producer.close(Duration::from_millis(300));
+    assert_eq!((closed.undelivered, closed.kept), (0, 1000));
+    drop(producer);
+    let slot = dir.join("slot-0");
+    // What a producer of the next run killed at once leaves: made, never sized.
+    for seq in 0..512u64 {
+        std::fs::File::create(slot.join(format!("seg-{:016x}-{seq:016x}.spl", 2))).unwrap();
+    }
+    std::thread::sleep(Duration::from_secs(2)); // the hang is over
+    let stats = drain(&emu, &dir);
+    assert_eq!(stats.replayed_records, 1000, "{stats:?}");
+    let held = held(&emu);
+    assert_eq!(held.len(), 1000);
+    assert!(held.values().all(|n| *n == 1), "each once");
+    assert!(
+        spool_files(&dir, &["spl", "spb"]).is_empty(),
+        "nothing left for another producer"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -49,6 +49,14 @@ pub struct Stats {
     pub spool_corrupt_entries: f64,
     /// Bytes of spool files on disk now.
     pub spool_bytes: f64,
+    /// Syncs of spool files or directories the disk failed (each file is then written again
+    /// elsewhere and never reused).
+    pub spool_sync_failures: f64,
+    /// Records sent while their spool copy could not be made durable (the disk kept failing
+    /// its syncs): a power loss before their delivery would have lost them.
+    pub spool_not_durable: f64,
+    /// The spool's last needed sync failed: records are not durable until one succeeds.
+    pub spool_degraded: bool,
 }
 
 impl From<EngineStats> for Stats {
@@ -76,6 +84,9 @@ impl From<EngineStats> for Stats {
             replayed_records: n(s.replayed_records),
             spool_corrupt_entries: n(s.spool_corrupt_entries),
             spool_bytes: n(s.spool_bytes),
+            spool_sync_failures: n(s.spool_sync_failures),
+            spool_not_durable: n(s.spool_not_durable),
+            spool_degraded: s.spool_degraded,
         }
     }
 }

@@ -118,7 +118,7 @@ impl Delivery {
             return;
         }
         // `spool_sync = batch`: durable before it is sent.
-        self.spool.before_send(&mut batch.spooled).await;
+        let durable = self.spool.before_send(&mut batch.spooled).await;
         let codec = self.policy.compression;
         let compressed = COMPRESS_AREA
             .with(|area| compress::compress_with_area(codec, &batch.raw, &mut area.borrow_mut()));
@@ -136,6 +136,21 @@ impl Delivery {
                 return;
             }
         };
+        if !durable {
+            // Its files failed their sync: a copy on a fresh file, or counted as not durable.
+            self.spool
+                .respool(
+                    batch.shard,
+                    batch.id,
+                    &batch.pack_id,
+                    codec,
+                    batch.raw_len,
+                    &body,
+                    batch.records,
+                    &mut batch.spooled,
+                )
+                .await;
+        }
         // A batch file's records are now kept as this body: the file goes back.
         self.spool.compressed(
             batch.shard,

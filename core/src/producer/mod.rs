@@ -579,6 +579,7 @@ impl Producer {
     pub fn stats(&self) -> Stats {
         let inner = &*self.inner;
         let ledger = inner.ledger();
+        let health = inner.accumulator.spooling().health();
         Stats {
             accepted: inner.accumulator.accepted(),
             delivered: ledger.delivered.load(Ordering::Relaxed),
@@ -604,6 +605,9 @@ impl Producer {
             replayed_records: ledger.replayed_records.load(Ordering::Relaxed),
             spool_corrupt_entries: inner.accumulator.spooling().corrupt_entries(),
             spool_bytes: inner.accumulator.spooling().used_bytes(),
+            spool_sync_failures: health.sync_failures,
+            spool_not_durable: health.not_durable,
+            spool_degraded: health.degraded,
         }
     }
 }

@@ -244,4 +244,12 @@ pub struct Stats {
     pub spool_corrupt_entries: u64,
     /// Bytes of spool files on disk now.
     pub spool_bytes: u64,
+    /// Syncs of spool files or directories the disk failed (each file is then written again
+    /// elsewhere and never reused).
+    pub spool_sync_failures: u64,
+    /// Records sent while their spool copy could not be made durable (the disk kept failing
+    /// its syncs): a power loss before their delivery would have lost them.
+    pub spool_not_durable: u64,
+    /// The spool's last needed sync failed: records are not durable until one succeeds.
+    pub spool_degraded: bool,
 }

@@ -173,21 +173,66 @@ impl Spooling {
     }
 
     /// Before its first attempt (`spool_sync = batch`): the batch's records made durable, off
-    /// the I/O threads.
-    pub(crate) async fn before_send(&self, mark: &mut SpoolMark) {
-        let Some(spool) = &self.0 else { return };
+    /// the I/O threads. False when a sync failed: the batch is then written again on a fresh
+    /// file once compressed ([`Spooling::respool`]), before it is sent.
+    pub(crate) async fn before_send(&self, mark: &mut SpoolMark) -> bool {
+        let Some(spool) = &self.0 else { return true };
         if !spool.syncs_batches() {
-            return;
+            return true;
         }
         let spool = spool.clone();
         let taken = std::mem::take(mark);
         let synced = tokio::task::spawn_blocking(move || {
-            spool.sync_batch(&taken);
-            taken
+            let durable = spool.sync_batch(&taken);
+            (taken, durable)
         })
         .await;
-        if let Ok(taken) = synced {
-            *mark = taken;
+        match synced {
+            Ok((taken, durable)) => {
+                *mark = taken;
+                durable
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A batch whose sync failed, compressed: written again as its body on a fresh segment and
+    /// synced (off the I/O threads). When that fails too, it is sent from memory, counted as
+    /// not durable, and the spool is degraded (said once).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn respool(
+        &self,
+        shard: usize,
+        batch: u64,
+        pack_id: &str,
+        codec: Compression,
+        raw_len: usize,
+        body: &bytes::Bytes,
+        records: u32,
+        mark: &mut SpoolMark,
+    ) {
+        let Some(spool) = &self.0 else { return };
+        let writing = spool.clone();
+        let taken = std::mem::take(mark);
+        let pack_id = pack_id.to_owned();
+        let body = body.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let mut taken = taken;
+            let durable =
+                writing.respool(shard, batch, &pack_id, codec, raw_len, &body, &mut taken);
+            (taken, durable)
+        })
+        .await;
+        let durable = match written {
+            Ok((taken, durable)) => {
+                *mark = taken;
+                durable
+            }
+            Err(_) => false,
+        };
+        if !durable {
+            mark.not_durable = true;
+            spool.not_durable(u64::from(records));
         }
     }
 
@@ -258,6 +303,13 @@ impl Spooling {
         self.0.as_ref().map_or(0, |s| {
             s.corrupt_entries.load(std::sync::atomic::Ordering::Relaxed)
         })
+    }
+
+    /// Failed syncs, records sent not durable, and whether the spool is degraded.
+    pub(crate) fn health(&self) -> super::spool::SpoolHealth {
+        self.0
+            .as_ref()
+            .map_or_else(Default::default, |s| s.faults().health())
     }
 
     /// Bytes of spool files on disk.

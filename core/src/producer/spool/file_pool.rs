@@ -14,7 +14,7 @@ pub(super) struct FilePool {
     /// Files no batch uses; the mapped ones are taken first.
     pub(super) idle: Mutex<Vec<Idle>>,
     /// Files of batches not yet done, by sequence: what `interval` syncs.
-    pub(super) live: Mutex<BTreeMap<u64, Arc<File>>>,
+    pub(super) live: Mutex<BTreeMap<u64, (PathBuf, Arc<File>)>>,
     /// Syncs that took the live files (`sync_all`: the timer's, and those before old files
     /// are deleted), counted under `live`'s lock, where a file taken reads the count: whether
     /// a file's records may be durable only in that file.
@@ -40,6 +40,10 @@ pub(super) struct FilePool {
 pub(super) struct Committing {
     pub(super) files: Mutex<Vec<(BatchFile, Vec<u64>)>>,
     pub(super) wake: Condvar,
+    /// Files whose bodies' sync failed: their records may be durable only there, so they are
+    /// never reused; deleted when the spool closes with everything settled, else left for
+    /// the next producer (a recovery skips the batches their `Done` entries settle).
+    pub(super) stranded: Mutex<Vec<BatchFile>>,
 }
 
 /// How long the sync thread gathers files waiting for a commit before it syncs their bodies,
@@ -102,6 +106,15 @@ impl Spool {
             }
         };
         let idle = match idle {
+            Some(idle) if self.faults.is_poisoned(&idle.path) => {
+                // Its free mark's sync failed: never reused. The batch goes to the segments.
+                pool.idle_bytes.fetch_sub(size, Ordering::AcqRel);
+                if idle.is_mapped() {
+                    pool.retained.fetch_sub(1, Ordering::Relaxed);
+                }
+                self.delete_file(idle);
+                return None;
+            }
             Some(idle) => {
                 pool.idle_bytes.fetch_sub(size, Ordering::AcqRel);
                 idle
@@ -116,7 +129,10 @@ impl Spool {
                 let path = batch_file::file_name(&self.dir, self.run, n);
                 let used = self.used.fetch_add(size, Ordering::AcqRel) + size;
                 match Idle::create(path, pool.shape) {
-                    Ok(idle) => idle,
+                    Ok(idle) => {
+                        self.dir_changes.note();
+                        idle
+                    }
                     Err(e) => {
                         self.used.fetch_sub(size, Ordering::AcqRel);
                         if is_disk_full(&e) {
@@ -135,7 +151,7 @@ impl Spool {
         match idle.begin(pool.shape, self.run, batch, seq, &pool.open) {
             Ok((begun, buf)) => {
                 let mut live = pool.live.lock();
-                live.insert(seq, file);
+                live.insert(seq, (path, file));
                 pool.peak.fetch_max(live.len(), Ordering::Relaxed);
                 mark.file_tick = pool.ticks.load(Ordering::Relaxed);
                 drop(live);
@@ -223,7 +239,7 @@ impl Spool {
                 &[&pool.open],
                 Some(&mut staged),
             )
-            .and_then(|()| {
+            .and_then(|_| {
                 self.append(
                     shard,
                     Kind::Body,
@@ -300,18 +316,29 @@ impl Spool {
             .collect();
         seqs.sort_unstable();
         seqs.dedup();
-        let files: Vec<Arc<File>> = {
+        let files: Vec<(PathBuf, Arc<File>)> = {
             let state = self.state.lock();
             seqs.iter()
-                .filter_map(|s| state.segments.get(s).map(|s| s.file.clone()))
+                .filter_map(|s| {
+                    state
+                        .segments
+                        .get(s)
+                        .map(|s| (s.path.clone(), s.file.clone()))
+                })
                 .collect()
         };
-        for f in files {
-            let _ = f.sync_data();
-        }
+        let needed = files.len();
+        let synced = self.sync_files(&files, needed);
+        let synced = self.settle_sync(synced);
         let mut held = Vec::new();
         for (file, segments) in pending {
-            self.give_back(file);
+            if synced {
+                self.give_back(file);
+            } else {
+                // The bodies are not durable: the records stay durable in the file, which is
+                // never reused (see `Committing::stranded`).
+                self.committing.stranded.lock().push(file);
+            }
             held.extend(segments);
         }
         // Only now may the segments that held the bodies settle (see `compressed`).
@@ -365,6 +392,14 @@ impl Spool {
             live.len()
         };
         let idle = file.finish();
+        if self.faults.is_poisoned(&idle.path) {
+            // Its sync failed: never reused (see `faults`).
+            if idle.is_mapped() {
+                pool.retained.fetch_sub(1, Ordering::Relaxed);
+            }
+            self.delete_file(idle);
+            return;
+        }
         // Kept, within spool_max_bytes, as many as were ever in use at once: a steady
         // producer then makes and deletes no files (each costs the file system a fault per
         // page to fill).
@@ -391,6 +426,10 @@ impl Spool {
                     }
                 }
             }
+            if self.sync != SpoolSync::None {
+                // Its free mark is made durable with the next sync.
+                self.marks.lock().add(idle.path.clone(), idle.file.clone());
+            }
             list.push(idle);
             drop(list);
             pool.idle_bytes
@@ -410,6 +449,9 @@ impl Spool {
     pub(super) fn delete_file(&self, idle: Idle) {
         let size = idle.file.metadata().map_or(0, |m| m.len() as usize);
         let _ = std::fs::remove_file(&idle.path);
+        self.dir_changes.note();
+        self.faults.forget(&idle.path);
+        self.marks.lock().forget(&idle.path);
         drop(idle);
         self.used.fetch_sub(size, Ordering::AcqRel);
         self.disk_room.store(usize::MAX, Ordering::Release);

@@ -80,6 +80,8 @@ use crate::wire::compress::Compression;
 use batch_file::{BatchFile, Idle, Shape};
 
 mod batch_file;
+mod disk;
+mod faults;
 mod file_pool;
 mod format;
 mod lock;
@@ -89,8 +91,15 @@ mod replay_ledger;
 mod segment;
 
 #[cfg(test)]
+mod model_disk;
+#[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod power_tests;
 
+use disk::DirChanges;
+use faults::Faults;
+pub(crate) use faults::SpoolHealth;
 use file_pool::*;
 pub(crate) use format::CopyOrigin;
 use format::*;
@@ -165,6 +174,11 @@ pub(crate) struct SpoolMark {
     /// `FilePool::ticks` when the batch file was taken. Still the same at compression: no
     /// sync made the file's records durable, so none is needed before the file is reused.
     file_tick: u64,
+    /// The batch's `Open` entry as written (segment batches): what a copy of the batch on a
+    /// fresh file begins with when a sync failed.
+    open: Option<Vec<u8>>,
+    /// Its copy in the spool could not be made durable (the disk failed its syncs).
+    pub(crate) not_durable: bool,
 }
 
 impl SpoolMark {
@@ -210,6 +224,12 @@ pub(crate) struct Spool {
     files: Arc<std::sync::OnceLock<FilePool>>,
     /// Batch files waiting for their bodies to be synced (`interval`).
     committing: Arc<Committing>,
+    /// Files made or removed in `dir` since its entries were last synced.
+    dir_changes: Arc<DirChanges>,
+    /// Marks of settled batches not yet synced (`batch`, `interval`).
+    marks: Mutex<PendingMarks>,
+    /// Syncs that failed, the files never trusted again, what is not durable.
+    faults: Faults,
 }
 
 /// A spool just opened: itself, and what earlier producers left to send again (its own
@@ -412,6 +432,9 @@ impl Spool {
             corrupt_entries: AtomicU64::new(corrupt),
             files: Arc::default(),
             committing: Arc::default(),
+            dir_changes: Arc::default(),
+            marks: Mutex::default(),
+            faults: Faults::default(),
         });
         let preparer = Preparer {
             state: spool.state.clone(),
@@ -424,6 +447,8 @@ impl Spool {
             disk_room: spool.disk_room.clone(),
             shards,
             files: spool.files.clone(),
+            dir_changes: spool.dir_changes.clone(),
+            syncs: sync != SpoolSync::None,
         };
         *spool.preparer.lock() =
             crate::threads::spawn("loghose-spool-prep", move || preparer.run()).ok();
@@ -483,6 +508,16 @@ impl Spool {
         leftovers
     }
 
+    /// How the disk has served the spool.
+    pub(crate) fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// `records` are sent although no copy of them could be made durable.
+    pub(crate) fn not_durable(&self, records: u64) {
+        self.faults.not_durable(&self.dir, records);
+    }
+
     /// This producer's run number.
     #[cfg(test)]
     pub(crate) fn run(&self) -> u64 {
@@ -521,8 +556,10 @@ impl Spool {
             return Ok(());
         }
         let syncs = self.sync != SpoolSync::None;
-        if syncs {
-            self.sync_all();
+        if syncs && !self.sync_all() {
+            // The copies are not durable: the ledger must not say they stand for the
+            // originals (the old files are then kept, see `remove_old`).
+            return Err(std::io::Error::other("a sync of the spool's files failed"));
         }
         from.ledger.note_synced(&from.dir, origins, syncs)
     }
@@ -531,12 +568,21 @@ impl Spool {
     /// run's (an orphan is let go when `from` is dropped), in the order the scan put them:
     /// cut anywhere by a kill, what is left never holds a done batch's records without its
     /// `Done` entry.
+    /// With `batch` or `interval` syncing, the copies are synced first (a failure keeps the
+    /// old files: the next producer sends their batches, perhaps again) and the directory
+    /// after, so that a power loss does not bring the old files back either.
     pub(crate) fn remove_old(&self, from: &Leftover) {
-        if self.sync != SpoolSync::None {
-            self.sync_all();
+        let syncs = self.sync != SpoolSync::None;
+        if syncs && !self.sync_all() {
+            return;
         }
         for f in &from.old_files {
             let _ = std::fs::remove_file(f);
+        }
+        if syncs && !from.old_files.is_empty() {
+            if let Err(e) = disk::sync_dir(&from.dir) {
+                self.faults.sync_failed(&self.dir, &from.dir, &e);
+            }
         }
     }
 
@@ -588,6 +634,10 @@ impl Spool {
         drop(state);
         let pending = std::mem::take(&mut *self.committing.files.lock());
         self.commit(pending);
+        // Every batch is settled: files kept because their bodies' sync failed go too.
+        for stranded in std::mem::take(&mut *self.committing.stranded.lock()) {
+            self.delete_file(stranded.finish());
+        }
         if let Some(pool) = self.files.get() {
             pool.closed.store(true, Ordering::Release);
             for idle in std::mem::take(&mut *pool.idle.lock()) {

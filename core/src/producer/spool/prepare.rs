@@ -38,6 +38,9 @@ pub(super) struct Preparer {
     pub(super) shards: usize,
     /// The batch files, once enabled.
     pub(super) files: Arc<std::sync::OnceLock<FilePool>>,
+    /// Notes the spares it makes; synced here (off the adding threads) when the spool syncs.
+    pub(super) dir_changes: Arc<DirChanges>,
+    pub(super) syncs: bool,
 }
 
 impl Preparer {
@@ -61,6 +64,11 @@ impl Preparer {
                 if !self.make_spare(made) {
                     return;
                 }
+            }
+            if self.syncs {
+                // The new names made durable ahead of the batches that take the files; a
+                // failure is met (and counted) by the next batch's own sync.
+                let _ = self.dir_changes.sync(&self.dir);
             }
             self.map_idle_file();
         }
@@ -114,12 +122,15 @@ impl Preparer {
     /// it (free, or its header still zero) and deletes it. False once closed.
     pub(super) fn make_spare(&self, n: u64) -> bool {
         let path = self.dir.join(format!("seg-{:016x}-s{n}.spl", self.run));
+        let mut created = false;
         let made = (|| -> std::io::Result<(Arc<File>, MmapMut)> {
             let file = private_file()
                 .read(true)
                 .write(true)
                 .create_new(true)
                 .open(&path)?;
+            created = true;
+            self.dir_changes.note();
             allocate(&file, self.segment_bytes)?;
             let mut map = map_segment(&file)?;
             map[..8].copy_from_slice(FREE_MAGIC);
@@ -138,8 +149,11 @@ impl Preparer {
             }
             Err(_) => {
                 // A full disk or any other file error: the adding thread makes its own and
-                // reports what it meets.
-                let _ = std::fs::remove_file(&path);
+                // reports what it meets. Only a file this made is removed (a name already
+                // taken is another file's).
+                if created {
+                    let _ = std::fs::remove_file(&path);
+                }
                 true
             }
         }
@@ -151,6 +165,7 @@ impl Preparer {
         if state.closed {
             drop(state);
             let _ = std::fs::remove_file(&spare.path);
+            self.dir_changes.note();
             return false;
         }
         state.free.push(spare);

@@ -147,6 +147,18 @@ pub(super) fn scan_batch_file(
     Ok(())
 }
 
+/// The run a spool file's name carries (`seg-<run>-…`, `bat-<run>-…`, 16 hex digits): the
+/// run of the producer that made it, which may be later than any run in its entries (a
+/// file made and never written, or marked free).
+pub(super) fn run_in_name(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let hex = name
+        .strip_prefix("seg-")
+        .or_else(|| name.strip_prefix("bat-"))?
+        .get(..16)?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
 /// What one directory held: its batches not done (in the order they were opened), its
 /// spool files and ledger, the highest run and segment sequence found, and the entries
 /// skipped as corrupt.
@@ -181,6 +193,11 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
     let mut batch_files = Vec::new();
     let mut segments = Vec::with_capacity(entries.len());
     for path in entries {
+        // Every file's run counts, an empty or free one's too: the next run's names must
+        // never be taken already (see `run_in_name`).
+        if let Some(run) = run_in_name(&path) {
+            found.max_run = found.max_run.max(run);
+        }
         if path.extension().is_some_and(|x| x == batch_file::EXTENSION) {
             scan_batch_file(dir, &path, &mut found)?;
             batch_files.push(path);

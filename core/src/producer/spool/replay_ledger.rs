@@ -116,10 +116,16 @@ impl LedgerWriter {
         if origins.is_empty() {
             return Ok(());
         }
+        let path = dir.join(SYNCED);
         let file = match &mut self.synced {
             Some(file) => file,
             empty => {
-                let file = super::private_file().append(true).open(dir.join(SYNCED))?;
+                let existed = path.exists();
+                let file = super::private_file().append(true).open(&path)?;
+                if durable && !existed {
+                    // Its name made durable before anything relies on its entries.
+                    super::disk::sync_dir(dir)?;
+                }
                 // Whole entries only: one cut short (a power loss) is dropped, so that what
                 // is appended after it stays aligned and readable.
                 let len = file.metadata()?.len();
@@ -132,7 +138,7 @@ impl LedgerWriter {
         };
         file.write_all(&encode(origins))?;
         if durable {
-            file.sync_data()?;
+            super::disk::sync_file(file, &path)?;
         }
         Ok(())
     }

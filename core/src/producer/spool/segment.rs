@@ -6,6 +6,37 @@
 
 use super::*;
 
+/// How many times a batch whose sync failed is written again on a fresh segment before it is
+/// sent as not durable.
+const RESPOOL_ATTEMPTS: usize = 2;
+
+/// Files holding marks of settled batches (a batch file's free mark, a segment's `Done`
+/// entries) written since the last sync: made durable with the next one, so that a power loss
+/// brings back only the batches settled since, to be sent again.
+#[derive(Default)]
+pub(super) struct PendingMarks {
+    files: Vec<(PathBuf, Arc<File>)>,
+}
+
+impl PendingMarks {
+    pub(super) fn add(&mut self, path: PathBuf, file: Arc<File>) {
+        if !self.files.iter().any(|(p, _)| *p == path) {
+            self.files.push((path, file));
+        }
+    }
+
+    /// A file deleted: its marks need no sync.
+    pub(super) fn forget(&mut self, path: &Path) {
+        if !self.files.is_empty() {
+            self.files.retain(|(p, _)| p != path);
+        }
+    }
+
+    fn take(&mut self) -> Vec<(PathBuf, Arc<File>)> {
+        std::mem::take(&mut self.files)
+    }
+}
+
 /// One open segment of one shard, mapped.
 pub(super) struct Writer {
     pub(super) seq: u64,
@@ -82,7 +113,8 @@ pub(super) fn map_segment(file: &File) -> std::io::Result<MmapMut> {
 
 impl Spool {
     /// Appends a batch's entry through `shard`'s writer, opening a new segment when the
-    /// current one is full; an error only when a segment file cannot be made.
+    /// current one is full; answers the segment it went in, an error only when a segment file
+    /// cannot be made.
     pub(super) fn append(
         &self,
         shard: usize,
@@ -91,7 +123,7 @@ impl Spool {
         batch: u64,
         parts: &[&[u8]],
         mark: Option<&mut SpoolMark>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<u64> {
         let mut guard = self.writers[shard].lock();
         let fits = guard
             .as_mut()
@@ -115,7 +147,7 @@ impl Spool {
                 }
             }
         }
-        Ok(())
+        Ok(seq)
     }
 
     /// A fresh segment for `shard` with room for an entry of `need` bytes, its blocks
@@ -149,16 +181,27 @@ impl Spool {
                 path = free.path;
                 Ok((free.file, free.map))
             }
-            None => (|| -> std::io::Result<(Arc<File>, MmapMut)> {
-                let file = private_file()
+            None => {
+                let created = private_file()
                     .read(true)
                     .write(true)
                     .create_new(true)
-                    .open(&path)?;
-                allocate(&file, size)?;
-                let map = map_segment(&file)?;
-                Ok((Arc::new(file), map))
-            })(),
+                    .open(&path);
+                match created {
+                    // Only a file this made is removed on failure: a name already taken
+                    // (EEXIST) is another file's, with records perhaps.
+                    Ok(file) => {
+                        self.dir_changes.note();
+                        allocate(&file, size)
+                            .and_then(|()| map_segment(&file))
+                            .map(|map| (Arc::new(file), map))
+                            .inspect_err(|_| {
+                                let _ = std::fs::remove_file(&path);
+                            })
+                    }
+                    Err(e) => Err(e),
+                }
+            }
         };
         let (file, mut map) = match made {
             Ok(made) => made,
@@ -169,7 +212,6 @@ impl Spool {
                     // waits or refuses (the buffer-full policy) instead of failing each add.
                     self.disk_room.store(used, Ordering::Release);
                 }
-                let _ = std::fs::remove_file(&path);
                 return Err(e);
             }
         };
@@ -237,9 +279,16 @@ impl Spool {
                 let room =
                     self.used.load(Ordering::Acquire).saturating_sub(freed) + *spare_bytes + size
                         <= self.max_bytes;
+                // A file whose sync failed is never reused (see `faults`).
+                let trusted = !self.faults.is_poisoned(&s.path);
                 match s.full {
-                    Some(mut map) if !*closed && free.len() < keep && room => {
+                    Some(mut map) if !*closed && free.len() < keep && room && trusted => {
                         map[..8].copy_from_slice(FREE_MAGIC);
+                        if self.sync != SpoolSync::None {
+                            // Its free mark made durable with the next sync: a power loss
+                            // then never brings back the batches it held.
+                            self.marks.lock().add(s.path.clone(), s.file.clone());
+                        }
                         *spare_bytes += size;
                         free.push(Free {
                             path: s.path,
@@ -250,6 +299,9 @@ impl Spool {
                     }
                     _ => {
                         let _ = std::fs::remove_file(&s.path);
+                        self.faults.forget(&s.path);
+                        self.dir_changes.note();
+                        self.marks.lock().forget(&s.path);
                     }
                 }
             }
@@ -278,9 +330,11 @@ impl Spool {
             self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
                 .map_err(io(&self.dir, "cannot make a segment"))?;
             mark.opened = true;
+            mark.open = Some(open);
         }
         self.append(shard, Kind::Record, self.run, batch, &[log], Some(mark))
-            .map_err(io(&self.dir, "cannot make a segment"))
+            .map_err(io(&self.dir, "cannot make a segment"))?;
+        Ok(())
     }
 
     /// Opens a replay's copy of a batch (before its records), naming where it came from.
@@ -297,6 +351,7 @@ impl Spool {
         self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
             .map_err(io(&self.dir, "cannot make a segment"))?;
         mark.opened = true;
+        mark.open = Some(open);
         Ok(())
     }
 
@@ -323,43 +378,189 @@ impl Spool {
         self.sync == SpoolSync::Batch
     }
 
-    /// Makes the segments a batch is in durable (`spool_sync = batch`).
-    pub(crate) fn sync_batch(&self, mark: &SpoolMark) {
+    /// Makes the files a batch is in durable, and the directory's entries (`spool_sync =
+    /// batch`), with the marks of batches settled since the last sync (so that a power loss
+    /// sends again only batches settled since). False when a sync the batch needs failed: its
+    /// files are then poisoned (never reused) and the shards' writers on them retired.
+    pub(crate) fn sync_batch(&self, mark: &SpoolMark) -> bool {
         if self.sync != SpoolSync::Batch {
-            return;
+            return true;
         }
+        let mut targets = Vec::with_capacity(mark.segments.len() + 2);
         if let Some(file) = &mark.file {
-            let _ = file.file.sync_data();
-            return;
+            targets.push((file.path.clone(), file.file.clone()));
         }
-        let files: Vec<Arc<File>> = {
+        {
             let state = self.state.lock();
-            mark.segments
-                .iter()
-                .filter_map(|s| state.segments.get(s).map(|s| s.file.clone()))
-                .collect()
-        };
-        for f in files {
-            let _ = f.sync_data();
+            for seq in &mark.segments {
+                if let Some(s) = state.segments.get(seq) {
+                    targets.push((s.path.clone(), s.file.clone()));
+                }
+            }
+        }
+        let own = targets.len();
+        for pending in self.marks.lock().take() {
+            if !targets.iter().any(|(path, _)| *path == pending.0) {
+                targets.push(pending);
+            }
+        }
+        let synced = self.sync_files(&targets, own);
+        self.settle_sync(synced)
+    }
+
+    /// Syncs `targets` and the directory's entries; false when one of the first `needed` or
+    /// the directory failed (every failure is counted and its file poisoned).
+    pub(super) fn sync_files(&self, targets: &[(PathBuf, Arc<File>)], needed: usize) -> bool {
+        let mut ok = true;
+        for (i, (path, file)) in targets.iter().enumerate() {
+            if self.faults.is_poisoned(path) {
+                // An earlier sync of it failed (another batch's, or a mark's): a sync now
+                // would answer success without the pages it lost.
+                ok &= i >= needed;
+                continue;
+            }
+            if let Err(e) = disk::sync_file(file, path) {
+                self.faults.sync_failed(&self.dir, path, &e);
+                ok &= i >= needed;
+            }
+        }
+        if let Err(e) = self.dir_changes.sync(&self.dir) {
+            self.faults.sync_failed(&self.dir, &self.dir, &e);
+            ok = false;
+        }
+        ok
+    }
+
+    /// After a sync: healthy again, or the writers on poisoned files retired.
+    pub(super) fn settle_sync(&self, ok: bool) -> bool {
+        if ok {
+            self.faults.synced();
+        } else {
+            self.retire_poisoned_writers();
+        }
+        ok
+    }
+
+    /// Retires every shard's writer whose segment's sync failed: no entry goes into a file
+    /// that is not trusted.
+    fn retire_poisoned_writers(&self) {
+        for writer in &self.writers {
+            let mut guard = writer.lock();
+            let poisoned = guard.as_ref().is_some_and(|w| {
+                let state = self.state.lock();
+                state
+                    .segments
+                    .get(&w.seq)
+                    .is_some_and(|s| self.faults.is_poisoned(&s.path))
+            });
+            if poisoned {
+                if let Some(old) = guard.take() {
+                    self.retire(old);
+                }
+            }
         }
     }
 
-    /// Syncs every segment (the `interval` timer, and before old files are deleted).
-    pub(super) fn sync_all(&self) {
-        let mut files: Vec<Arc<File>> = self
+    /// A batch whose sync failed is written again, as its compressed body, in its shard's
+    /// segments (a fresh one: the writers on the files that failed are retired) and synced,
+    /// twice at most. The new entries belong to the batch from then on (settled with it; a
+    /// recovery takes the body for its records). Answers whether a copy is durable.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn respool(
+        &self,
+        shard: usize,
+        batch: u64,
+        pack_id: &str,
+        codec: Compression,
+        raw_len: usize,
+        body: &[u8],
+        mark: &mut SpoolMark,
+    ) -> bool {
+        let open = match (&mark.open, self.files.get()) {
+            (Some(open), _) => open.clone(),
+            (None, Some(pool)) if mark.file.is_some() => pool.open.clone(),
+            _ => return false,
+        };
+        let head = body_head(codec, raw_len, pack_id);
+        for _ in 0..RESPOOL_ATTEMPTS {
+            let mut staged = SpoolMark::default();
+            let written = self
+                .append(
+                    shard,
+                    Kind::Open,
+                    self.run,
+                    batch,
+                    &[&open],
+                    Some(&mut staged),
+                )
+                .and_then(|_| {
+                    self.append(
+                        shard,
+                        Kind::Body,
+                        self.run,
+                        batch,
+                        &[&head, body],
+                        Some(&mut staged),
+                    )
+                });
+            mark.segments.extend(staged.segments.iter().copied());
+            mark.opened = true;
+            if written.is_err() {
+                return false;
+            }
+            let targets: Vec<(PathBuf, Arc<File>)> = {
+                let state = self.state.lock();
+                staged
+                    .segments
+                    .iter()
+                    .filter_map(|seq| state.segments.get(seq))
+                    .map(|s| (s.path.clone(), s.file.clone()))
+                    .collect()
+            };
+            let needed = targets.len();
+            if self.settle_sync(self.sync_files(&targets, needed)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Syncs every segment, the live batch files, the marks of settled batches and the
+    /// directory (the `interval` timer, and before old files are deleted or a replay ledger
+    /// names their batches). False when a sync failed.
+    pub(super) fn sync_all(&self) -> bool {
+        let mut targets: Vec<(PathBuf, Arc<File>)> = self
             .state
             .lock()
             .segments
             .values()
-            .map(|s| s.file.clone())
+            .map(|s| (s.path.clone(), s.file.clone()))
             .collect();
         if let Some(pool) = self.files.get() {
             let live = pool.live.lock();
             pool.ticks.fetch_add(1, Ordering::Relaxed);
-            files.extend(live.values().cloned());
+            targets.extend(live.values().cloned());
         }
-        for f in files {
-            let _ = f.sync_data();
+        for pending in self.marks.lock().take() {
+            if !targets.iter().any(|(path, _)| *path == pending.0) {
+                targets.push(pending);
+            }
+        }
+        let needed = targets.len();
+        let synced = self.sync_files(&targets, needed);
+        self.settle_sync(synced)
+    }
+
+    /// A `Done` entry went into segment `seq`: made durable with the next sync.
+    fn note_mark_in_segment(&self, seq: u64) {
+        let segment = self
+            .state
+            .lock()
+            .segments
+            .get(&seq)
+            .map(|s| (s.path.clone(), s.file.clone()));
+        if let Some((path, file)) = segment {
+            self.marks.lock().add(path, file);
         }
     }
 
@@ -367,14 +568,17 @@ impl Spool {
     pub(crate) fn done(&self, shard: usize, batch: u64, mark: &mut SpoolMark) {
         if let Some(file) = mark.file.take() {
             self.give_back(file);
-            return;
         }
         if !mark.opened {
             return;
         }
         // No room for the Done entry: the batch would be sent once more after a crash, which
-        // at-least-once allows.
-        let _ = self.append(shard, Kind::Done, self.run, batch, &[], None);
+        // at-least-once allows. Written, it is made durable with the next batch's sync.
+        if let Ok(seq) = self.append(shard, Kind::Done, self.run, batch, &[], None) {
+            if self.sync == SpoolSync::Batch {
+                self.note_mark_in_segment(seq);
+            }
+        }
         let mut state = self.state.lock();
         for seq in &mark.segments {
             if let Some(s) = state.segments.get_mut(seq) {

@@ -1,0 +1,111 @@
+//! What the spool does with a disk that fails: every failed sync is counted and its file
+//! poisoned — never reused, deleted once nothing needs it — because after a failed
+//! `fdatasync` Linux may have dropped the file's dirty pages and marked them clean, so a later
+//! sync of the same file answers success without them. A batch whose copy cannot be made
+//! durable on a fresh file either is sent from memory and counted as not durable, and the spool
+//! is *degraded* (seen in `stats()`) until a sync succeeds again. Each kind of fault is said
+//! once on stderr, with what it means.
+//!
+//! Runs on whichever thread syncs (the I/O runtime's blocking pool, the sync thread); the
+//! poisoned set is behind a lock taken only where files are settled or taken for reuse, and
+//! only once a sync has failed.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+
+use parking_lot::Mutex;
+
+/// The spool's health, as `stats()` shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SpoolHealth {
+    /// Syncs (`fdatasync`, a directory's `fsync`) the disk failed.
+    pub(crate) sync_failures: u64,
+    /// Records sent while their spool copy was not durable: a power loss before their
+    /// delivery would have lost them.
+    pub(crate) not_durable: u64,
+    /// The last batch that needed a sync could not be made durable.
+    pub(crate) degraded: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    sync_failures: AtomicU64,
+    not_durable: AtomicU64,
+    degraded: AtomicBool,
+    /// Kinds of fault already said on stderr (bits).
+    said: AtomicU8,
+    any_poisoned: AtomicBool,
+    poisoned: Mutex<HashSet<PathBuf>>,
+}
+
+const SAID_FAILED: u8 = 1;
+const SAID_DEGRADED: u8 = 2;
+
+impl Faults {
+    /// A sync of `path` (a file, or a directory) failed: counted, the file never trusted again.
+    pub(crate) fn sync_failed(&self, dir: &Path, path: &Path, error: &std::io::Error) {
+        self.sync_failures.fetch_add(1, Ordering::Relaxed);
+        if path != dir {
+            self.poisoned.lock().insert(path.to_owned());
+            self.any_poisoned.store(true, Ordering::Release);
+        }
+        if self.said.fetch_or(SAID_FAILED, Ordering::Relaxed) & SAID_FAILED == 0 {
+            eprintln!(
+                "loghose: spool_dir {}: a sync failed ({}: {error}); the records it held are \
+                 written again on a fresh file, and the file is not used again (counted in \
+                 stats as spool_sync_failures; said once)",
+                dir.display(),
+                path.display()
+            );
+        }
+    }
+
+    /// Whether a sync of the file at `path` failed (it is then never reused).
+    pub(crate) fn is_poisoned(&self, path: &Path) -> bool {
+        self.any_poisoned.load(Ordering::Acquire) && self.poisoned.lock().contains(path)
+    }
+
+    /// The file at `path` is deleted: no longer remembered.
+    pub(crate) fn forget(&self, path: &Path) {
+        if self.any_poisoned.load(Ordering::Acquire) {
+            self.poisoned.lock().remove(path);
+        }
+    }
+
+    /// `records` are sent although their copy could not be made durable: the spool is
+    /// degraded until a sync succeeds again.
+    pub(crate) fn not_durable(&self, dir: &Path, records: u64) {
+        self.not_durable.fetch_add(records, Ordering::Relaxed);
+        self.degraded.store(true, Ordering::Release);
+        if self.said.fetch_or(SAID_DEGRADED, Ordering::Relaxed) & SAID_DEGRADED == 0 {
+            eprintln!(
+                "loghose: spool_dir {}: the disk keeps failing its syncs; records are sent from \
+                 memory and a power loss before their delivery would lose them (counted in \
+                 stats as spool_not_durable, spool_degraded is true until a sync succeeds; \
+                 said once)",
+                dir.display()
+            );
+        }
+    }
+
+    /// A sync succeeded: the spool is healthy again.
+    pub(crate) fn synced(&self) {
+        if self.degraded.load(Ordering::Relaxed) {
+            self.degraded.store(false, Ordering::Release);
+        }
+    }
+
+    /// Whether the spool is degraded (its last needed sync failed).
+    pub(crate) fn degraded(&self) -> bool {
+        self.degraded.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn health(&self) -> SpoolHealth {
+        SpoolHealth {
+            sync_failures: self.sync_failures.load(Ordering::Relaxed),
+            not_durable: self.not_durable.load(Ordering::Relaxed),
+            degraded: self.degraded(),
+        }
+    }
+}
