@@ -108,10 +108,8 @@ impl Spool {
         let idle = match idle {
             Some(idle) if self.faults.is_poisoned(&idle.path) => {
                 // Its free mark's sync failed: never reused. The batch goes to the segments.
+                // (A mapped one was taken off `retained` as it was taken.)
                 pool.idle_bytes.fetch_sub(size, Ordering::AcqRel);
-                if idle.is_mapped() {
-                    pool.retained.fetch_sub(1, Ordering::Relaxed);
-                }
                 self.delete_file(idle);
                 return None;
             }

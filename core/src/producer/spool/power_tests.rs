@@ -1,5 +1,6 @@
 //! The spool (`spool_sync = batch`) against power cuts, on the model file system
-//! (`model_disk`): random sequences of records on eight destinations (two shards), batches
+//! (`model_disk`): random sequences of records on eight destinations (two shards; the first
+//! is the default destination, whose batches go in batch files), batches
 //! sent (sealed and synced as delivery does before the first attempt, and written again on a
 //! fresh segment when that sync fails), settled, and syncs that fail; then a cut at a random
 //! instant that keeps a random subset of the pages not synced, and a recovery from what the
@@ -21,6 +22,10 @@ use super::model_disk::ModelDisk;
 use super::recovery::run_in_name;
 use super::*;
 
+/// The shape of the batch files: records and bytes of a batch at most.
+const FILE_RECORDS: usize = 64;
+const FILE_BYTES: usize = 16 << 10;
+
 #[derive(Clone, Debug)]
 enum Op {
     /// A record of `len` bytes into the slot's open batch (a new batch if it has none).
@@ -36,6 +41,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0u64..8, 1usize..300).prop_map(|(slot, len)| Op::Record { slot, len }),
+        // The default destination (batch files) more often than the others.
+        4 => (1usize..300).prop_map(|len| Op::Record { slot: 0, len }),
         1 => (0u64..8, 8_000usize..40_000).prop_map(|(slot, len)| Op::Record { slot, len }),
         3 => (0u64..8).prop_map(|slot| Op::Send { slot }),
         3 => (0u64..8).prop_map(|slot| Op::Done { slot }),
@@ -60,6 +67,8 @@ enum Fate {
 
 struct Batch {
     slot: u64,
+    /// Its buffer, when it is written in a batch file (slot 0, the default destination).
+    buf: Option<BatchBuf>,
     records: Vec<Vec<u8>>,
     pack_id: Option<String>,
     fate: Fate,
@@ -133,6 +142,7 @@ fn power_cut(ops: &[Op], seed: u64) -> Result<(), TestCaseError> {
     let mut next = 1u64;
     let (spool, recovered) = open(&root, SpoolSync::Batch);
     prop_assert!(recovered.is_empty());
+    spool.enable_batch_files(FILE_BYTES, FILE_RECORDS, &dest(0), b"tags");
     for op in ops {
         match *op {
             Op::Record { slot, len } => {
@@ -140,13 +150,37 @@ fn power_cut(ops: &[Op], seed: u64) -> Result<(), TestCaseError> {
                     next += 1;
                     next - 1
                 });
-                let b = batches.entry(id).or_insert_with(|| Batch {
-                    slot,
-                    records: Vec::new(),
-                    pack_id: None,
-                    fate: Fate::Open,
-                    mark: SpoolMark::default(),
+                let b = batches.entry(id).or_insert_with(|| {
+                    let mut mark = SpoolMark::default();
+                    // The default destination's batches go in batch files, as the
+                    // accumulator asks for them (one may not be had: then segments).
+                    let buf = (slot == 0)
+                        .then(|| spool.take_batch_file(id, &mut mark))
+                        .flatten();
+                    Batch {
+                        slot,
+                        buf,
+                        records: Vec::new(),
+                        pack_id: None,
+                        fate: Fate::Open,
+                        mark,
+                    }
                 });
+                if let Some(buf) = &mut b.buf {
+                    // A batch file holds FILE_RECORDS records of FILE_BYTES at most (the
+                    // accumulator seals a batch before it would hold more).
+                    let bytes = encoded(id, b.records.len(), len % 300);
+                    if b.records.len() >= FILE_RECORDS || buf.len() + bytes.len() > FILE_BYTES {
+                        continue;
+                    }
+                    let from = buf.len();
+                    buf.extend_from_slice(&bytes);
+                    spool
+                        .index_record(&mut b.mark, buf, from)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    b.records.push(bytes);
+                    continue;
+                }
                 let bytes = encoded(id, b.records.len(), len);
                 // A segment that cannot be made (its directory's sync failed is no reason)
                 // would be an error the caller sees: none is expected here.
@@ -214,6 +248,10 @@ fn power_cut(ops: &[Op], seed: u64) -> Result<(), TestCaseError> {
                     b.slot == slot && matches!(b.fate, Fate::Durable | Fate::NotDurable)
                 });
                 if let Some((&id, b)) = oldest {
+                    if let Some(buf) = b.buf.take() {
+                        // Its buffer goes back with the file (as delivery hands it back).
+                        drop(spool.keep_buffer(&mut b.mark, buf));
+                    }
                     spool.done((slot % 2) as usize, id, &mut b.mark);
                     b.fate = Fate::Done {
                         marks_synced: false,
@@ -383,7 +421,10 @@ fn a_producer_on_a_failing_disk_delivers_everything_and_says_what_was_not_durabl
     send(300);
     let stats = producer.stats();
     assert!(stats.spool_sync_failures >= 1, "{stats:?}");
-    assert_eq!(stats.spool_not_durable, 0, "a fresh file took them: {stats:?}");
+    assert_eq!(
+        stats.spool_not_durable, 0,
+        "a fresh file took them: {stats:?}"
+    );
     assert!(!stats.spool_degraded);
 
     disk.fail_next(usize::MAX);
