@@ -39,7 +39,7 @@ use super::lifecycle::Lifecycle;
 use super::report::{Completion, DeliveryReport};
 use super::routing::Destination;
 use super::spool::SpoolMark;
-use super::spooling::Spooling;
+use super::spool::Spooling;
 use super::Track;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::proto::put_len_field;

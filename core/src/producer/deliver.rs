@@ -28,7 +28,7 @@ use super::lifecycle::{Lifecycle, State};
 use super::report::{DeliveryReport, Outcome};
 use super::reporter::Reporter;
 use super::retry::{self, Action};
-use super::spooling::Spooling;
+use super::spool::Spooling;
 use super::transport::Transport;
 use crate::wire::compress::{self, Compression};
 

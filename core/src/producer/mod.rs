@@ -48,12 +48,13 @@ mod ledger;
 pub mod lifecycle;
 mod linger;
 mod record_set;
+mod replay;
 pub mod report;
 mod reporter;
 mod retry;
 mod routing;
 mod spool;
-mod spooling;
+
 pub mod text;
 mod transport;
 pub mod untold;
@@ -87,6 +88,7 @@ use lifecycle::Lifecycle;
 use linger::{Deadline, Linger, LingerOwner};
 use reporter::Reporter;
 use routing::{Destination, Router};
+use spool::Spooling;
 use transport::Transport;
 
 /// How a caller learns a record's outcome.
@@ -299,18 +301,20 @@ impl Producer {
             SystemTime::now(),
             fastrand::u64(..)
         );
-        let opened = match &config.spool_dir {
-            None => None,
-            Some(dir) => Some(spool::Spool::open(
-                std::path::Path::new(dir),
-                config.spool_slots,
-                shard_count,
-                usize::try_from(config.spool_max_bytes).unwrap_or(usize::MAX),
-                config.buffer_max_bytes.saturating_mul(2),
-                config.spool_sync,
-            )?),
+        let (spool, replayed) = match &config.spool_dir {
+            None => (Spooling::default(), None),
+            Some(dir) => {
+                let (spool, replay) = Spooling::open(
+                    std::path::Path::new(dir),
+                    config.spool_slots,
+                    shard_count,
+                    usize::try_from(config.spool_max_bytes).unwrap_or(usize::MAX),
+                    config.buffer_max_bytes.saturating_mul(2),
+                    config.spool_sync,
+                )?;
+                (spool, Some(replay))
+            }
         };
-        let spool = spooling::Spooling::new(opened.as_ref().map(|o| o.spool.clone()));
         let accumulator = Accumulator::new(
             &config,
             router.default.clone(),
@@ -339,21 +343,19 @@ impl Producer {
         });
         runtime.spawn(linger::run(Arc::downgrade(&inner)));
         if inner.accumulator.spooling().is_on() {
-            runtime.spawn(watch_orphans(Arc::downgrade(&inner)));
+            runtime.spawn(replay::watch_orphans(Arc::downgrade(&inner)));
         }
         let producer = Producer { inner };
-        if let Some(opened) = opened {
-            if opened.nothing_to_replay() {
-                for leftover in &opened.leftovers {
-                    opened.spool.remove_old(leftover);
-                }
+        if let Some(left) = replayed {
+            if left.is_empty() {
+                left.finish_empty();
             } else {
                 // Off the constructor: a spool larger than the buffer is fed in as deliveries
                 // make room, which takes as long as the endpoint does (all of
                 // `delivery_timeout_ms` while it cannot be reached).
                 let inner = producer.inner.clone();
                 let thread =
-                    crate::threads::spawn("loghose-replay", move || replay(&inner, opened))
+                    crate::threads::spawn("loghose-replay", move || replay::run(&inner, left))
                         .map_err(|e| {
                             ProducerError::Engine(format!("cannot start the replay thread: {e}"))
                         })?;
@@ -610,130 +612,6 @@ impl Producer {
             spool_degraded: health.degraded,
         }
     }
-}
-
-/// Sends again what earlier producers left in the spool (on the `loghose-replay` thread):
-/// this producer's slot first, then each orphan's. Each batch is spooled anew under this
-/// producer and queued for delivery as room in the buffer allows; a directory's old files are
-/// deleted once every batch of it is in the new ones (and an orphan then let go). A batch that
-/// cannot be spooled anew (the disk failed) is left in the old files, which are then kept:
-/// the next producer on the directory sends it. Stops when the producer closes; what was not
-/// queued stays in the old files, and each directory's replay ledger names what was, so that
-/// the next producer sends those from this one's files only.
-fn replay(inner: &Inner, opened: spool::Opened) {
-    let spool::Opened { spool, leftovers } = opened;
-    for mut leftover in leftovers {
-        if !replay_leftover(inner, &spool, &mut leftover) {
-            return;
-        }
-    }
-}
-
-/// Every `ORPHAN_CHECK` while the producer runs: takes what producers that died under the
-/// same `spool_dir` left (a pre-fork server's worker killed beside this one) and replays it on
-/// a `loghose-replay` thread, as at open. One replay at a time: while one runs, the next check
-/// waits. The directories are scanned on the runtime's blocking pool. Holds the producer
-/// weakly; ends once it closes or is dropped.
-async fn watch_orphans(weak: std::sync::Weak<Inner>) {
-    loop {
-        tokio::time::sleep(spool::ORPHAN_CHECK).await;
-        {
-            let Some(inner) = weak.upgrade() else { return };
-            if !inner.delivery.lifecycle.is_running() {
-                return;
-            }
-            let mut slot = inner.replay.lock();
-            match slot.as_ref() {
-                Some(thread) if !thread.is_finished() => continue,
-                Some(_) => {
-                    if let Some(thread) = slot.take() {
-                        let _ = thread.join();
-                    }
-                }
-                None => {}
-            }
-        }
-        let scanning = weak.clone();
-        let adopted = tokio::task::spawn_blocking(move || {
-            scanning
-                .upgrade()
-                .and_then(|inner| inner.accumulator.spooling().adopt_orphans())
-        })
-        .await;
-        let Ok(Some(opened)) = adopted else { continue };
-        // Dropped unreplayed (the producer closed meanwhile), the directories are let go for
-        // the next producer.
-        let Some(inner) = weak.upgrade() else { return };
-        let mut slot = inner.replay.lock();
-        if !inner.delivery.lifecycle.is_running() {
-            return;
-        }
-        if slot.is_some() {
-            continue;
-        }
-        let replaying = inner.clone();
-        *slot = crate::threads::spawn("loghose-replay", move || replay(&replaying, opened)).ok();
-    }
-}
-
-/// Replays one directory's batches; false when the producer closed meanwhile.
-fn replay_leftover(inner: &Inner, spool: &spool::Spool, leftover: &mut spool::Leftover) -> bool {
-    let ledger = inner.ledger();
-    let mut complete = true;
-    // Batches spooled anew and not yet written in the replay ledger: each one at once without
-    // syncing (`none`), else in groups, as each group costs a sync of the new files.
-    let mut noted = Vec::new();
-    let group = if spool.syncs() { 64 } else { 1 };
-    let recovered = std::mem::take(&mut leftover.recovered);
-    for mut recovered in recovered {
-        if !inner.delivery.lifecycle.is_running() {
-            complete = false;
-            break;
-        }
-        // One batch decoded at a time: a spool larger than memory replays.
-        recovered.decode(spool);
-        if recovered.records.is_empty() {
-            continue;
-        }
-        let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
-        if inner
-            .budget()
-            .reserve_replay(bytes, &inner.delivery.lifecycle)
-            .is_err()
-        {
-            complete = false;
-            break;
-        }
-        let origin = recovered.origin;
-        let batch = match inner.accumulator.replay(recovered) {
-            Ok(batch) => batch,
-            Err(_) => {
-                // Still in the old files, which are kept.
-                inner.budget().release(bytes);
-                complete = false;
-                continue;
-            }
-        };
-        ledger.replayed_batches.fetch_add(1, Ordering::Relaxed);
-        ledger
-            .replayed_records
-            .fetch_add(u64::from(batch.records), Ordering::Relaxed);
-        // Noted as soon as its copy is written, before it is sent: at once, for a kill; for
-        // good (synced) in groups, for a power loss.
-        let _ = spool.note_replayed_now(leftover, origin);
-        noted.push(origin);
-        if noted.len() >= group {
-            // Not written (the disk failed): the next producer may send these again.
-            let _ = spool.note_replayed(leftover, &noted);
-            noted.clear();
-        }
-        inner.dispatch(vec![batch]);
-    }
-    let _ = spool.note_replayed(leftover, &noted);
-    if complete {
-        spool.remove_old(leftover);
-    }
-    inner.delivery.lifecycle.is_running()
 }
 
 impl Drop for Producer {

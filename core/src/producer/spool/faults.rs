@@ -41,6 +41,7 @@ pub(crate) struct Faults {
 
 const SAID_FAILED: u8 = 1;
 const SAID_DEGRADED: u8 = 2;
+const SAID_COPY: u8 = 4;
 
 impl Faults {
     /// A sync of `path` (a file, or a directory) failed: counted, the file never trusted again.
@@ -84,6 +85,25 @@ impl Faults {
                  memory and a power loss before their delivery would lose them (counted in \
                  stats as spool_not_durable, spool_degraded is true until a sync succeeds; \
                  said once)",
+                dir.display()
+            );
+        }
+    }
+
+    /// A timed sync (`interval`) failed: the records written since the last good one are
+    /// durable only once delivered, and the spool is degraded until a sync succeeds.
+    pub(crate) fn degrade(&self) {
+        self.degraded.store(true, Ordering::Release);
+    }
+
+    /// A batch an earlier producer left could not be spooled again (the disk failed): it
+    /// stays in the old files, kept for the next producer.
+    pub(crate) fn copy_failed(&self, dir: &Path) {
+        if self.said.fetch_or(SAID_COPY, Ordering::Relaxed) & SAID_COPY == 0 {
+            eprintln!(
+                "loghose: spool_dir {}: a batch left by an earlier producer could not be \
+                 written again here; it stays in the old files, which are kept, and the next \
+                 producer on the directory sends it (said once)",
                 dir.display()
             );
         }

@@ -4,7 +4,22 @@
 //! given back for reuse. Runs on the adding threads (take, index) and the I/O threads
 //! (compressed, give back).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::batch_file::{self, BatchFile, Idle, Shape};
+use super::format::{body_head, encode_open, Kind};
+use super::store::{is_disk_full, Spool, SpoolError, SpoolMark};
+use crate::producer::buffer::BatchBuf;
+use crate::producer::config::SpoolSync;
+use crate::producer::routing::Destination;
+use crate::wire::compress::Compression;
 
 /// The batch files of the default destination's batches (see `batch_file`).
 pub(super) struct FilePool {
@@ -29,7 +44,7 @@ pub(super) struct FilePool {
     pub(super) retained: AtomicUsize,
     /// At most this many are.
     pub(super) retain_max: usize,
-    pub(super) closed: std::sync::atomic::AtomicBool,
+    pub(super) closed: AtomicBool,
 }
 
 /// Batch files whose compressed bodies wait for a sync (`spool_sync = interval`, files a timed
@@ -83,7 +98,7 @@ impl Spool {
             idle_bytes: AtomicUsize::new(0),
             retain_max: (self.keep_bytes / shape.file_bytes()).max(MAPPED_IDLE_FILES),
             ticks: AtomicU64::new(0),
-            closed: std::sync::atomic::AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         });
     }
 

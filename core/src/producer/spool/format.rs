@@ -2,7 +2,10 @@
 //! and body entries, and the checks a scan applies to each entry (magic, CRC, length, the
 //! segment's sequence). Pure functions over bytes; any thread.
 
-use super::*;
+use std::sync::Arc;
+
+use crate::producer::routing::Destination;
+use crate::wire::compress::Compression;
 
 /// First bytes of every segment file.
 pub(super) const SEGMENT_MAGIC: &[u8; 8] = b"LGHSPL01";

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{io, SpoolError};
+use super::store::{io, SpoolError};
 
 /// How often a live producer looks for slots that died (or closed with batches left) under
 /// its `spool_dir`: a few system calls per slot, so a sibling's records wait at most this long

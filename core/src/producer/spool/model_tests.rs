@@ -17,7 +17,14 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::format::*;
+use super::recovery::*;
+use super::store::*;
+use crate::producer::config::SpoolSync;
+use crate::producer::routing::Destination;
 
 /// What happens to the open batch of one of eight destinations ("slots", on shard `slot % 2`);
 /// a slot whose batch was sealed opens a new one (with the next batch number, as a producer

@@ -20,7 +20,17 @@ use proptest::prelude::*;
 
 use super::model_disk::ModelDisk;
 use super::recovery::run_in_name;
-use super::*;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::disk;
+use super::recovery::*;
+use super::store::*;
+use crate::producer::buffer::BatchBuf;
+use crate::producer::config::SpoolSync;
+use crate::producer::routing::Destination;
+use crate::wire::compress::Compression;
 
 /// The shape of the batch files: records and bytes of a batch at most.
 const FILE_RECORDS: usize = 64;

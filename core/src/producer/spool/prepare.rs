@@ -2,7 +2,21 @@
 //! so the adding threads take them ready, with no allocation or page faults of their own.
 //! Stops when the spool closes.
 
-use super::*;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use memmap2::MmapMut;
+use parking_lot::{Condvar, Mutex};
+
+use super::batch_file::Idle;
+use super::disk::DirChanges;
+use super::file_pool::FilePool;
+use super::format::FREE_MAGIC;
+use super::segment::{map_segment, Free};
+use super::store::{allocate, private_file, State};
 
 /// Wakes the preparer thread; shared with it so that it holds no reference to the spool
 /// while it waits (the spool, and its directory lock, go when the producer does).
@@ -12,7 +26,7 @@ pub(super) struct PrepSignal {
     pub(super) pending: Mutex<bool>,
     pub(super) wake: Condvar,
     /// The producer is closing: the thread ends.
-    pub(super) stop: std::sync::atomic::AtomicBool,
+    pub(super) stop: AtomicBool,
 }
 
 impl PrepSignal {

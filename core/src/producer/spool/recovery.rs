@@ -4,7 +4,20 @@
 //! producer, in the order they were opened, their records still in the mapped files (no copy).
 //! Runs on the thread that opens the producer, before it accepts records.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::batch_file;
+use super::format::{
+    align8, body_pack_id, check_entry, decode_body, decode_open, next_entry, CopyOrigin, EntryAt,
+    Kind, Opening, RecordRef, ENTRY_HEADER, FREE_MAGIC, SEGMENT_HEADER, SEGMENT_MAGIC,
+};
+use super::replay_ledger;
+use super::store::{io, Leftover, Spool, SpoolError};
+use crate::producer::routing::Destination;
 
 /// What a scan of the directory found.
 #[derive(Default)]
@@ -298,4 +311,98 @@ pub(super) fn scan_dir(dir: &Path) -> Result<Scan, SpoolError> {
         max_seq: found.max_seq,
         corrupt: found.corrupt,
     })
+}
+
+/// A batch found in the directory, ready to be sent again.
+pub(crate) struct Recovered {
+    /// The run and batch it had in the files it came from (the replay ledger names it so).
+    pub(crate) origin: (u64, u64),
+    /// The directory it came from (its name under `spool_dir`; empty for `spool_dir` itself).
+    from_dir: Arc<str>,
+    /// Where it came from, when it is itself a replay's copy.
+    pub(super) copy_of: Option<CopyOrigin>,
+    pub(crate) dest: Destination,
+    pub(crate) tags: Vec<u8>,
+    /// Its records (see [`Recovered::decode`]).
+    pub(crate) records: Vec<RecordRef>,
+    /// Its pack id, when it had been sealed (and so perhaps sent).
+    pub(crate) pack_id: Option<String>,
+    /// Its compressed body, decoded into `records` only when it is replayed: a large spool
+    /// of bodies is never all in memory at once.
+    body: Option<RecordRef>,
+}
+
+impl Recovered {
+    /// What a copy of this batch names as its origin.
+    pub(crate) fn copy_origin(&self) -> CopyOrigin {
+        CopyOrigin {
+            dir: self.from_dir.clone(),
+            run: self.origin.0,
+            batch: self.origin.1,
+        }
+    }
+
+    /// Decodes its compressed body, if it has one, into its records (a body that does not
+    /// decode is counted as corrupt, and the records a batch file still held, if any, used).
+    pub(crate) fn decode(&mut self, spool: &Spool) {
+        let Some(body) = self.body.take() else {
+            return;
+        };
+        match decode_body(&body) {
+            Some(records) => self.records = records,
+            None => {
+                spool.corrupt_entries.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Names each recovered batch's directory and drops every replay's copy whose original is
+/// recovered too: the replay that wrote the copy was cut (by a kill, or a power loss that
+/// kept the copy but not the ledger's entry) before the replay ledger named the original, so
+/// the copy may be incomplete and was never sent; the original goes again, once. A copy
+/// whose original is gone (named by the ledger, or its files deleted) stands for it; of two
+/// copies of one original in a directory, only the later (the scan drops the earlier).
+///
+/// A dropped copy is named in its own directory's ledger before anything is replayed
+/// (`durable`: synced), so that it never stands for its original later: once this replay's
+/// new copy is delivered and its segment reused, and the original named by the ledger, the
+/// dropped copy would otherwise be the only one a later scan finds, and a delivered batch
+/// would be sent again. Not written (the disk failed), at-least-once still holds.
+pub(super) fn drop_copies_of_what_is_still_there(
+    root: &Path,
+    leftovers: &mut [Leftover],
+    durable: bool,
+) {
+    let mut originals = std::collections::HashSet::new();
+    for leftover in leftovers.iter_mut() {
+        let name: Arc<str> = if leftover.dir == root {
+            Arc::from("")
+        } else {
+            Arc::from(
+                leftover
+                    .dir
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy(),
+            )
+        };
+        for r in &mut leftover.recovered {
+            r.from_dir = name.clone();
+            originals.insert(r.copy_origin());
+        }
+    }
+    for leftover in leftovers.iter_mut() {
+        let mut dropped = Vec::new();
+        leftover.recovered.retain(|r| {
+            let stands = r.copy_of.as_ref().is_none_or(|o| !originals.contains(o));
+            if !stands {
+                dropped.push(r.origin);
+            }
+            stands
+        });
+        let _ = leftover
+            .ledger
+            .note_synced(&leftover.dir, &dropped, durable);
+    }
 }

@@ -121,7 +121,7 @@ impl LedgerWriter {
             Some(file) => file,
             empty => {
                 let existed = path.exists();
-                let file = super::private_file().append(true).open(&path)?;
+                let file = super::store::private_file().append(true).open(&path)?;
                 if durable && !existed {
                     // Its name made durable before anything relies on its entries.
                     super::disk::sync_dir(dir)?;
@@ -165,9 +165,9 @@ impl LedgerWriter {
                 let this_boot = std::fs::read(&path)
                     .is_ok_and(|b| b.len() >= BOOT_HEADER && b[..BOOT_HEADER] == header);
                 let file = if this_boot {
-                    super::private_file().append(true).open(&path)?
+                    super::store::private_file().append(true).open(&path)?
                 } else {
-                    let mut file = super::private_file()
+                    let mut file = super::store::private_file()
                         .write(true)
                         .truncate(true)
                         .open(&path)?;

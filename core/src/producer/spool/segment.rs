@@ -4,7 +4,22 @@
 //! Runs on the adding threads (records) and the I/O threads (seals, bodies, dones); each
 //! shard's writer is behind the spool's lock.
 
-use super::*;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use memmap2::MmapMut;
+
+use super::disk;
+use super::format::{
+    align8, body_head, encode_open, CopyOrigin, Kind, ENTRY_HEADER, ENTRY_MAGIC, FREE_MAGIC,
+    SEGMENT_HEADER, SEGMENT_MAGIC,
+};
+use super::store::{allocate, io, is_disk_full, private_file, Spool, SpoolError, SpoolMark, State};
+use crate::producer::config::SpoolSync;
+use crate::producer::routing::Destination;
+use crate::wire::compress::Compression;
 
 /// How many times a batch whose sync failed is written again on a fresh segment before it is
 /// sent as not durable.
