@@ -115,6 +115,8 @@ test('records a close leaves in the spool are kept, not failed, and the next pro
     expect([closed.undelivered, closed.kept, closed.failed.length]).toEqual([0, 100, 0])
     const stats = p.stats()
     expect([stats.failed, stats.kept, stats.failuresByCode]).toEqual([0, 100, {}])
+    // A healthy disk: no sync failed, nothing sent without a durable copy.
+    expect([stats.spoolSyncFailures, stats.spoolNotDurable, stats.spoolDegraded]).toEqual([0, 0, false])
     const err = await refused
     expect(err).toBeInstanceOf(lh.DeliveryError)
     expect(err.code).toBe('KeptInSpool')

@@ -70,6 +70,8 @@ def test_sigkill_twenty_times_loses_nothing_acknowledged(tmp_path):
           f"({counters['duplicate_groups']} groups), {stats['replayed_batches']} batches replayed at the end")
     assert sum(marks) > 0
     assert lost == 0
+    # A healthy disk: no sync failed, nothing sent without a durable copy.
+    assert (stats["spool_sync_failures"], stats["spool_not_durable"], stats["spool_degraded"]) == (0, 0, False)
     # Duplicates only from batches in flight at a kill: at most 8 (send_concurrency) per kill.
     assert counters["duplicate_groups"] <= 20 * 8
     assert not any(p.suffix in (".spl", ".spb") for p in spool.rglob("*")), "a clean close leaves no spool file"
