@@ -205,6 +205,9 @@ export interface CloseResult {
   kept: number
   /** The reports of the batches that failed. */
   failed: DeliveryReport[]
+  /** Records sent while no copy of them in the spool was durable (the disk failed its syncs;
+   *  `stats().spoolNotDurable`): a power loss before their delivery would have lost them. */
+  notDurable: number
 }
 
 export declare class LoghoseError extends Error {

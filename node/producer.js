@@ -346,8 +346,9 @@ class Producer extends EventEmitter {
   }
 
   /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with
-   * `{ undelivered, kept, failed }`: records neither delivered nor kept (0: nothing lost),
-   * records left in the spool for the next producer on `spoolDir`, failed reports. */
+   * `{ undelivered, kept, failed, notDurable }`: records neither delivered nor kept (0:
+   * nothing lost), records left in the spool for the next producer on `spoolDir`, failed
+   * reports, records sent while their spool copy was not durable (a failing disk). */
   async close({ timeoutMs = 10000 } = {}) {
     this._beginClose()
     return this._endClose(await this._native.close(timeoutMs))
@@ -378,7 +379,8 @@ class Producer extends EventEmitter {
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._unhandled.flush(atOnce)
     if (result.stats) this._finalStats = result.stats
-    return { undelivered: result.undelivered, kept: result.kept, failed: result.failed }
+    const notDurable = result.stats ? result.stats.spoolNotDurable : 0
+    return { undelivered: result.undelivered, kept: result.kept, failed: result.failed, notDurable }
   }
 
   /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,

@@ -132,6 +132,10 @@ pub struct CloseReport {
     pub kept: u64,
     /// The reports of the batches that failed (the most recent 10 000).
     pub failed: Vec<Arc<DeliveryReport>>,
+    /// Records this producer sent while no copy of them in the spool was durable (the disk
+    /// failed its syncs; `Stats::spool_not_durable`): delivered, but a power loss before
+    /// their delivery would have lost them. 0 without a spool or on a healthy disk.
+    pub not_durable: u64,
 }
 
 /// The parts of a producer, shared with its linger task. Delivery holds what it needs of them
@@ -524,6 +528,7 @@ impl Producer {
             undelivered: failed + if spooled { 0 } else { unsettled },
             kept: kept + if spooled { unsettled } else { 0 },
             failed: ledger.failed_reports(),
+            not_durable: inner.accumulator.spooling().health().not_durable,
         }
     }
 

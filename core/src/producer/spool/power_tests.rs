@@ -451,6 +451,11 @@ fn a_producer_on_a_failing_disk_delivers_everything_and_says_what_was_not_durabl
     assert_eq!(stats.failed + stats.dropped, 0);
     let report = producer.close(Duration::from_secs(10));
     assert_eq!(report.undelivered + report.kept, 0);
+    assert_eq!(
+        report.not_durable, stats.spool_not_durable,
+        "close says it too"
+    );
+    assert!(report.not_durable > 0);
     drop(disk);
     let _ = std::fs::remove_dir_all(&root);
 }
