@@ -152,8 +152,8 @@ export interface ProducerOptions {
    */
   spoolMaxBytes?: number
   /** How far the spool is synced to disk: `none` (survives the process's death, not a power loss),
-   *  `batch` (each batch synced when it seals, before it is sent) or `interval:<ms>` (a power loss
-   *  loses at most the last interval). Default `none`.
+   *  `batch` (each batch synced before it is sent; when the disk fails the sync, written again on a
+   *  fresh file) or `interval:<ms>` (a power loss loses at most the last interval). Default `none`.
    */
   spoolSync?: 'none' | 'batch' | `interval:${number}`
   /** How long the Python and Node fronts spend delivering what is held when the process gets

@@ -148,8 +148,8 @@ class ProducerOptions(TypedDict, total=False):
     spool_max_bytes: int
 
     #: How far the spool is synced to disk: `none` (survives the process's death, not a power loss), `batch` (each batch
-    #: synced when it seals, before it is sent) or `interval:<ms>` (a power loss loses at most the last interval).
-    #: Default `none`.
+    #: synced before it is sent; when the disk fails the sync, written again on a fresh file) or `interval:<ms>` (a
+    #: power loss loses at most the last interval). Default `none`.
     spool_sync: str
 
     #: How long the Python and Node fronts spend delivering what is held when the process gets SIGTERM or SIGINT, before

@@ -83,7 +83,8 @@ pub enum SpoolSync {
     None,
     /// Every `interval`, on a timer thread: a power loss loses at most the last interval.
     Interval(Duration),
-    /// Each batch's segment when the batch seals, before it is sent.
+    /// Each batch's files before it is sent; a batch whose sync fails is written again on a
+    /// fresh file and synced, or sent from memory and counted as not durable.
     Batch,
 }
 

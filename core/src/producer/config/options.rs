@@ -151,8 +151,9 @@ spec::producer_options! {
     /// fail as for a full buffer.
     spool_max_bytes: u64 = 1 << 30, OptionKind::number(Unit::Bytes, 1 << 20, 1 << 50);
     /// How far the spool is synced to disk: `none` (survives the process's death, not a
-    /// power loss), `batch` (each batch synced when it seals, before it is sent) or
-    /// `interval:<ms>` (a power loss loses at most the last interval).
+    /// power loss), `batch` (each batch synced before it is sent; when the disk fails the
+    /// sync, written again on a fresh file) or `interval:<ms>` (a power loss loses at most
+    /// the last interval).
     spool_sync: SpoolSync = SpoolSync::None,
         OptionKind::Choice(&["none", "batch", "interval:<ms>"]);
     /// How long the Python and Node fronts spend delivering what is held when the process

@@ -53,8 +53,9 @@ impl Faults {
         }
         if self.said.fetch_or(SAID_FAILED, Ordering::Relaxed) & SAID_FAILED == 0 {
             eprintln!(
-                "loghose: spool_dir {}: a sync failed ({}: {error}); the records it held are \
-                 written again on a fresh file, and the file is not used again (counted in \
+                "loghose: spool_dir {}: a sync failed ({}: {error}); the file is not used \
+                 again, and what it held is written again on a fresh file before it is sent \
+                 (spool_sync=batch) or durable only once delivered (interval) (counted in \
                  stats as spool_sync_failures; said once)",
                 dir.display(),
                 path.display()
