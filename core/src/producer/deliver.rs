@@ -28,7 +28,7 @@ use super::lifecycle::{Lifecycle, State};
 use super::report::{DeliveryReport, Outcome};
 use super::reporter::Reporter;
 use super::retry::{self, Action};
-use super::spool::Spooling;
+use super::spool::{Compressed, Spooling};
 use super::transport::Transport;
 use crate::wire::compress::{self, Compression};
 
@@ -136,31 +136,23 @@ impl Delivery {
                 return;
             }
         };
+        let compressed = Compressed {
+            shard: batch.shard,
+            batch: batch.id,
+            pack_id: &batch.pack_id,
+            codec,
+            raw_len: batch.raw_len,
+            body: &body,
+        };
         if !durable {
             // Its files failed their sync: a copy on a fresh file, or counted as not durable.
+            let records = batch.records;
             self.spool
-                .respool(
-                    batch.shard,
-                    batch.id,
-                    &batch.pack_id,
-                    codec,
-                    batch.raw_len,
-                    &body,
-                    batch.records,
-                    &mut batch.spooled,
-                )
+                .respool(compressed, records, &mut batch.spooled)
                 .await;
         }
         // A batch file's records are now kept as this body: the file goes back.
-        self.spool.compressed(
-            batch.shard,
-            batch.id,
-            &batch.pack_id,
-            codec,
-            batch.raw_len,
-            &body,
-            &mut batch.spooled,
-        );
+        self.spool.compressed(&compressed, &mut batch.spooled);
         // From here on the batch holds only its compressed body: give the rest of its
         // reservation back, so the budget bounds the memory actually held.
         if body.len() < batch.reserved {

@@ -14,12 +14,11 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::batch_file::{self, BatchFile, Idle, Shape};
-use super::format::{body_head, encode_open, Kind};
+use super::format::{encode_open, Compressed};
 use super::store::{is_disk_full, Spool, SpoolError, SpoolMark};
 use crate::producer::buffer::BatchBuf;
 use crate::producer::config::SpoolSync;
 use crate::producer::routing::Destination;
-use crate::wire::compress::Compression;
 
 /// The batch files of the default destination's batches (see `batch_file`).
 pub(super) struct FilePool {
@@ -224,44 +223,15 @@ impl Spool {
     /// while they are sent. From then on the batch is settled like any segment batch. With
     /// `spool_sync = batch` the file is kept until the batch is done (it was synced at seal).
     /// Nothing changes when the body cannot be written (the file stays, a crash loses nothing).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn compressed(
-        &self,
-        shard: usize,
-        batch: u64,
-        pack_id: &str,
-        codec: Compression,
-        raw_len: usize,
-        body: &[u8],
-        mark: &mut SpoolMark,
-    ) {
+    pub(crate) fn compressed(&self, c: &Compressed<'_>, mark: &mut SpoolMark) {
         if mark.file.is_none() || self.sync == SpoolSync::Batch {
             return;
         }
         let Some(pool) = self.files.get() else {
             return;
         };
-        let head = body_head(codec, raw_len, pack_id);
         let mut staged = SpoolMark::default();
-        let written = self
-            .append(
-                shard,
-                Kind::Open,
-                self.run,
-                batch,
-                &[&pool.open],
-                Some(&mut staged),
-            )
-            .and_then(|_| {
-                self.append(
-                    shard,
-                    Kind::Body,
-                    self.run,
-                    batch,
-                    &[&head, body],
-                    Some(&mut staged),
-                )
-            });
+        let written = self.append_body(c, &pool.open, &mut staged);
         if written.is_err() {
             // An Open entry alone, if it was written, adds nothing to what the file holds.
             let mut state = self.state.lock();

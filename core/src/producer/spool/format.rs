@@ -161,6 +161,18 @@ pub(super) fn body_head(codec: Compression, raw_len: usize, pack_id: &str) -> Ve
     head
 }
 
+/// A batch once compressed, as the spool keeps it in its records' stead: which batch, on which
+/// shard, and its body.
+#[derive(Clone, Copy)]
+pub(crate) struct Compressed<'a> {
+    pub(crate) shard: usize,
+    pub(crate) batch: u64,
+    pub(crate) pack_id: &'a str,
+    pub(crate) codec: Compression,
+    pub(crate) raw_len: usize,
+    pub(crate) body: &'a [u8],
+}
+
 /// The pack id a body entry names.
 pub(super) fn body_pack_id(payload: &[u8]) -> Option<String> {
     let mut rest = payload.get(5..)?;

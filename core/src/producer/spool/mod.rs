@@ -83,6 +83,7 @@ mod power_tests;
 #[cfg(test)]
 mod store_tests;
 
+pub(crate) use format::Compressed;
 pub(crate) use recovery::Recovered;
 pub use store::SpoolError;
 pub(crate) use store::{Replay, Requeue, SpoolMark};
@@ -94,7 +95,6 @@ use crate::producer::buffer::BatchBuf;
 use crate::producer::config::SpoolSync;
 use crate::producer::error::ProducerError;
 use crate::producer::routing::Destination;
-use crate::wire::compress::Compression;
 use faults::SpoolHealth;
 use format::CopyOrigin;
 use store::Spool;
@@ -294,27 +294,24 @@ impl Spooling {
     /// A batch whose sync failed, compressed: written again as its body on a fresh segment and
     /// synced (off the I/O threads). When that fails too, it is sent from memory, counted as
     /// not durable, and the spool is degraded (said once).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn respool(
-        &self,
-        shard: usize,
-        batch: u64,
-        pack_id: &str,
-        codec: Compression,
-        raw_len: usize,
-        body: &bytes::Bytes,
-        records: u32,
-        mark: &mut SpoolMark,
-    ) {
+    pub(crate) async fn respool(&self, c: Compressed<'_>, records: u32, mark: &mut SpoolMark) {
         let Some(spool) = &self.0 else { return };
         let writing = spool.clone();
         let taken = std::mem::take(mark);
-        let pack_id = pack_id.to_owned();
-        let body = body.clone();
+        // Owned for the blocking pool (a rare path: the disk failed a sync).
+        let (pack_id, body) = (c.pack_id.to_owned(), c.body.to_vec());
+        let (shard, batch, codec, raw_len) = (c.shard, c.batch, c.codec, c.raw_len);
         let written = tokio::task::spawn_blocking(move || {
             let mut taken = taken;
-            let durable =
-                writing.respool(shard, batch, &pack_id, codec, raw_len, &body, &mut taken);
+            let c = Compressed {
+                shard,
+                batch,
+                pack_id: &pack_id,
+                codec,
+                raw_len,
+                body: &body,
+            };
+            let durable = writing.respool(&c, &mut taken);
             (taken, durable)
         })
         .await;
@@ -341,19 +338,9 @@ impl Spooling {
     }
 
     /// The batch is compressed: its body now stands for its records (a batch file goes back).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn compressed(
-        &self,
-        shard: usize,
-        batch: u64,
-        pack_id: &str,
-        codec: Compression,
-        raw_len: usize,
-        body: &[u8],
-        mark: &mut SpoolMark,
-    ) {
+    pub(crate) fn compressed(&self, c: &Compressed<'_>, mark: &mut SpoolMark) {
         if let Some(spool) = &self.0 {
-            spool.compressed(shard, batch, pack_id, codec, raw_len, body, mark);
+            spool.compressed(c, mark);
         }
     }
 

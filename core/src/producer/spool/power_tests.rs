@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use super::format::Compressed;
 use super::model_disk::ModelDisk;
 use super::recovery::run_in_name;
 use std::fs::File;
@@ -228,41 +229,29 @@ fn power_cut(ops: &[Op], seed: u64, sync: SpoolSync) -> Result<(), TestCaseError
                 let pack = format!("PACK-{id}");
                 spool.sealed(shard, id, &pack, &mut b.mark);
                 b.pack_id = Some(pack.clone());
+                // As delivery does: the raw buffer released, the batch compressed.
+                if let Some(buf) = b.buf.take() {
+                    drop(spool.keep_buffer(&mut b.mark, buf));
+                }
+                let raw: Vec<u8> = b.records.concat();
+                let body = crate::wire::compress::compress(Compression::Lz4, &raw)
+                    .expect("lz4 compresses");
+                let compressed = Compressed {
+                    shard,
+                    batch: id,
+                    pack_id: &pack,
+                    codec: Compression::Lz4,
+                    raw_len: raw.len(),
+                    body: &body,
+                };
                 if sync != SpoolSync::Batch {
-                    // As delivery does: the raw buffer released, the batch compressed (a
-                    // batch file's body goes to a segment, the file back or to a commit).
-                    if let Some(buf) = b.buf.take() {
-                        drop(spool.keep_buffer(&mut b.mark, buf));
-                    }
-                    let raw: Vec<u8> = b.records.concat();
-                    let body = crate::wire::compress::compress(Compression::Lz4, &raw)
-                        .expect("lz4 compresses");
-                    spool.compressed(
-                        shard,
-                        id,
-                        &pack,
-                        Compression::Lz4,
-                        raw.len(),
-                        &body,
-                        &mut b.mark,
-                    );
+                    // A batch file's body goes to a segment, the file back or to a commit.
+                    spool.compressed(&compressed, &mut b.mark);
                     b.fate = Fate::Sent;
                     continue;
                 }
-                let durable = spool.sync_batch(&b.mark) || {
-                    let raw: Vec<u8> = b.records.concat();
-                    let body = crate::wire::compress::compress(Compression::Lz4, &raw)
-                        .expect("lz4 compresses");
-                    spool.respool(
-                        shard,
-                        id,
-                        &pack,
-                        Compression::Lz4,
-                        raw.len(),
-                        &body,
-                        &mut b.mark,
-                    )
-                };
+                // Synced before it is sent; written again on a fresh segment when that fails.
+                let durable = spool.sync_batch(&b.mark) || spool.respool(&compressed, &mut b.mark);
                 b.fate = if durable {
                     Fate::Durable
                 } else {

@@ -13,13 +13,12 @@ use memmap2::MmapMut;
 
 use super::disk;
 use super::format::{
-    align8, body_head, encode_open, CopyOrigin, Kind, ENTRY_HEADER, ENTRY_MAGIC, FREE_MAGIC,
-    SEGMENT_HEADER, SEGMENT_MAGIC,
+    align8, body_head, encode_open, Compressed, CopyOrigin, Kind, ENTRY_HEADER, ENTRY_MAGIC,
+    FREE_MAGIC, SEGMENT_HEADER, SEGMENT_MAGIC,
 };
 use super::store::{allocate, io, is_disk_full, private_file, Spool, SpoolError, SpoolMark, State};
 use crate::producer::config::SpoolSync;
 use crate::producer::routing::Destination;
-use crate::wire::compress::Compression;
 
 /// How many times a batch whose sync failed is written again on a fresh segment before it is
 /// sent as not durable.
@@ -476,48 +475,47 @@ impl Spool {
         }
     }
 
+    /// Appends a compressed batch's `Open` entry (`open`) and its body to its shard's
+    /// segments, noting them in `staged`.
+    pub(super) fn append_body(
+        &self,
+        c: &Compressed<'_>,
+        open: &[u8],
+        staged: &mut SpoolMark,
+    ) -> std::io::Result<()> {
+        let head = body_head(c.codec, c.raw_len, c.pack_id);
+        self.append(
+            c.shard,
+            Kind::Open,
+            self.run,
+            c.batch,
+            &[open],
+            Some(staged),
+        )?;
+        self.append(
+            c.shard,
+            Kind::Body,
+            self.run,
+            c.batch,
+            &[&head, c.body],
+            Some(staged),
+        )?;
+        Ok(())
+    }
+
     /// A batch whose sync failed is written again, as its compressed body, in its shard's
     /// segments (a fresh one: the writers on the files that failed are retired) and synced,
     /// twice at most. The new entries belong to the batch from then on (settled with it; a
     /// recovery takes the body for its records). Answers whether a copy is durable.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn respool(
-        &self,
-        shard: usize,
-        batch: u64,
-        pack_id: &str,
-        codec: Compression,
-        raw_len: usize,
-        body: &[u8],
-        mark: &mut SpoolMark,
-    ) -> bool {
+    pub(crate) fn respool(&self, c: &Compressed<'_>, mark: &mut SpoolMark) -> bool {
         let open = match (&mark.open, self.files.get()) {
             (Some(open), _) => open.clone(),
             (None, Some(pool)) if mark.file.is_some() => pool.open.clone(),
             _ => return false,
         };
-        let head = body_head(codec, raw_len, pack_id);
         for _ in 0..RESPOOL_ATTEMPTS {
             let mut staged = SpoolMark::default();
-            let written = self
-                .append(
-                    shard,
-                    Kind::Open,
-                    self.run,
-                    batch,
-                    &[&open],
-                    Some(&mut staged),
-                )
-                .and_then(|_| {
-                    self.append(
-                        shard,
-                        Kind::Body,
-                        self.run,
-                        batch,
-                        &[&head, body],
-                        Some(&mut staged),
-                    )
-                });
+            let written = self.append_body(c, &open, &mut staged);
             mark.segments.extend(staged.segments.iter().copied());
             mark.opened = true;
             if written.is_err() {

@@ -73,7 +73,17 @@ fn batch_files_are_recovered_from_their_records_or_their_compressed_body() {
         let raw_len = buf.len();
         let body = crate::wire::compress::compress(Compression::Lz4, &buf).unwrap();
         assert!(spool.keep_buffer(&mut m1, buf).is_none());
-        spool.compressed(0, 1, "PACK-1", Compression::Lz4, raw_len, &body, &mut m1);
+        spool.compressed(
+            &Compressed {
+                shard: 0,
+                batch: 1,
+                pack_id: "PACK-1",
+                codec: Compression::Lz4,
+                raw_len,
+                body: &body,
+            },
+            &mut m1,
+        );
         assert!(!m1.in_file(), "the file went back");
         // Batch 2: still filling, in the same file.
         let (_m2, _buf2) = fill(&spool, 2, &["three"]);
@@ -82,7 +92,17 @@ fn batch_files_are_recovered_from_their_records_or_their_compressed_body() {
         let body = crate::wire::compress::compress(Compression::Lz4, &buf).unwrap();
         let raw_len = buf.len();
         assert!(spool.keep_buffer(&mut m3, buf).is_none());
-        spool.compressed(0, 3, "PACK-3", Compression::Lz4, raw_len, &body, &mut m3);
+        spool.compressed(
+            &Compressed {
+                shard: 0,
+                batch: 3,
+                pack_id: "PACK-3",
+                codec: Compression::Lz4,
+                raw_len,
+                body: &body,
+            },
+            &mut m3,
+        );
         spool.done(0, 3, &mut m3);
         // Dropped without closing: what a kill leaves.
     }
@@ -146,7 +166,17 @@ fn with_interval_syncing_only_a_file_a_timed_sync_took_waits_for_its_body_to_be_
         let body = crate::wire::compress::compress(Compression::Lz4, &buf).unwrap();
         let raw_len = buf.len();
         assert!(spool.keep_buffer(&mut mark, buf).is_none());
-        spool.compressed(0, batch, "P", Compression::Lz4, raw_len, &body, &mut mark);
+        spool.compressed(
+            &Compressed {
+                shard: 0,
+                batch,
+                pack_id: "P",
+                codec: Compression::Lz4,
+                raw_len,
+                body: &body,
+            },
+            &mut mark,
+        );
         assert!(!mark.in_file());
         waits
     };
