@@ -16,12 +16,13 @@
 #               making S1's records and writing their values out of V8 as UTF-8 (the
 #               concatenation a `send` crosses with, written by Buffer#utf8Write and by
 #               TextEncoder#encodeInto: the same V8 routine the addon's read uses), no producer.
-# Needs what side_by_side.sh needs (target/vs-c/c_s1, the release emulator and examples/s1,
+# Needs what side_by_side.sh needs (C_S1 naming the C driver built outside this checkout, see
+# docs/vs-c.md; the release emulator and examples/s1,
 # the Python .venv with loghose; valgrind for `instructions`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODES=("$@"); [ ${#MODES[@]} -gt 0 ] || MODES=(instructions time)
-C=${C_S1:-target/vs-c/c_s1}
+C=${C_S1:-}
 EMU=${EMU:-target/release/loghose-emulator}
 RUST=${RUST:-target/release/examples/s1}
 work=$(mktemp -d)
@@ -72,7 +73,7 @@ per_log() {  # LABEL COMMAND... (the command takes the log count where N stands)
 for mode in "${MODES[@]}"; do
   case $mode in
     instructions)
-      for f in "$C" "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see side_by_side.sh)" >&2; exit 1; }; done
+      for f in "$C" "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing ${f:-C_S1} (C_S1 names the C driver: docs/vs-c.md; the rest: side_by_side.sh)" >&2; exit 1; }; done
       command -v valgrind >/dev/null || { echo "valgrind is needed" >&2; exit 1; }
       grep -q 'bench.sls.local' /etc/hosts || { echo "add '127.0.0.1 bench.sls.local sls.local' to /etc/hosts" >&2; exit 1; }
       "$RUST" --s1r-pool-out "$work/s1r-pool.tsv"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # S1 and S1-R side by side with the vendor's C producer, in one period, alternating: per round,
-# the C driver (built by build.sh) at 200 000 logs/s and unthrottled, then loghose's Rust
+# the C driver (C_S1) at 200 000 logs/s and unthrottled, then loghose's Rust
 # harness (examples/s1), Python and Node (`loghose bench`), on S1 and on S1-R; every run against
 # one emulator at nice 10. Prints, per producer and workload, the median (and range)
 # over the rounds of µs per add at 200 000 logs/s, CPU %, RSS MB, and logs per CPU-second
@@ -8,7 +8,8 @@
 #
 #   bash benches/vs-c/side_by_side.sh [ROUNDS] [SECONDS]     (default 3 rounds of 5 s)
 #
-# Needs: target/vs-c/c_s1 (bash benches/vs-c/build.sh SRC_DIR), the release emulator and
+# Needs: C_S1=PATH, the C driver (c_s1.c linked against the vendor's library, both built
+# outside this checkout as docs/vs-c.md shows; only when PRODUCERS has c), the release emulator and
 # harness (cargo build --release -p loghose --bin loghose-emulator --example s1), the Python
 # .venv with loghose (bash scripts/run.sh makes it; the figures in BENCHMARKS.md are of the wheel
 # as published: bash scripts/test-wheel.sh, then pip install dist/wheels/*.whl, as whole-program
@@ -20,13 +21,14 @@
 # ones add through `Producer.sender`) and WORKLOADS="s1 s1r" choose.
 set -u
 ROUNDS=${1:-3}; S=${2:-5}
-C=${C_S1:-target/vs-c/c_s1}
+C=${C_S1:-}
 EMU=${EMU:-target/release/loghose-emulator}
 RUST=${RUST:-target/release/examples/s1}
 PRODUCERS=${PRODUCERS:-c rust python python-sender node node-sender}
 WORKLOADS=${WORKLOADS:-s1 s1r}
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; echo "out: $OUT"
-for f in "$C" "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see the comment at the top)" >&2; exit 1; }; done
+case " $PRODUCERS " in *" c "*) [ -x "$C" ] || { echo "set C_S1 to the C driver built outside this checkout (docs/vs-c.md), or leave c out of PRODUCERS" >&2; exit 1; } ;; esac
+for f in "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see the comment at the top)" >&2; exit 1; }; done
 grep -q 'bench.sls.local' /etc/hosts || { echo "add '127.0.0.1 bench.sls.local sls.local' to /etc/hosts" >&2; exit 1; }
 "$RUST" --s1r-pool-out "$OUT/s1r-pool.tsv"
 
