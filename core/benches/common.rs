@@ -11,10 +11,10 @@ use loghose::wire::sign::Credentials;
 use prost::Message;
 
 /// Logs per S1 batch (the batch seals at 4096 logs long before 4 MiB).
-pub const S1_BATCH_LOGS: usize = 4096;
+pub(crate) const S1_BATCH_LOGS: usize = 4096;
 
 /// One S1 batch of `logs` logs starting at log number `first`, as an encoded LogGroup.
-pub fn s1_group(first: u64, logs: usize) -> Vec<u8> {
+pub(crate) fn s1_group(first: u64, logs: usize) -> Vec<u8> {
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
@@ -49,7 +49,11 @@ pub fn s1_group(first: u64, logs: usize) -> Vec<u8> {
     .encode_to_vec()
 }
 
-pub fn s1_request(raw: &[u8], codec: Compression, credentials: Credentials) -> SignedRequest {
+pub(crate) fn s1_request(
+    raw: &[u8],
+    codec: Compression,
+    credentials: Credentials,
+) -> SignedRequest {
     let target = PutLogsTarget {
         host: "bench.127.0.0.1",
         logstore: "bench-s1",
@@ -65,7 +69,7 @@ pub fn s1_request(raw: &[u8], codec: Compression, credentials: Credentials) -> S
     .unwrap()
 }
 
-pub fn to_http(req: &SignedRequest) -> hyper::http::Request<bytes::Bytes> {
+pub(crate) fn to_http(req: &SignedRequest) -> hyper::http::Request<bytes::Bytes> {
     let mut builder = hyper::http::Request::builder()
         .method(req.method)
         .uri(req.path_and_query());

@@ -21,7 +21,7 @@ struct ErrorClasses(ObjectRef<false>);
 /// properties are the classes, by name (`ConfigError`, …, `LoghoseError`, `TypeError`).
 #[napi(ts_args_type = "classes: Record<string, new (message: string) => Error>")]
 #[cfg_attr(test, allow(dead_code))]
-pub fn use_error_classes(env: Env, classes: Object) -> Result<()> {
+pub(crate) fn use_error_classes(env: Env, classes: Object) -> Result<()> {
     let reference = classes.create_ref::<false>()?;
     // The reference lives as long as the environment; Node releases what it refers to with
     // the environment itself.

@@ -587,7 +587,7 @@ pub(crate) fn fields_sender(
 /// part of a character), exposed so a test pins it for the Node versions we support.
 #[napi_derive::napi(js_name = "utf8WriteProbe")]
 #[cfg_attr(test, allow(dead_code))]
-pub fn utf8_write_probe(env: Env, text: Unknown<'_>, capacity: u32) -> Result<Vec<u8>> {
+pub(crate) fn utf8_write_probe(env: Env, text: Unknown<'_>, capacity: u32) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; capacity as usize];
     let mut written = 0usize;
     // SAFETY: V8 writes at most `capacity` bytes into `buf`, which has that many.

@@ -343,7 +343,7 @@ impl NativeProducer {
 
 /// What a [`FlushTask`] waits for.
 #[derive(Clone, Copy)]
-pub enum FlushUntil {
+pub(crate) enum FlushUntil {
     /// Nothing pending: resolves the records not delivered (pending, plus failed for good
     /// since the previous flush).
     AllDelivered,

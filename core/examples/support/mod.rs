@@ -7,11 +7,11 @@
 
 use loghose::bench::harness;
 #[allow(unused_imports)]
-pub use loghose::bench::harness::{thread_report, thread_times};
+pub(crate) use loghose::bench::harness::{thread_report, thread_times};
 
 /// A producer configuration for counting adds: nothing is ever sent (a closed port), and no
 /// batch seals while a count runs (8 000 S1 logs fit one batch and its linger).
-pub fn unsealed_config() -> loghose::producer::ProducerConfig {
+pub(crate) fn unsealed_config() -> loghose::producer::ProducerConfig {
     loghose::producer::ProducerConfig {
         endpoint: "http://127.0.0.1:9".into(),
         project: "proj".into(),
@@ -27,44 +27,44 @@ pub fn unsealed_config() -> loghose::producer::ProducerConfig {
 }
 
 /// CPU seconds (user + system) of this process, all threads.
-pub fn proc_cpu_seconds() -> f64 {
+pub(crate) fn proc_cpu_seconds() -> f64 {
     harness::cpu_seconds()
 }
 
 /// A `/proc/self/status` figure in kB (or a count, for `Threads:`).
-pub fn proc_status_kb(key: &str) -> f64 {
+pub(crate) fn proc_status_kb(key: &str) -> f64 {
     harness::status_kb(key)
 }
 
 /// Resident memory now, in MB.
-pub fn rss_mb() -> f64 {
+pub(crate) fn rss_mb() -> f64 {
     harness::ProcessSample::now().rss_mb
 }
 
 /// The `p` quantile (0..=1) of `values`; None when empty.
-pub fn percentile(values: &mut [f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(values: &mut [f64], p: f64) -> Option<f64> {
     harness::percentile(values, p)
 }
 
 /// The least-squares slope of `values` against their index: a backlog's growth per second.
-pub fn slope(values: &[u64]) -> f64 {
+pub(crate) fn slope(values: &[u64]) -> f64 {
     harness::slope(&values.iter().map(|&v| v as f64).collect::<Vec<_>>())
 }
 
 /// The child side of [`ChildEmulator`]: serves until stdin closes (it keeps 8 GiB of logs,
 /// which the S1 example reads back).
-pub fn run_emulator_child() {
+pub(crate) fn run_emulator_child() {
     harness::serve_emulator_child(8 << 30).expect("emulator child");
 }
 
 /// The emulator in a child process (this executable run with `--emulator-child`).
-pub struct ChildEmulator {
+pub(crate) struct ChildEmulator {
     child: harness::ChildEmulator,
     pub endpoint: String,
 }
 
 impl ChildEmulator {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let mut command = std::process::Command::new(std::env::current_exe().expect("own path"));
         command.arg("--emulator-child");
         let child = harness::ChildEmulator::spawn(command).expect("emulator child");
@@ -75,7 +75,7 @@ impl ChildEmulator {
     }
 
     /// Logs stored in a logstore since it was created.
-    pub fn logs(&self, project: &str, logstore: &str) -> u64 {
+    pub(crate) fn logs(&self, project: &str, logstore: &str) -> u64 {
         self.child
             .admin
             .logs(project, logstore)
@@ -83,17 +83,21 @@ impl ChildEmulator {
     }
 
     /// Batches received twice (by pack id), all logstores.
-    pub fn duplicate_groups(&self) -> u64 {
+    pub(crate) fn duplicate_groups(&self) -> u64 {
         self.child.admin.duplicate_groups().expect("emulator admin")
     }
 
     /// A producer configuration (the defaults) aimed at this emulator.
-    pub fn config(&self, project: &str, logstore: &str) -> loghose::producer::ProducerConfig {
+    pub(crate) fn config(
+        &self,
+        project: &str,
+        logstore: &str,
+    ) -> loghose::producer::ProducerConfig {
         self.aim(Default::default(), project, logstore)
     }
 
     /// `base` (a preset, say) aimed at this emulator.
-    pub fn aim(
+    pub(crate) fn aim(
         &self,
         base: loghose::producer::ProducerConfig,
         project: &str,
@@ -112,17 +116,17 @@ impl ChildEmulator {
 
 /// The exactly-once check of one logstore: logs read back against logs sent, and batches the
 /// emulator saw twice while the check was open.
-pub struct Counted {
+pub(crate) struct Counted {
     project: String,
     logstore: String,
     duplicates0: u64,
 }
 
 /// What [`Counted::result`] found.
-pub type Outcome = harness::Counted;
+pub(crate) type Outcome = harness::Counted;
 
 impl Counted {
-    pub fn open(emu: &ChildEmulator, project: &str, logstore: &str) -> Self {
+    pub(crate) fn open(emu: &ChildEmulator, project: &str, logstore: &str) -> Self {
         Counted {
             project: project.into(),
             logstore: logstore.into(),
@@ -130,7 +134,7 @@ impl Counted {
         }
     }
 
-    pub fn result(&self, emu: &ChildEmulator, sent: u64) -> Outcome {
+    pub(crate) fn result(&self, emu: &ChildEmulator, sent: u64) -> Outcome {
         let received = emu.logs(&self.project, &self.logstore);
         Outcome {
             received,

@@ -17,24 +17,24 @@ pub(crate) const ECS_METADATA_ENDPOINT: &str = "http://100.100.100.200";
 
 /// The variables the chain reads (also for the docs and the error messages).
 pub(crate) mod var {
-    pub const ACCESS_KEY_ID: &str = "ALIBABA_CLOUD_ACCESS_KEY_ID";
-    pub const ROLE_ARN: &str = "ALIBABA_CLOUD_ROLE_ARN";
-    pub const OIDC_PROVIDER_ARN: &str = "ALIBABA_CLOUD_OIDC_PROVIDER_ARN";
-    pub const OIDC_TOKEN_FILE: &str = "ALIBABA_CLOUD_OIDC_TOKEN_FILE";
-    pub const ROLE_SESSION_NAME: &str = "ALIBABA_CLOUD_ROLE_SESSION_NAME";
-    pub const STS_REGION: &str = "ALIBABA_CLOUD_STS_REGION";
-    pub const VPC_ENDPOINT_ENABLED: &str = "ALIBABA_CLOUD_VPC_ENDPOINT_ENABLED";
-    pub const CLI_PROFILE_DISABLED: &str = "ALIBABA_CLOUD_CLI_PROFILE_DISABLED";
-    pub const PROFILE: &str = "ALIBABA_CLOUD_PROFILE";
-    pub const CREDENTIALS_FILE: &str = "ALIBABA_CLOUD_CREDENTIALS_FILE";
-    pub const ECS_METADATA: &str = "ALIBABA_CLOUD_ECS_METADATA";
-    pub const ECS_METADATA_DISABLED: &str = "ALIBABA_CLOUD_ECS_METADATA_DISABLED";
-    pub const IMDSV1_DISABLED: &str = "ALIBABA_CLOUD_IMDSV1_DISABLED";
-    pub const CREDENTIALS_URI: &str = "ALIBABA_CLOUD_CREDENTIALS_URI";
+    pub(crate) const ACCESS_KEY_ID: &str = "ALIBABA_CLOUD_ACCESS_KEY_ID";
+    pub(crate) const ROLE_ARN: &str = "ALIBABA_CLOUD_ROLE_ARN";
+    pub(crate) const OIDC_PROVIDER_ARN: &str = "ALIBABA_CLOUD_OIDC_PROVIDER_ARN";
+    pub(crate) const OIDC_TOKEN_FILE: &str = "ALIBABA_CLOUD_OIDC_TOKEN_FILE";
+    pub(crate) const ROLE_SESSION_NAME: &str = "ALIBABA_CLOUD_ROLE_SESSION_NAME";
+    pub(crate) const STS_REGION: &str = "ALIBABA_CLOUD_STS_REGION";
+    pub(crate) const VPC_ENDPOINT_ENABLED: &str = "ALIBABA_CLOUD_VPC_ENDPOINT_ENABLED";
+    pub(crate) const CLI_PROFILE_DISABLED: &str = "ALIBABA_CLOUD_CLI_PROFILE_DISABLED";
+    pub(crate) const PROFILE: &str = "ALIBABA_CLOUD_PROFILE";
+    pub(crate) const CREDENTIALS_FILE: &str = "ALIBABA_CLOUD_CREDENTIALS_FILE";
+    pub(crate) const ECS_METADATA: &str = "ALIBABA_CLOUD_ECS_METADATA";
+    pub(crate) const ECS_METADATA_DISABLED: &str = "ALIBABA_CLOUD_ECS_METADATA_DISABLED";
+    pub(crate) const IMDSV1_DISABLED: &str = "ALIBABA_CLOUD_IMDSV1_DISABLED";
+    pub(crate) const CREDENTIALS_URI: &str = "ALIBABA_CLOUD_CREDENTIALS_URI";
     /// loghose's own: where STS is (the emulator, a proxy); wins over the region variables.
-    pub const STS_ENDPOINT: &str = "LOGHOSE_STS_ENDPOINT";
+    pub(crate) const STS_ENDPOINT: &str = "LOGHOSE_STS_ENDPOINT";
     /// loghose's own: where the ECS metadata service is (the emulator).
-    pub const ECS_METADATA_ENDPOINT: &str = "LOGHOSE_ECS_METADATA_ENDPOINT";
+    pub(crate) const ECS_METADATA_ENDPOINT: &str = "LOGHOSE_ECS_METADATA_ENDPOINT";
 }
 
 /// Reads variables: the process environment, or a table in tests.

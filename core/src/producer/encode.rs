@@ -539,7 +539,10 @@ unsafe fn copy_key_8_to_16(src: *const u8, dst: *mut u8, klen: usize) -> bool {
     // SAFETY: both loads and both stores are eight bytes at 0 and at `klen - 8`, within the
     // key and the destination; SSE2 is always present on x86-64.
     unsafe {
-        use std::arch::x86_64::*;
+        use std::arch::x86_64::{
+            _mm_add_epi8, _mm_castpd_si128, _mm_castsi128_pd, _mm_cmpgt_epi8, _mm_loadh_pd,
+            _mm_loadl_epi64, _mm_movemask_epi8, _mm_set1_epi8, _mm_storeh_pd, _mm_storel_epi64,
+        };
         let head = _mm_loadl_epi64(src.cast());
         let both = _mm_castpd_si128(_mm_loadh_pd(
             _mm_castsi128_pd(head),

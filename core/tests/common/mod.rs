@@ -11,14 +11,14 @@ use loghose::wire::request::{self, Auth, PutLogsTarget, SignedRequest};
 use loghose::wire::sign::Credentials;
 use prost::Message;
 
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
     pub body: Vec<u8>,
 }
 
 impl Reply {
-    pub fn error_code(&self) -> String {
+    pub(crate) fn error_code(&self) -> String {
         let v: serde_json::Value = serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(
                 "error body is not JSON ({e}): {:?}",
@@ -29,7 +29,7 @@ impl Reply {
         v["errorCode"].as_str().expect("errorCode").to_owned()
     }
 
-    pub fn request_id(&self) -> String {
+    pub(crate) fn request_id(&self) -> String {
         self.headers
             .get("x-log-requestid")
             .expect("x-log-requestid")
@@ -39,26 +39,26 @@ impl Reply {
     }
 }
 
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap()
 }
 
-pub fn creds(emu: &Emulator) -> Credentials {
+pub(crate) fn creds(emu: &Emulator) -> Credentials {
     emu.credentials().unwrap()
 }
 
-pub fn v1(emu: &Emulator) -> Auth {
+pub(crate) fn v1(emu: &Emulator) -> Auth {
     Auth::V1(creds(emu))
 }
 
-pub fn log(time: u32, pairs: &[(&str, &str)]) -> Log {
+pub(crate) fn log(time: u32, pairs: &[(&str, &str)]) -> Log {
     Log::of_fields(time, Some(123_456_789), pairs)
 }
 
-pub fn group(logs: Vec<Log>) -> LogGroup {
+pub(crate) fn group(logs: Vec<Log>) -> LogGroup {
     LogGroup::of_logs(
         logs,
         "test_topic",
@@ -67,14 +67,14 @@ pub fn group(logs: Vec<Log>) -> LogGroup {
     )
 }
 
-pub fn now_secs() -> u32 {
+pub(crate) fn now_secs() -> u32 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs() as u32
 }
 
-pub fn sample_group(n: usize) -> LogGroup {
+pub(crate) fn sample_group(n: usize) -> LogGroup {
     let t = now_secs();
     group(
         (0..n)
@@ -92,7 +92,7 @@ pub fn sample_group(n: usize) -> LogGroup {
     )
 }
 
-pub fn put_request(
+pub(crate) fn put_request(
     host: &str,
     logstore: &str,
     raw: &[u8],
@@ -113,7 +113,7 @@ pub fn put_request(
     .unwrap()
 }
 
-pub async fn send(client: &reqwest::Client, emu: &Emulator, req: &SignedRequest) -> Reply {
+pub(crate) async fn send(client: &reqwest::Client, emu: &Emulator, req: &SignedRequest) -> Reply {
     let url = format!("{}{}", emu.endpoint(), req.path_and_query());
     let method = reqwest::Method::from_bytes(req.method.as_bytes()).unwrap();
     let mut builder = client.request(method, url);
@@ -137,7 +137,7 @@ pub async fn send(client: &reqwest::Client, emu: &Emulator, req: &SignedRequest)
     }
 }
 
-pub async fn put(
+pub(crate) async fn put(
     client: &reqwest::Client,
     emu: &Emulator,
     host: &str,
@@ -150,7 +150,7 @@ pub async fn put(
 }
 
 /// Helpers of the producer tests.
-pub mod producer {
+pub(crate) mod producer {
     use std::time::{Duration, Instant};
 
     use loghose::emulator::Emulator;
@@ -158,9 +158,9 @@ pub mod producer {
 
     /// The bound of a wait for an outcome: long enough for 32-bit ARM under qemu on a busy
     /// machine (the 2 000-batch linger test took over 20 s there), still bounded.
-    pub const WAIT: Duration = Duration::from_secs(60);
+    pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-    pub fn config(emu: &Emulator) -> ProducerConfig {
+    pub(crate) fn config(emu: &Emulator) -> ProducerConfig {
         let creds = emu.credentials().unwrap();
         ProducerConfig {
             access_key_id: creds.access_key_id,
@@ -175,7 +175,7 @@ pub mod producer {
         }
     }
 
-    pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = Instant::now() + WAIT;
         while !done() {
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -186,7 +186,7 @@ pub mod producer {
     /// `len` letters that lz4 cannot shorten (a xorshift sequence from `state`, which it
     /// advances): a batch of them keeps its whole reservation after compression, so what
     /// fills a budget or a spool stays full until a batch settles.
-    pub fn incompressible(state: &mut u64, len: usize) -> String {
+    pub(crate) fn incompressible(state: &mut u64, len: usize) -> String {
         (0..len)
             .map(|_| {
                 *state ^= *state << 13;
@@ -197,7 +197,7 @@ pub mod producer {
             .collect()
     }
 
-    pub fn ids(emu: &Emulator, logstore: &str) -> Vec<u64> {
+    pub(crate) fn ids(emu: &Emulator, logstore: &str) -> Vec<u64> {
         emu.logs("proj", logstore)
             .iter()
             .map(|l| l.get("id").unwrap().parse().unwrap())
