@@ -10,7 +10,6 @@
 use std::sync::Mutex;
 
 use super::{Counters, Emulator, EmulatorConfig, EmulatorError, Fault, LogstoreTotals, StoredLog};
-use crate::producer::ErrorKind;
 
 /// Why an embedded emulator call failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,16 +44,6 @@ impl EmbeddedError {
                 | EmbeddedError::Refused(_)
                 | EmbeddedError::Start(EmulatorError::Config { .. })
         )
-    }
-
-    /// The error's class, as the producer's errors have one: `Config` for bad input, `Engine`
-    /// otherwise.
-    pub fn kind(&self) -> ErrorKind {
-        if self.is_config() {
-            ErrorKind::Config
-        } else {
-            ErrorKind::Engine
-        }
     }
 }
 

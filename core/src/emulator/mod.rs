@@ -20,6 +20,7 @@ mod search;
 mod server;
 pub mod service;
 pub mod store;
+pub(crate) mod stored;
 mod term_index;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -404,22 +405,6 @@ impl Emulator {
             .access_keys
             .first()
             .map(|k| Credentials::new(k.id.clone(), k.secret.clone()))
-    }
-
-    /// A producer configuration aimed at this emulator: its endpoint, `project` and
-    /// `logstore` (created as the first record arrives) and its first key; every other option
-    /// at its default.
-    pub fn producer_config(
-        &self,
-        project: &str,
-        logstore: &str,
-    ) -> crate::producer::ProducerConfig {
-        let mut config = crate::producer::ProducerConfig::new(self.endpoint(), project, logstore);
-        if let Some(key) = self.credentials() {
-            config.access_key_id = key.access_key_id;
-            config.access_key_secret = key.access_key_secret;
-        }
-        config
     }
 
     /// The request handler, for driving it without the network.

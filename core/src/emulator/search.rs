@@ -10,7 +10,7 @@
 //! 400, never a deep recursion. Pure functions, run on the request's thread.
 
 use super::catalog::{Index, KeyIndex, TextIndex};
-use super::store::StoredLog;
+use super::stored::StoredLog;
 
 /// The longest query accepted, in bytes.
 pub(crate) const MAX_QUERY_BYTES: usize = 16 * 1024;

@@ -32,7 +32,7 @@ use roaring::RoaringBitmap;
 
 use super::catalog::{Index, KeyIndex, TextIndex};
 use super::search::{Compare, Key, Pattern, Query};
-use super::store::{GroupLogs, StoredGroup};
+use super::stored::{GroupLogs, ViewGroup};
 
 /// The most logs one logstore's index holds: beyond them, the groups that arrived later are
 /// read log by log, so a large retention never makes the index outgrow what a machine has.
@@ -51,14 +51,6 @@ pub(crate) struct LogRef {
     pub(crate) log: u32,
     pub(crate) time: u32,
     pub(crate) time_ns: u32,
-}
-
-/// One retained group a search may read, with its place in its shard.
-#[derive(Clone)]
-pub(crate) struct ViewGroup {
-    pub(crate) shard: u32,
-    pub(crate) seq: u64,
-    pub(crate) group: StoredGroup,
 }
 
 /// The logs a query may match, by number (see [`TermIndex::log`]); `exact` when every one
@@ -554,6 +546,7 @@ mod tests {
     use super::*;
     use crate::emulator::search;
     use crate::emulator::store::stored_logs;
+    use crate::emulator::stored::StoredGroup;
     use crate::wire::compress::Compression;
     use crate::wire::proto::{Log, LogGroup};
     use bytes::Bytes;

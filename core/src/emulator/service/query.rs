@@ -21,7 +21,7 @@ use super::{json_response, missing, unix_now, Head, Service};
 use crate::emulator::catalog::Index;
 use crate::emulator::error::ApiError;
 use crate::emulator::search::{self, Query};
-use crate::emulator::store::{GroupLogs, StoredLog};
+use crate::emulator::stored::{GroupLogs, StoredLog};
 use crate::wire::compress::{self, Compression};
 
 /// The most logs one GetLogs call answers.
