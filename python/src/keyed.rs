@@ -15,13 +15,18 @@ use pyo3::types::{PyDict, PyTuple};
 use loghose::producer::binding::BindingAdds;
 use loghose::producer::{LogEncoder, ProducerError, RecordError};
 
+use std::sync::Arc;
+
+use loghose::producer::Producer;
+
 use crate::errors::producer_error;
-use crate::producer::NativeProducer;
 use crate::record::{put_value_direct, send_record, Route};
 
 #[pyclass(frozen, module = "loghose._native", name = "KeyedSender")]
 pub(crate) struct KeyedSender {
-    producer: Py<NativeProducer>,
+    producer: Arc<Producer>,
+    /// The producer's `convert(key, value)`, for values `send` converts.
+    convert: Option<Py<PyAny>>,
     keys: Vec<String>,
 }
 
@@ -29,13 +34,14 @@ impl KeyedSender {
     /// A sender of `keys` for `producer`, each key checked as the service checks keys.
     pub(crate) fn new(
         py: Python<'_>,
-        producer: Py<NativeProducer>,
+        producer: Arc<Producer>,
+        convert: Option<Py<PyAny>>,
         keys: Vec<String>,
     ) -> PyResult<KeyedSender> {
         if keys.is_empty() {
             return Err(PyTypeError::new_err("sender takes at least one key"));
         }
-        let policy = producer.get().engine().config().key_policy;
+        let policy = producer.config().key_policy;
         for key in &keys {
             if let Err(problem) = loghose::wire::keys::check_key(key.as_bytes(), policy) {
                 let error = RecordError::InvalidKey {
@@ -45,7 +51,11 @@ impl KeyedSender {
                 return Err(producer_error(py, ProducerError::from(error)));
             }
         }
-        Ok(KeyedSender { producer, keys })
+        Ok(KeyedSender {
+            producer,
+            convert,
+            keys,
+        })
     }
 }
 
@@ -62,8 +72,9 @@ impl KeyedSender {
                 values.len()
             )));
         }
-        let native = self.producer.get();
-        let producer = native.owned(py)?;
+        // Refused in a process that inherited the producer through `fork`.
+        let producer = &*self.producer;
+        producer.ensure_owned().map_err(|e| producer_error(py, e))?;
         let fill = |enc: &mut LogEncoder<'_>| {
             for (at, key) in self.keys.iter().enumerate() {
                 // SAFETY: the tuple holds `keys.len()` live values (checked above) for the
@@ -94,7 +105,7 @@ impl KeyedSender {
                     producer,
                     Route::Plain,
                     record.as_any(),
-                    native.converter(py).as_ref(),
+                    self.convert.as_ref().map(|c| c.bind(py)),
                 )
             }
             Err(e) => Err(producer_error(py, e)),

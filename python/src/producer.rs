@@ -127,16 +127,6 @@ pub(crate) struct NativeProducer {
 }
 
 impl NativeProducer {
-    /// The engine's producer (whatever process holds it).
-    pub(crate) fn engine(&self) -> &Producer {
-        &self.producer
-    }
-
-    /// The `convert` function of values `send` does not read directly.
-    pub(crate) fn converter<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        self.convert.as_ref().map(|c| c.bind(py).clone())
-    }
-
     /// The producer, refused in a process that inherited it through `fork`.
     #[inline]
     pub(crate) fn owned(&self, py: Python<'_>) -> PyResult<&Producer> {
@@ -347,10 +337,12 @@ impl NativeProducer {
     /// A callable taking the values of a record of `keys`, in order (see
     /// [`keyed`](crate::keyed)); a key the service would refuse raises here.
     fn keyed_sender(
-        slf: &Bound<'_, Self>,
+        &self,
+        py: Python<'_>,
         keys: Vec<String>,
     ) -> PyResult<crate::keyed::KeyedSender> {
-        crate::keyed::KeyedSender::new(slf.py(), slf.clone().unbind(), keys)
+        let convert = self.convert.as_ref().map(|c| c.clone_ref(py));
+        crate::keyed::KeyedSender::new(py, self.producer.clone(), convert, keys)
     }
 
     /// Queues every record of `records` or none of them; returns how many were queued. A
