@@ -61,20 +61,51 @@ pub(crate) struct Delivery {
     pub(crate) spool: Spooling,
 }
 
+/// The failures the producer decides itself (no answer of the service says them), by the
+/// code their reports carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LocalFailure {
+    /// The producer closed before the batch was delivered.
+    Closed,
+    /// The batch could not be compressed.
+    CompressionFailed,
+    /// `delivery_timeout_ms` passed while retrying.
+    DeliveryTimeout,
+}
+
+impl LocalFailure {
+    /// The error code a report of it carries.
+    const fn as_str(self) -> &'static str {
+        match self {
+            LocalFailure::Closed => "ProducerClosed",
+            LocalFailure::CompressionFailed => "CompressionFailed",
+            LocalFailure::DeliveryTimeout => "DeliveryTimeout",
+        }
+    }
+}
+
 /// Why a batch failed, as its report will say.
-struct Failure {
+struct BatchFailure {
     code: String,
     message: String,
     http_status: Option<u16>,
+    /// Set when the producer decided it.
+    local: Option<LocalFailure>,
 }
 
-impl Failure {
-    fn closed(message: String, http_status: Option<u16>) -> Failure {
-        Failure {
-            code: "ProducerClosed".into(),
+impl BatchFailure {
+    /// A failure the producer decides, with its code.
+    fn local(kind: LocalFailure, message: String, http_status: Option<u16>) -> BatchFailure {
+        BatchFailure {
+            code: kind.as_str().into(),
             message,
             http_status,
+            local: Some(kind),
         }
+    }
+
+    fn closed(message: String, http_status: Option<u16>) -> BatchFailure {
+        BatchFailure::local(LocalFailure::Closed, message, http_status)
     }
 }
 
@@ -113,7 +144,8 @@ impl Delivery {
         if self.lifecycle.state() >= State::Aborted {
             // Sealed by a close whose timeout has passed: nothing to compress or send.
             self.release_raw(&mut batch);
-            let failure = Failure::closed("closed before the batch could be sent".into(), None);
+            let failure =
+                BatchFailure::closed("closed before the batch could be sent".into(), None);
             self.settle(batch, Err(failure), 0, None, 0);
             return;
         }
@@ -127,11 +159,8 @@ impl Delivery {
             // Shared from here on: every attempt sends these bytes without a copy.
             Ok(b) => Bytes::from(b),
             Err(e) => {
-                let failure = Failure {
-                    code: "CompressionFailed".into(),
-                    message: e.to_string(),
-                    http_status: None,
-                };
+                let failure =
+                    BatchFailure::local(LocalFailure::CompressionFailed, e.to_string(), None);
                 self.settle(batch, Err(failure), 0, None, 0);
                 return;
             }
@@ -181,7 +210,7 @@ impl Delivery {
         body: &Bytes,
         attempts: &mut u32,
         request_id: &mut Option<String>,
-    ) -> Result<tokio::sync::SemaphorePermit<'_>, Failure> {
+    ) -> Result<tokio::sync::SemaphorePermit<'_>, BatchFailure> {
         let policy = &self.policy;
         let deadline = batch.opened + policy.delivery_timeout;
         let aborted = || self.lifecycle.reached(State::Aborted);
@@ -192,7 +221,7 @@ impl Delivery {
                 _ = aborted() => None,
             };
             let Some(permit) = permit else {
-                return Err(Failure::closed(
+                return Err(BatchFailure::closed(
                     "closed before the batch could be sent".into(),
                     None,
                 ));
@@ -201,7 +230,7 @@ impl Delivery {
             let answer = tokio::select! {
                 a = self.transport.put(&batch.dest, body, batch.raw_len) => a,
                 _ = aborted() => {
-                    return Err(Failure::closed("closed while the batch was being sent".into(), None));
+                    return Err(BatchFailure::closed("closed while the batch was being sent".into(), None));
                 }
             };
             if answer.request_id.is_some() {
@@ -236,10 +265,11 @@ impl Delivery {
                 }
             };
             drop(permit);
-            let failure = Failure {
+            let failure = BatchFailure {
                 code: answer.code,
                 message: answer.message,
                 http_status: answer.status,
+                local: None,
             };
             let Some(wait) = wait else {
                 return Err(failure);
@@ -248,20 +278,20 @@ impl Delivery {
                 return Err(failure);
             }
             if Instant::now() + wait >= deadline {
-                return Err(Failure {
-                    code: "DeliveryTimeout".into(),
-                    message: format!(
+                return Err(BatchFailure::local(
+                    LocalFailure::DeliveryTimeout,
+                    format!(
                         "not delivered within delivery_timeout_ms; last error {}: {}",
                         failure.code, failure.message
                     ),
-                    http_status: failure.http_status,
-                });
+                    failure.http_status,
+                ));
             }
             self.ledger.retried.fetch_add(1, Ordering::Relaxed);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = aborted() => {
-                    return Err(Failure::closed(
+                    return Err(BatchFailure::closed(
                         format!("closed while retrying after {}: {}", failure.code, failure.message),
                         failure.http_status,
                     ));
@@ -283,7 +313,7 @@ impl Delivery {
     fn settle(
         &self,
         mut batch: SealedBatch,
-        result: Result<(), Failure>,
+        result: Result<(), BatchFailure>,
         attempts: u32,
         request_id: Option<String>,
         compressed_bytes: usize,
@@ -291,7 +321,7 @@ impl Delivery {
         // A batch stays in the spool only when this producer gave up on it because it closed:
         // the next producer on the directory sends it, so it is kept, not failed. Delivered
         // or failed for good, it is done.
-        let closed = matches!(&result, Err(f) if f.code == "ProducerClosed");
+        let closed = matches!(&result, Err(f) if f.local == Some(LocalFailure::Closed));
         let kept = self
             .spool
             .settled(batch.shard, batch.id, closed, &mut batch.spooled);

@@ -483,11 +483,6 @@ impl ProducerConfig {
         let at = OPTIONS.iter().position(|o| o.name == name)?;
         self.table_values().get(at)?.as_number()
     }
-
-    /// `linger_ms` as a duration.
-    pub fn linger(&self) -> Duration {
-        Duration::from_millis(self.linger_ms)
-    }
 }
 
 /// Checks one option's value against its kind in the table.
