@@ -506,15 +506,8 @@ pub(crate) fn fields_sender(
         ))
         .into_js(&env));
     }
-    for key in &keys {
-        let policy = producer.config().key_policy;
-        if let Err(problem) = loghose::wire::keys::check_key(key.as_bytes(), policy) {
-            let error = ProducerError::from(loghose::producer::RecordError::InvalidKey {
-                key: key.chars().take(160).collect(),
-                problem,
-            });
-            return Err(Raised::from(error).into_js(&env));
-        }
+    if let Err(error) = loghose::producer::check_keys(&keys, producer.config().key_policy) {
+        return Err(Raised::from(ProducerError::from(error)).into_js(&env));
     }
     let keyed = !keys.is_empty();
     let sender = Rc::new(FieldsSender::new(producer, keys));

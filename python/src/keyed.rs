@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use loghose::producer::binding::BindingAdds;
-use loghose::producer::{LogEncoder, ProducerError, RecordError};
+use loghose::producer::{LogEncoder, ProducerError};
 
 use std::sync::Arc;
 
@@ -41,15 +41,8 @@ impl KeyedSender {
         if keys.is_empty() {
             return Err(PyTypeError::new_err("sender takes at least one key"));
         }
-        let policy = producer.config().key_policy;
-        for key in &keys {
-            if let Err(problem) = loghose::wire::keys::check_key(key.as_bytes(), policy) {
-                let error = RecordError::InvalidKey {
-                    key: key.chars().take(160).collect(),
-                    problem,
-                };
-                return Err(producer_error(py, ProducerError::from(error)));
-            }
+        if let Err(error) = loghose::producer::check_keys(&keys, producer.config().key_policy) {
+            return Err(producer_error(py, ProducerError::from(error)));
         }
         Ok(KeyedSender {
             producer,

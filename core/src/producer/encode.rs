@@ -7,7 +7,7 @@
 //! was, so one bad record never damages the others. Runs on the caller's thread, lock-free.
 
 use super::buffer::BatchBuf;
-use crate::wire::keys::{check_key, printable_word, KeyPolicy, KeyProblem};
+use crate::wire::keys::{check_key, printable_word, shown_key, KeyPolicy, KeyProblem};
 use crate::wire::limits::MAX_VALUE_BYTES;
 
 /// A record the producer refuses, naming what is wrong; nothing else is affected.
@@ -61,15 +61,23 @@ pub enum RecordError {
     },
 }
 
-fn lossy(key: &[u8]) -> String {
-    String::from_utf8_lossy(key).chars().take(160).collect()
+/// Checks every key of a list as the service checks keys (a front's sender of fixed keys
+/// checks them once, when it is made): the first one refused, as [`RecordError::InvalidKey`].
+pub fn check_keys<S: AsRef<str>>(keys: &[S], policy: KeyPolicy) -> Result<(), RecordError> {
+    for key in keys {
+        let key = key.as_ref().as_bytes();
+        if let Err(problem) = check_key(key, policy) {
+            return Err(invalid_key(key, problem));
+        }
+    }
+    Ok(())
 }
 
 #[cold]
 #[inline(never)]
 fn invalid_key(key: &[u8], problem: KeyProblem) -> RecordError {
     RecordError::InvalidKey {
-        key: lossy(key),
+        key: shown_key(key),
         problem,
     }
 }
@@ -78,7 +86,7 @@ fn invalid_key(key: &[u8], problem: KeyProblem) -> RecordError {
 #[inline(never)]
 fn value_too_large(key: &[u8], len: usize) -> RecordError {
     RecordError::ValueTooLarge {
-        key: lossy(key),
+        key: shown_key(key),
         len,
         limit: MAX_VALUE_BYTES,
     }
@@ -322,10 +330,12 @@ impl<'b> LogEncoder<'b> {
             Err(_) => {
                 // Report the key first if it is also bad, as the service would.
                 check_key(key, self.policy).map_err(|problem| RecordError::InvalidKey {
-                    key: lossy(key),
+                    key: shown_key(key),
                     problem,
                 })?;
-                Err(RecordError::ValueNotUtf8 { key: lossy(key) })
+                Err(RecordError::ValueNotUtf8 {
+                    key: shown_key(key),
+                })
             }
         }
     }
@@ -620,6 +630,23 @@ mod tests {
     use super::*;
     use crate::wire::proto::{Log, LogContent, LogGroup};
     use prost::Message;
+
+    #[test]
+    fn a_senders_keys_are_checked_once_and_the_first_refused_is_named_shortened() {
+        assert!(check_keys(&["msg", "http.method"], KeyPolicy::Service).is_ok());
+        let long = format!("bad key {}", "x".repeat(300));
+        match check_keys(&["ok", "__topic__", &long], KeyPolicy::Service) {
+            Err(RecordError::InvalidKey { key, .. }) => assert_eq!(key, "__topic__"),
+            other => panic!("{other:?}"),
+        }
+        match check_keys(&[long.as_str()], KeyPolicy::Strict) {
+            Err(RecordError::InvalidKey { key, .. }) => {
+                assert_eq!(key.chars().count(), crate::wire::keys::SHOWN_KEY_CHARS);
+                assert!(long.starts_with(&key));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     fn encode(fields: &[(&str, &str)], ns: Option<u32>) -> Vec<u8> {
         let mut buf = BatchBuf::new();

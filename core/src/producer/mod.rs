@@ -65,7 +65,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub use buffer::BatchBuf;
 pub use config::{ConfigError, ProducerConfig, SignatureVersion, SpoolSync, TimePrecision};
-pub use encode::{LogEncoder, RecordError};
+pub use encode::{check_keys, LogEncoder, RecordError};
 pub use engine::process_id;
 pub use error::{ErrorKind, ProducerError};
 pub use lifecycle::State;

@@ -48,6 +48,18 @@ impl std::fmt::Display for KeyProblem {
     }
 }
 
+/// How many characters of a key an error message shows.
+pub const SHOWN_KEY_CHARS: usize = 160;
+
+/// A key as error messages show it: its first [`SHOWN_KEY_CHARS`] characters, bytes that are
+/// not UTF-8 replaced.
+pub fn shown_key(key: &[u8]) -> String {
+    String::from_utf8_lossy(key)
+        .chars()
+        .take(SHOWN_KEY_CHARS)
+        .collect()
+}
+
 /// Checks one field key against `policy`.
 #[inline(always)]
 pub fn check_key(key: &[u8], policy: KeyPolicy) -> Result<(), KeyProblem> {

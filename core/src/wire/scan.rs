@@ -9,7 +9,7 @@
 //! applies at `add`.
 //! Pure functions, any thread; the input is never modified.
 
-use crate::wire::keys::{check_key, KeyPolicy, KeyProblem};
+use crate::wire::keys::{check_key, shown_key, KeyPolicy, KeyProblem};
 use crate::wire::limits::{
     MAX_FIELDS_PER_LOG, MAX_KEY_BYTES, MAX_LOGS_PER_GROUP_ACCEPTED, MAX_LOG_GROUP_BYTES,
     MAX_SOURCE_BYTES, MAX_TOPIC_BYTES, MAX_VALUE_BYTES,
@@ -216,10 +216,6 @@ fn utf8(bytes: &[u8], field: &'static str, log: Option<usize>) -> Result<(), Sca
     }
 }
 
-fn lossy_key(key: &[u8]) -> String {
-    String::from_utf8_lossy(key).chars().take(160).collect()
-}
-
 /// Reads a `{1: key, 2: value}` pair message; both are required.
 #[inline]
 fn pair<'a>(
@@ -268,14 +264,14 @@ fn scan_log(buf: &[u8], base: usize, index: usize, policy: KeyPolicy) -> Result<
                 if let Err(problem) = check_key(key, policy) {
                     return Err(ScanError::InvalidKey {
                         log: index,
-                        key: lossy_key(key),
+                        key: shown_key(key),
                         problem,
                     });
                 }
                 if value.len() > MAX_VALUE_BYTES {
                     return Err(ScanError::ValueTooLarge {
                         log: index,
-                        key: lossy_key(key),
+                        key: shown_key(key),
                         len: value.len(),
                         limit: MAX_VALUE_BYTES,
                     });
