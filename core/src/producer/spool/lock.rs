@@ -148,13 +148,12 @@ fn make_private_dir(dir: &Path) -> Result<(), SpoolError> {
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir).map_err(io(dir, "cannot create it"))?;
     // Its name made durable in its parent: files synced in it later are otherwise not
-    // found after a power loss.
-    match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => {
-            super::disk::sync_dir(parent).map_err(io(dir, "cannot sync its parent directory"))
-        }
-        _ => Ok(()),
+    // found after a power loss. Best effort: a parent this user may enter but not read
+    // cannot be opened to be synced, and that is no reason to refuse the spool.
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = super::disk::sync_dir(parent);
     }
+    Ok(())
 }
 
 /// Directories held by producers of this process, with the process's id (a process-wide lock
