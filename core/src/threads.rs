@@ -3,6 +3,8 @@
 //! the kernel hands a signal sent to the process to one of the application's threads, never to
 //! one of ours.
 //!
+//! # Why
+//!
 //! Why it matters: a language runtime that handles signals itself runs its handlers on its main
 //! thread (CPython, Node.js). A main thread asleep in a system call (a multiprocessing lock, a
 //! `read`) wakes with `EINTR` only when the signal is delivered to it; taken by a thread of
@@ -10,10 +12,14 @@
 //! A pool worker of multiprocessing stopped by `terminate()` then waits forever on the task
 //! queue's lock.
 //!
+//! # Fault signals
+//!
 //! The signals a thread raises itself by a fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
 //! SIGSYS) stay unblocked: blocking them would turn a crash into a hang. Threads inherit the
 //! mask of the thread that starts them, so blocking around each start leaves no window in which
 //! a new thread could take a signal.
+//!
+//! # Marking
 //!
 //! The threads of the I/O runtime and the emulator's are also marked as the engine's
 //! ([`is_engine_thread`]): a record logged there (by the HTTP client, the emulator's server) is

@@ -2,6 +2,8 @@
 //! `loghose._signals`): a watchdog that delivers and ends the process when Python cannot run
 //! its handler.
 //!
+//! # Why
+//!
 //! Python runs a signal's handler on the main thread, between two bytecodes. A main thread
 //! asleep in a system call wakes for it only if the signal interrupts that very call; a signal
 //! that lands just before it (CPython checks for signals, then sleeps: the window is widest
@@ -9,6 +11,8 @@
 //! sleeps on. A multiprocessing pool worker stopped by `terminate()` sleeps that way on the task
 //! queue's lock, which nobody will release: with a Python handler on SIGTERM and no watchdog it
 //! would never end, where the default action would have ended it at once.
+//!
+//! # The watchdog
 //!
 //! So, once `_signals` has put its handler on a signal whose previous disposition was the
 //! default, [`arm`] wraps the C-level handler CPython installed with one of ours: it tells a
@@ -20,6 +24,8 @@
 //! aside. `signal.signal` from Python replaces the wrapper with CPython's own handler, as it
 //! should (the application then decides).
 //!
+//! # A second signal
+//!
 //! A delivery on signal, once started (by the Python handler or by the watchdog), is the only
 //! one: a further signal of those armed ends the process at once, in the C-level handler
 //! (`signal(SIG_DFL)` and `raise`, both async-signal-safe), whichever thread takes it and
@@ -27,6 +33,8 @@
 //! that arrives while the watchdog delivers: the main thread that missed the first signal runs
 //! the Python handler only when the second one wakes it, and CPython runs one handler call for
 //! both.
+//!
+//! # Threads
 //!
 //! The watchdog thread blocks every asynchronous signal; it belongs to the process that armed
 //! it (a forked child arms its own). Unix only.

@@ -12,12 +12,16 @@
 //!    `ALIBABA_CLOUD_ECS_METADATA_DISABLED=true`;
 //! 5. `ALIBABA_CLOUD_CREDENTIALS_URI`.
 //!
+//! # Caching and refresh
+//!
 //! The first source that gives keys is the one asked from then on. Temporary keys are cached
 //! and fetched again ahead of their expiry (15 minutes before it, or halfway through a shorter
 //! lifetime) by a background task while sends go on with the keys in hand, so a refresh delays
 //! no send; only the first fetch, or one after the keys ran out, is waited for, and it is one
 //! fetch however many sends wait. A 401 from the service with the cached keys makes the next
 //! send fetch again. When every source fails the error lists each one and why, never a secret.
+//!
+//! # Parts
 //!
 //! [`sources`] reads the environment and the files; [`remote`] speaks to STS (`AssumeRoleWithOIDC`,
 //! and `AssumeRole` for a profile's RAM role), the metadata service and the URI. The chain is asked on the I/O runtime, from the send path.

@@ -1,10 +1,14 @@
 //! The emulator's HTTP/1.1 server (hyper, keep-alive) on its own tokio runtime.
 //!
+//! # Connections
+//!
 //! Each connection is a task; a request body is read whole (capped at
 //! [`MAX_SENT_BODY_BYTES`](crate::wire::limits::MAX_SENT_BODY_BYTES), above which the request
 //! is refused with 413 and the connection closed; a declared `Content-Length` over twice the
 //! cap is refused before a byte of the body is read), then handed to the synchronous
 //! [`Service`].
+//!
+//! # Hostile clients
 //!
 //! Hostile or broken clients are bounded: a request head must arrive within
 //! `header_read_timeout_ms`, a body must keep sending (`body_idle_timeout_ms` between chunks),
@@ -17,6 +21,8 @@
 //! answer or a dropped connection in place of its success). Requests in absolute form (as sent
 //! to an HTTP proxy) are served like any other, so clients can reach the emulator through
 //! their proxy setting under any host name.
+//!
+//! # Shutdown
 //!
 //! Shutdown: the accept loop stops and drops the listener when told; open connections and
 //! hanging requests end when the runtime is dropped.

@@ -3,6 +3,8 @@
 //! index as without), brought up to date at each later search with the groups that arrived
 //! since, and built again when retention dropped groups it covers or the index changed.
 //!
+//! # Layout
+//!
 //! Logs are numbered in the order they are indexed; a table of the indexed groups (shard,
 //! sequence, first number) says where a number's log is, and one time a log says when it was.
 //! For each word of the `line` index and of each text key (folded to lower case unless the index
@@ -14,11 +16,15 @@
 //! answer (every log) for `not`, topics, sources and tags; the caller then checks the
 //! candidates that are not exact against the query itself.
 //!
+//! # Bounds
+//!
 //! Bounded: at most [`MAX_INDEXED_LOGS`] logs and [`MAX_WORD_BYTES`] of distinct words; the
 //! groups beyond them are read log by log. About 4 bytes a log (8 with nanoseconds), a distinct
 //! word's length and 15–30 bytes more, 4 bytes a log of a word of a few logs and at most 2 bits
 //! a log of a common one, and 16 bytes a numeric value: 1 M S1 logs take 39 MB (0.08× their
 //! size), 1 M access logs 197 MB (0.63×) (`examples/query_cost.rs`).
+//!
+//! # Threads
 //!
 //! Runs on the searching request's thread, under the logstore's own lock (searches of one
 //! logstore take turns; ingest never waits for it).

@@ -1,5 +1,7 @@
 //! The accumulator: open batches, one per destination, in a few shards.
 //!
+//! # The add
+//!
 //! An add locks one shard (chosen per thread, so adding threads rarely contend), writes the
 //! record straight at the end of its destination's open batch ([`LogEncoder`]), reserves its
 //! bytes from the shard's credit, counts it, and seals the batch when it reaches
@@ -11,10 +13,14 @@
 //! nothing to do after; the others go on through the general checks (spool, completions,
 //! sealing, a batch opened or left empty), in the same function, after the one call of `fill`.
 //!
+//! # The default destination
+//!
 //! The producer's own destination's batch has a field of its own in each shard (no hashing on
 //! the common add); other destinations' are in a map (foldhash, seeded per process), looked up
 //! once per add, their entry removed as soon as their batch seals, so 100 000 destinations used
 //! once each leave nothing behind.
+//!
+//! # Sealing
 //!
 //! Sealing appends the group's tail (topic, source, tags, `__pack_id__`) and hands the batch
 //! back to the caller, who sends it once the shard is unlocked; a new batch's linger deadline is

@@ -1,5 +1,7 @@
 //! Batch buffers: growable byte buffers, each in an anonymous memory mapping of its own.
 //!
+//! # Why mappings
+//!
 //! Why not `Vec<u8>`: a batch buffer is megabytes, filled once and freed after compression.
 //! glibc serves the first such allocations with `mmap`, but once one is freed it raises its
 //! mmap threshold above them and serves the next ones from its heaps, where freed buffers stay
@@ -8,14 +10,20 @@
 //! dropped, and its pages cost memory only once written (a batch mapped at its 4 MiB limit that
 //! seals at 1.8 MB never makes the rest resident).
 //!
+//! # Small buffers
+//!
 //! Small buffers stay on the heap: a producer may hold 100 000 open batches of a log or two each
 //! (one per device, scenario S4), and a mapping each would cost a system call per batch and run
 //! into the kernel's limit on mappings per process (65 530 by default). A buffer moves to a
 //! mapping of its own when it grows past [`MAP_THRESHOLD`].
 //!
+//! # Batch files
+//!
 //! With a spool, the default destination's batch buffer is instead a shared mapping of a batch
 //! file ([`BatchBuf::in_file`]): written the same way, it never enters the budget's pool and
 //! goes back to its file.
+//!
+//! # Guarantees
 //!
 //! Guarantees: the bytes `..len()` are what was written; growth beyond the capacity allocates
 //! a larger region and copies (rare for the default destination's batches, which are mapped at

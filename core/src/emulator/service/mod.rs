@@ -2,6 +2,8 @@
 //! complete response, with no I/O, so the HTTP server, the benchmarks and the tests all drive
 //! exactly the same code.
 //!
+//! # PutLogs
+//!
 //! PutLogs goes through every check the service makes, in the service's order, and the first
 //! failure refuses the whole request: API version, Content-Type, Content-Length, the signature
 //! (v1, v4 or bearer, with STS tokens and ±15 min date skew), the project and logstore,
@@ -13,9 +15,13 @@
 //! test API are served here too, and the STS and ECS metadata calls of the default
 //! credential chain ([`identity`]). Every answer carries a lowercase `x-log-requestid`.
 //!
+//! # Parts
+//!
 //! One file per part: [`auth`] (signatures, credentials, the request date), [`put_logs`],
 //! [`read`] (ListShards, GetCursor, PullLogs), [`manage`] (projects, logstores, indexes),
 //! [`query`] (GetLogs, GetHistograms) and [`admin`] (`/_emulator/`).
+//!
+//! # Threads
 //!
 //! Runs on whichever thread calls it (the server's tokio workers); it never blocks except on
 //! the store's short mutex.

@@ -4,7 +4,9 @@
 //! holds it: no second copy, no entry header, only an 8-byte index entry and a CRC-32 of the
 //! record's bytes.
 //!
-//! Layout. A 4 KiB header (magic, run, batch, the sequence number of this use of the file, the
+//! # Layout
+//!
+//! A 4 KiB header (magic, run, batch, the sequence number of this use of the file, the
 //! index's capacity, where the data starts and its size, the destination and tags with a CRC-32
 //! over all of these, and the pack id with its own once the batch seals); the index, 8 bytes per
 //! record (where the record ends, and a CRC-32 of its bytes seeded with the use's sequence); the
@@ -13,9 +15,13 @@
 //! first, so the index always ends at the last record accepted; entries an earlier use left
 //! behind are never reached (and would not match the new seed).
 //!
+//! # Recovery
+//!
 //! Recovery walks the index: a record whose CRC does not match (a write cut by a power loss, a
 //! flipped byte) is skipped and counted and the walk goes on from its end; an end outside the
 //! data stops the walk, counted. A header that does not check is one corrupted entry.
+//!
+//! # Life of a file
 //!
 //! Life of a file: taken when a batch of the default destination opens (an idle one if there is
 //! one, else made and allocated whole, so a full disk is an error then, never a fault while

@@ -1,5 +1,7 @@
 //! Who writes where under `spool_dir`: one slot directory per producer, each held by a lock.
 //!
+//! # Slots
+//!
 //! `spool_dir` is shared by every producer given it — the worker processes of a pre-fork
 //! server (gunicorn, uvicorn `--workers`, celery), a master and its workers, a process and
 //! the one that replaces it. Each producer takes a slot of its own, `slot-<n>`: the first
@@ -8,6 +10,8 @@
 //! pid): the kernel releases it when the process ends, however it ends, and a forked child
 //! does not inherit it; a list of this process's own slots keeps its other producers out
 //! (a record lock cannot tell them apart).
+//!
+//! # Orphans
 //!
 //! A process that died leaves its slot unheld, with what it had not delivered: the next
 //! producer to take that slot recovers it. Other unheld slots that still hold files (a
@@ -19,6 +23,8 @@
 //! it ever logs. Slot directories
 //! are never removed (one could be taken between the removal of its lock file and its own),
 //! and are made private to the user (0700).
+//!
+//! # Threads
 //!
 //! Runs on the thread that opens a producer; never blocks (locks are tried, not awaited),
 //! except to wait up to a second for a producer of this process that closed on a slot to

@@ -4,6 +4,8 @@
 //! their originals (written before the replay begins), so that such a copy never comes back
 //! once its original is named and the copy that replaced it is gone.
 //!
+//! # Files
+//!
 //! Two files, in the directory the batches came from, of the same entries: run and batch
 //! (little-endian u64s), the CRC-32 of those 16 bytes, 4 bytes of padding; an entry cut short
 //! or damaged names nothing.
@@ -17,6 +19,8 @@
 //!   trusts these as much as the copies they name; after a reboot (a power loss, a crash of the
 //!   machine) an entry may have reached the disk while its copy did not, so the file is
 //!   ignored and only the synced one counts.
+//!
+//! # What it promises
 //!
 //! So after a kill no replayed batch is sent twice; after a power loss, at most one group.
 //! Both files go last, after the old files they name. Runs on the replay thread (writes) and
