@@ -120,7 +120,7 @@ impl Producer {
             }
             InPlace::Declined(declined) => Ok(Err(declined)),
             InPlace::Invalid(e) => {
-                inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
+                inner.tally().invalid.fetch_add(1, Ordering::Relaxed);
                 Err(e.into())
             }
         }
@@ -138,7 +138,7 @@ impl Producer {
             match inner.router.destination(opts) {
                 Ok(d) => Some(Arc::new(d)),
                 Err(e) => {
-                    inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
+                    inner.tally().invalid.fetch_add(1, Ordering::Relaxed);
                     return Err(e.into());
                 }
             }
@@ -159,7 +159,7 @@ impl Producer {
     #[inline]
     pub(super) fn check_open(&self) -> Result<(), ProducerError> {
         if !self.inner.delivery.lifecycle.is_running() {
-            self.inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
+            self.inner.tally().dropped.fetch_add(1, Ordering::Relaxed);
             return Err(ProducerError::Closed);
         }
         self.ensure_owned()
@@ -198,7 +198,7 @@ impl Producer {
                 Ok(completion)
             }
             Err(e) => {
-                inner.ledger().dropped.fetch_add(1, Ordering::Relaxed);
+                inner.tally().dropped.fetch_add(1, Ordering::Relaxed);
                 Err(e)
             }
         }

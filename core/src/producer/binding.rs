@@ -143,7 +143,7 @@ impl BindingAdds for Producer {
         match result {
             Ok(appended) => appended.map_err(ScratchError::Producer),
             Err(e) => {
-                inner.ledger().invalid.fetch_add(1, Ordering::Relaxed);
+                inner.tally().invalid.fetch_add(1, Ordering::Relaxed);
                 Err(ScratchError::Fill(e))
             }
         }

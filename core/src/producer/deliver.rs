@@ -8,10 +8,10 @@
 //! without holding a send slot, and stop at `max_attempts`, at
 //! the delivery deadline (`delivery_timeout_ms` after the batch's first record), or when the
 //! producer is aborted (its close timeout passed). Whatever ends it, the batch settles exactly
-//! once: counted in the [`Ledger`], its reservation released, its completions resolved and its
+//! once: counted in the [`Tally`], its reservation released, its completions resolved and its
 //! report queued for the [`Reporter`].
 //!
-//! Runs on the shared I/O runtime; depends on the transport, the budget, the ledger and the
+//! Runs on the shared I/O runtime; depends on the transport, the budget, the tally and the
 //! reporter, never on the producer itself.
 
 use std::sync::atomic::Ordering;
@@ -23,12 +23,12 @@ use bytes::Bytes;
 use super::accumulator::SealedBatch;
 use super::budget::Budget;
 use super::config::ProducerConfig;
-use super::ledger::Ledger;
 use super::lifecycle::{Lifecycle, State};
 use super::report::{DeliveryReport, Outcome};
 use super::reporter::Reporter;
 use super::retry::{self, Action};
 use super::spool::{Compressed, Spooling};
+use super::tally::Tally;
 use super::transport::Transport;
 use crate::wire::compress::{self, Compression};
 
@@ -54,7 +54,7 @@ pub(crate) struct Delivery {
     pub(crate) transport: Transport,
     send_slots: tokio::sync::Semaphore,
     pub(crate) budget: Arc<Budget>,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) tally: Arc<Tally>,
     pub(crate) lifecycle: Arc<Lifecycle>,
     pub(crate) reporter: Reporter,
     /// Where settled batches are marked done, when there is a spool.
@@ -114,7 +114,7 @@ impl Delivery {
         config: &ProducerConfig,
         transport: Transport,
         budget: Arc<Budget>,
-        ledger: Arc<Ledger>,
+        tally: Arc<Tally>,
         lifecycle: Arc<Lifecycle>,
         reporter: Reporter,
         spool: Spooling,
@@ -131,7 +131,7 @@ impl Delivery {
             transport,
             send_slots: tokio::sync::Semaphore::new(config.send_concurrency),
             budget,
-            ledger,
+            tally,
             lifecycle,
             reporter,
             spool,
@@ -140,7 +140,7 @@ impl Delivery {
 
     /// Delivers `batch` to a final outcome and settles it.
     pub(crate) async fn deliver(self: Arc<Self>, mut batch: SealedBatch) {
-        self.ledger.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.tally.in_flight.fetch_add(1, Ordering::Relaxed);
         if self.lifecycle.state() >= State::Aborted {
             // Sealed by a close whose timeout has passed: nothing to compress or send.
             self.release_raw(&mut batch);
@@ -287,7 +287,7 @@ impl Delivery {
                     failure.http_status,
                 ));
             }
-            self.ledger.retried.fetch_add(1, Ordering::Relaxed);
+            self.tally.retried.fetch_add(1, Ordering::Relaxed);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = aborted() => {
@@ -349,19 +349,19 @@ impl Delivery {
             tickets: batch.tickets,
             replayed: batch.replayed,
         });
-        if self.ledger.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+        if self.tally.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
             // The last batch in flight is done: a burst is over, hand its memory back.
             self.budget.at_rest();
             self.spool.at_rest();
         }
         // Counted before anyone is told, so a waiter woken by its completion sees the counts.
-        self.ledger.count_outcome(&report);
+        self.tally.count_outcome(&report);
         for c in batch.completions {
             let _ = c.send(report.clone());
         }
         let records = report.records;
         self.reporter.report(report);
         self.budget.release(batch.reserved);
-        self.ledger.finish_records(records);
+        self.tally.finish_records(records);
     }
 }

@@ -13,7 +13,7 @@
 //! 4. **compress, sign, send** ([`deliver`], on the shared I/O runtime, [`engine`]): at most
 //!    `send_concurrency` batches at a time, through the [`transport`].
 //! 5. **retry** by the answer's class ([`retry`]), with backoff, until delivered or given up.
-//! 6. **report**: every batch settles once — counted ([`ledger`]), its memory released, its
+//! 6. **report**: every batch settles once — counted ([`tally`]), its memory released, its
 //!    completions resolved, its [`DeliveryReport`] handed to the callback on the producer's
 //!    own thread ([`reporter`]; it runs only while there are reports to pass on).
 //!
@@ -44,7 +44,6 @@ mod deliver;
 pub mod encode;
 mod engine;
 mod error;
-mod ledger;
 pub mod lifecycle;
 mod linger;
 mod record_set;
@@ -54,6 +53,7 @@ mod reporter;
 mod retry;
 mod routing;
 mod spool;
+mod tally;
 
 pub mod text;
 mod transport;
@@ -83,12 +83,12 @@ use crate::credentials::Chain;
 use accumulator::{Accumulator, AfterAdd, SealedBatch};
 use budget::Budget;
 use deliver::Delivery;
-use ledger::Ledger;
 use lifecycle::Lifecycle;
 use linger::{Deadline, Linger, LingerOwner};
 use reporter::Reporter;
 use routing::{Destination, Router};
 use spool::Spooling;
+use tally::Tally;
 use transport::Transport;
 
 /// How a caller learns a record's outcome.
@@ -157,8 +157,8 @@ impl Inner {
         &self.delivery.budget
     }
 
-    fn ledger(&self) -> &Ledger {
-        &self.delivery.ledger
+    fn tally(&self) -> &Tally {
+        &self.delivery.tally
     }
 
     /// After the shard is unlocked: arms the new batch's deadline, sends what sealed.
@@ -179,11 +179,11 @@ impl Inner {
     }
 
     fn pending(&self) -> u64 {
-        self.ledger().pending(|| self.accumulator.accepted())
+        self.tally().pending(|| self.accumulator.accepted())
     }
 
     fn wait_idle(&self, timeout: Duration) -> u64 {
-        self.ledger()
+        self.tally()
             .wait_idle(timeout, || self.accumulator.accepted())
     }
 }
@@ -330,7 +330,7 @@ impl Producer {
             &config,
             transport,
             Arc::new(Budget::new(&config, shard_count)),
-            Arc::new(Ledger::default()),
+            Arc::new(Tally::default()),
             Arc::new(Lifecycle::new()),
             Reporter::new(on_reports),
             spool,
@@ -462,16 +462,16 @@ impl Producer {
         if self.is_inherited() {
             return self.inner.pending();
         }
-        self.inner.ledger().wait_completed(timeout, mark)
+        self.inner.tally().wait_completed(timeout, mark)
     }
 
     /// [`flush`](Self::flush), and what failed for good since the previous `flush_report`: a
     /// caller can tell "all delivered" (`undelivered() == 0`) from "gave up on some".
     pub fn flush_report(&self, timeout: Duration) -> FlushReport {
         let pending = self.flush(timeout);
-        let ledger = self.inner.ledger();
-        let failed_now = ledger.failed.load(Ordering::Relaxed);
-        let failed_before = ledger
+        let tally = self.inner.tally();
+        let failed_now = tally.failed.load(Ordering::Relaxed);
+        let failed_before = tally
             .failed_at_last_flush
             .fetch_max(failed_now, Ordering::Relaxed);
         FlushReport {
@@ -514,10 +514,10 @@ impl Producer {
         // most recent 10 000): a record settles into exactly one of them, each is read once,
         // and what had not settled when its counter was read is left over as unsettled (batches
         // that outlived the abort's grace still settle afterwards, on a slow machine).
-        let ledger = &delivery.ledger;
-        let failed = ledger.failed.load(Ordering::Acquire);
-        let kept = ledger.kept.load(Ordering::Acquire);
-        let delivered = ledger.delivered.load(Ordering::Acquire);
+        let tally = &delivery.tally;
+        let failed = tally.failed.load(Ordering::Acquire);
+        let kept = tally.kept.load(Ordering::Acquire);
+        let delivered = tally.delivered.load(Ordering::Acquire);
         let unsettled = inner
             .accumulator
             .accepted()
@@ -527,7 +527,7 @@ impl Producer {
         CloseReport {
             undelivered: failed + if spooled { 0 } else { unsettled },
             kept: kept + if spooled { unsettled } else { 0 },
-            failed: ledger.failed_reports(),
+            failed: tally.failed_reports(),
             not_durable: inner.accumulator.spooling().health().not_durable,
         }
     }
@@ -585,31 +585,31 @@ impl Producer {
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         let inner = &*self.inner;
-        let ledger = inner.ledger();
+        let tally = inner.tally();
         let health = inner.accumulator.spooling().health();
         Stats {
             accepted: inner.accumulator.accepted(),
-            delivered: ledger.delivered.load(Ordering::Relaxed),
-            failed: ledger.failed.load(Ordering::Relaxed),
-            kept: ledger.kept.load(Ordering::Relaxed),
-            retried: ledger.retried.load(Ordering::Relaxed),
-            dropped: ledger.dropped.load(Ordering::Relaxed),
-            invalid: ledger.invalid.load(Ordering::Relaxed),
+            delivered: tally.delivered.load(Ordering::Relaxed),
+            failed: tally.failed.load(Ordering::Relaxed),
+            kept: tally.kept.load(Ordering::Relaxed),
+            retried: tally.retried.load(Ordering::Relaxed),
+            dropped: tally.dropped.load(Ordering::Relaxed),
+            invalid: tally.invalid.load(Ordering::Relaxed),
             queued_bytes: inner
                 .budget()
                 .used()
                 .saturating_sub(inner.accumulator.credits()) as u64,
             queued_records: inner.pending(),
-            in_flight_batches: ledger.in_flight.load(Ordering::Relaxed),
-            batches_delivered: ledger.batches_delivered.load(Ordering::Relaxed),
-            failures_by_code: ledger.failures_by_code.lock().clone(),
+            in_flight_batches: tally.in_flight.load(Ordering::Relaxed),
+            batches_delivered: tally.batches_delivered.load(Ordering::Relaxed),
+            failures_by_code: tally.failures_by_code.lock().clone(),
             callback_errors: inner
                 .delivery
                 .reporter
                 .callback_errors
                 .load(Ordering::Relaxed),
-            replayed_batches: ledger.replayed_batches.load(Ordering::Relaxed),
-            replayed_records: ledger.replayed_records.load(Ordering::Relaxed),
+            replayed_batches: tally.replayed_batches.load(Ordering::Relaxed),
+            replayed_records: tally.replayed_records.load(Ordering::Relaxed),
             spool_corrupt_entries: inner.accumulator.spooling().corrupt_entries(),
             spool_bytes: inner.accumulator.spooling().used_bytes(),
             spool_sync_failures: health.sync_failures,

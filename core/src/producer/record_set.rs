@@ -51,7 +51,7 @@ impl RecordSet<'_> {
             Err(e) => {
                 self.producer
                     .inner
-                    .ledger()
+                    .tally()
                     .invalid
                     .fetch_add(1, Ordering::Relaxed);
                 Err(e)
@@ -107,8 +107,8 @@ impl Producer {
         }
         let refused = |e: ProducerError| {
             let counter = match e.kind() {
-                ErrorKind::InvalidRecord => &inner.ledger().invalid,
-                _ => &inner.ledger().dropped,
+                ErrorKind::InvalidRecord => &inner.tally().invalid,
+                _ => &inner.tally().dropped,
             };
             counter.fetch_add(count as u64, Ordering::Relaxed);
             e

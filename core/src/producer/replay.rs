@@ -18,7 +18,7 @@ use super::Inner;
 
 /// Sends again what `left` holds; ends when it is all queued or the producer stops.
 pub(super) fn run(inner: &Inner, left: Replay) {
-    let ledger = inner.ledger();
+    let tally = inner.tally();
     let lifecycle = &inner.delivery.lifecycle;
     left.run(
         || lifecycle.is_running(),
@@ -29,8 +29,8 @@ pub(super) fn run(inner: &Inner, left: Replay) {
             }
             match inner.accumulator.replay(recovered) {
                 Ok(batch) => {
-                    ledger.replayed_batches.fetch_add(1, Ordering::Relaxed);
-                    ledger
+                    tally.replayed_batches.fetch_add(1, Ordering::Relaxed);
+                    tally
                         .replayed_records
                         .fetch_add(u64::from(batch.records), Ordering::Relaxed);
                     Requeue::Queued(batch)

@@ -2,8 +2,8 @@
 //! ended. Accepted records are counted by the accumulator's shards (under the lock they already
 //! take); everything after that is counted here, with relaxed atomics, on the I/O threads.
 //!
-//! Every batch that reaches a final outcome passes through [`Ledger::count_outcome`] and then
-//! [`Ledger::finish_records`] exactly once,
+//! Every batch that reaches a final outcome passes through [`Tally::count_outcome`] and then
+//! [`Tally::finish_records`] exactly once,
 //! which is what makes "every accepted record ends in exactly one report" checkable:
 //! `accepted = delivered + failed + pending`. `flush` and `close` wait here, on a condition
 //! variable signalled by every settle, in slices of at most 50 ms and never past their timeout.
@@ -23,7 +23,7 @@ const KEPT_FAILED_REPORTS: usize = 10_000;
 
 /// Counters of one producer.
 #[derive(Default)]
-pub(crate) struct Ledger {
+pub(crate) struct Tally {
     pub(crate) delivered: AtomicU64,
     pub(crate) failed: AtomicU64,
     /// Records left in the spool at close, for the next producer.
@@ -45,7 +45,7 @@ pub(crate) struct Ledger {
     idle: (Mutex<()>, Condvar),
 }
 
-impl Ledger {
+impl Tally {
     /// Counts a batch's final outcome (before its waiters are told).
     pub(crate) fn count_outcome(&self, report: &Arc<DeliveryReport>) {
         let records = u64::from(report.records);
