@@ -34,20 +34,20 @@ function deliveryError(report) {
 // (no 'delivery' listener, no promise). The engine's policy decides when (at most one warning
 // per error code every ten seconds, the records of the quiet time counted into the next one or
 // the one close gives, each batch once) and words it; this only emits it.
-class UnhandledFailures {
+class UndeliveredWarnings {
   constructor() {
     this.policy = new native.NativeUndeliveredWarnings()
   }
 
   note(report, records, atOnce = false) {
     const text = this.policy.note(report.batchId, report.project, report.logstore, report.code || 'Failed', report.message || '', Boolean(report.kept), records)
-    if (text !== null && text !== undefined) UnhandledFailures.warn(text, atOnce)
+    if (text !== null && text !== undefined) UndeliveredWarnings.warn(text, atOnce)
   }
 
   /** Says what the quiet time held back; `atOnce`: written to stderr now, for the moments
    * the process ends before a warning event could be emitted (a signal, the exit event). */
   flush(atOnce = false) {
-    for (const text of this.policy.flush()) UnhandledFailures.warn(text, atOnce)
+    for (const text of this.policy.flush()) UndeliveredWarnings.warn(text, atOnce)
   }
 
   static warn(text, atOnce = false) {
@@ -61,7 +61,7 @@ class Producer extends EventEmitter {
   constructor(options = {}) {
     super()
     this._tickets = new Map()
-    this._unhandled = new UnhandledFailures()
+    this._undelivered = new UndeliveredWarnings()
     this._nextTicket = 0
     this._keepAlive = null
     this._exitTimeoutMs = options.exitTimeoutMs ?? 5000
@@ -325,7 +325,7 @@ class Producer extends EventEmitter {
     for (const report of reports) {
       const untold = report.records - report.tickets.length
       if (report.delivered || untold <= 0) continue
-      this._unhandled.note(report, untold, atOnce)
+      this._undelivered.note(report, untold, atOnce)
     }
   }
 
@@ -377,7 +377,7 @@ class Producer extends EventEmitter {
   _endClose(result, atOnce = false) {
     // Reports still on their way when the producer closed are not passed on; its failed list is.
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
-    this._unhandled.flush(atOnce)
+    this._undelivered.flush(atOnce)
     if (result.stats) this._finalStats = result.stats
     const notDurable = result.stats ? result.stats.spoolNotDurable : 0
     return { undelivered: result.undelivered, kept: result.kept, failed: result.failed, notDurable }

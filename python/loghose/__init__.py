@@ -55,7 +55,7 @@ logger = _stdlib_logging.getLogger("loghose")
 __version__ = engine_version()
 
 
-class _UnhandledFailures:
+class _UndeliveredWarnings:
     """Says, on the ``loghose`` logger, that records failed for good when nothing else was told
     (no ``on_delivery``, no future). The engine's policy decides when (at most one warning per
     error code every ten seconds, the records of the quiet time counted into the next one or
@@ -142,7 +142,7 @@ class Producer:
         self._futures_lock = threading.Lock()
         self._tickets = itertools.count(1)
         self._callback_errors = 0
-        self._unhandled = _UnhandledFailures()
+        self._undelivered = _UndeliveredWarnings()
         self._pid = os.getpid()
         # The native producer holds its report callback where Python's collector cannot see it:
         # a bound method there would keep this producer alive forever (a re-run notebook cell
@@ -240,7 +240,7 @@ class Producer:
             for report in reports:
                 untold = report.records - len(report.tickets)
                 if not report.delivered and untold > 0:
-                    self._unhandled.note(report, untold)
+                    self._undelivered.note(report, untold)
         if self._on_delivery is not None:
             try:
                 self._on_delivery(reports)
@@ -274,7 +274,7 @@ class Producer:
         with _signals.waiting():
             undelivered, _kept, _failed = self._native.close(timeout)
         _live.discard(self)
-        self._unhandled.flush()
+        self._undelivered.flush()
         return undelivered
 
     @property

@@ -57,7 +57,7 @@ mod tally;
 
 pub mod text;
 mod transport;
-pub mod untold;
+pub mod undelivered;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -77,7 +77,7 @@ pub use reporter::ReportCallback;
 pub use routing::{split_unix_seconds, SendOptions};
 pub use spool::SpoolError;
 pub use transport::CredentialsProvider;
-pub use untold::{Failure, UndeliveredWarnings, Warning};
+pub use undelivered::{Failure, UndeliveredWarnings, Warning};
 
 use crate::credentials::Chain;
 use accumulator::{Accumulator, AfterAdd, SealedBatch};
