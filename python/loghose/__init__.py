@@ -151,7 +151,7 @@ class Producer:
         self._native = _native.NativeProducer(_config_json(dict(options)), _weak_reports(self), credentials,
                                               _values.converter(default))
         # The hot path goes straight to native code: `send` bound to this producer.
-        self.send = self._native.sender()  # type: ignore[method-assign]
+        self.send = self._native.bound_send()  # type: ignore[method-assign]
         _live.add(self)
         _exit.arm(_close_at_exit)
         self._close_on_signal_ms = self._native.close_on_signal_ms

@@ -322,7 +322,7 @@ impl NativeProducer {
 
     /// `send` bound to this producer as a plain function: the per-record path (see
     /// [`send_one`]); it takes the same arguments as `send`.
-    fn sender(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+    fn bound_send(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         // SAFETY: a static method definition; the new function holds a reference to `slf`.
         unsafe {
             let function = pyo3::ffi::PyCFunction_NewEx(
