@@ -29,6 +29,7 @@ pub mod emulator;
 mod integration;
 #[cfg(feature = "log")]
 pub mod logger;
+pub mod metrics;
 pub mod producer;
 mod threads;
 #[cfg(feature = "tracing")]

@@ -227,12 +227,22 @@ impl Delivery {
                 ));
             };
             *attempts += 1;
+            let started = Instant::now();
             let answer = tokio::select! {
                 a = self.transport.put(&batch.dest, body, batch.raw_len) => a,
                 _ = aborted() => {
                     return Err(BatchFailure::closed("closed while the batch was being sent".into(), None));
                 }
             };
+            let dest = &batch.dest;
+            self.tally.meters.request(
+                &dest.project,
+                &dest.logstore,
+                &answer,
+                started.elapsed(),
+                batch.raw_len,
+                body.len(),
+            );
             if answer.request_id.is_some() {
                 request_id.clone_from(&answer.request_id);
             }
@@ -288,6 +298,9 @@ impl Delivery {
                 ));
             }
             self.tally.retried.fetch_add(1, Ordering::Relaxed);
+            self.tally
+                .meters
+                .retry(&batch.dest.project, &batch.dest.logstore);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = aborted() => {

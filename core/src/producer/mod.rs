@@ -46,6 +46,7 @@ mod engine;
 mod error;
 pub mod lifecycle;
 mod linger;
+pub(crate) mod meters;
 mod record_set;
 mod replay;
 pub mod report;
@@ -616,6 +617,98 @@ impl Producer {
             spool_not_durable: health.not_durable,
             spool_degraded: health.degraded,
         }
+    }
+
+    /// A snapshot of the producer's metrics: one family per entry of
+    /// [`METRICS`](crate::metrics::METRICS), in its order (see [`crate::metrics`]).
+    pub fn metrics(&self) -> Vec<crate::metrics::Family> {
+        use crate::metrics::{self as m, Family, Sample};
+        let stats = self.stats();
+        let destinations = self.inner.tally().meters.snapshot();
+        let one = |spec: &'static m::MetricSpec, value: u64| Family {
+            spec,
+            samples: vec![Sample::value(Vec::new(), value)],
+        };
+        let per_destination =
+            |spec: &'static m::MetricSpec, value: &dyn Fn(&meters::DestinationMeters) -> u64| {
+                Family {
+                    spec,
+                    samples: destinations
+                        .iter()
+                        .map(|((project, logstore), d)| {
+                            Sample::value(vec![project.to_string(), logstore.to_string()], value(d))
+                        })
+                        .collect(),
+                }
+            };
+        let mut failed = Vec::new();
+        let mut requests = Vec::new();
+        let mut delivery = Vec::new();
+        for ((project, logstore), d) in &destinations {
+            let names = || vec![project.to_string(), logstore.to_string()];
+            for (code, records) in &d.failed_records {
+                let mut labels = names();
+                labels.push(code.clone());
+                failed.push(Sample::value(labels, *records));
+            }
+            for (status, h) in &d.requests {
+                let mut labels = names();
+                labels.push(status.clone());
+                requests.push(Sample {
+                    labels,
+                    value: h.count,
+                    histogram: Some(h.clone()),
+                });
+            }
+            delivery.push(Sample {
+                labels: names(),
+                value: d.delivery.count,
+                histogram: Some(d.delivery.clone()),
+            });
+        }
+        vec![
+            one(&m::RECORDS_ACCEPTED, stats.accepted),
+            Family {
+                spec: &m::RECORDS_REFUSED,
+                samples: vec![
+                    Sample::value(vec!["buffer_full".into()], stats.dropped),
+                    Sample::value(vec!["invalid".into()], stats.invalid),
+                ],
+            },
+            per_destination(&m::RECORDS_DELIVERED, &|d| d.delivered_records),
+            Family {
+                spec: &m::RECORDS_FAILED,
+                samples: failed,
+            },
+            one(&m::RECORDS_KEPT, stats.kept),
+            one(&m::RECORDS_REPLAYED, stats.replayed_records),
+            per_destination(&m::BATCHES_DELIVERED, &|d| d.delivered_batches),
+            one(&m::BATCHES_REPLAYED, stats.replayed_batches),
+            per_destination(&m::REQUEST_RETRIES, &|d| d.retries),
+            per_destination(&m::SENT_RAW, &|d| d.sent_raw_bytes),
+            per_destination(&m::SENT_COMPRESSED, &|d| d.sent_compressed_bytes),
+            one(&m::CALLBACK_ERRORS, stats.callback_errors),
+            one(&m::RECORDS_PENDING, stats.queued_records),
+            one(&m::BUFFER_USED, stats.queued_bytes),
+            one(
+                &m::BUFFER_CAPACITY,
+                self.inner.config.buffer_max_bytes as u64,
+            ),
+            one(&m::BATCHES_IN_FLIGHT, stats.in_flight_batches),
+            one(&m::SPOOL_USED, stats.spool_bytes),
+            one(&m::SPOOL_DEGRADED, u64::from(stats.spool_degraded)),
+            one(&m::SPOOL_SYNC_FAILURES, stats.spool_sync_failures),
+            one(&m::SPOOL_NOT_DURABLE, stats.spool_not_durable),
+            one(&m::SPOOL_CORRUPT, stats.spool_corrupt_entries),
+            Family {
+                spec: &m::REQUEST_DURATION,
+                samples: requests,
+            },
+            Family {
+                spec: &m::DELIVERY_LATENCY,
+                samples: delivery,
+            },
+        ]
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::meters::Meters;
 use super::report::{DeliveryReport, Outcome};
 
 /// How many failed reports `close` can hand back.
@@ -41,6 +42,8 @@ pub(crate) struct Tally {
     /// Records at a final outcome (delivered, kept or failed).
     completed: AtomicU64,
     pub(crate) failures_by_code: Mutex<BTreeMap<String, u64>>,
+    /// Per destination: requests, retries, outcomes (for the metrics).
+    pub(crate) meters: Meters,
     failed_reports: Mutex<VecDeque<Arc<DeliveryReport>>>,
     idle: (Mutex<()>, Condvar),
 }
@@ -49,6 +52,7 @@ impl Tally {
     /// Counts a batch's final outcome (before its waiters are told).
     pub(crate) fn count_outcome(&self, report: &Arc<DeliveryReport>) {
         let records = u64::from(report.records);
+        self.meters.outcome(report);
         match &report.outcome {
             Outcome::Delivered => {
                 self.delivered.fetch_add(records, Ordering::Relaxed);

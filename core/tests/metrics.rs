@@ -1,0 +1,212 @@
+//! The producer's metrics against the emulator under faults: every family of the table in its
+//! order, per-destination counts that add up to `stats()` and to what the emulator received,
+//! failures and retries visible by code and status, and the Prometheus text of a snapshot.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use loghose::emulator::{Emulator, Fault, FaultAction};
+use loghose::metrics::{self, Family, METRICS};
+use loghose::producer::{Producer, ProducerConfig, SendOptions};
+
+mod common;
+
+use common::producer::{config, WAIT};
+
+fn family<'a>(families: &'a [Family], name: &str) -> &'a Family {
+    families
+        .iter()
+        .find(|f| f.spec.name == name)
+        .unwrap_or_else(|| panic!("no family {name}"))
+}
+
+/// The samples of a family by their label values joined with `/`.
+fn by_labels(f: &Family) -> BTreeMap<String, u64> {
+    f.samples
+        .iter()
+        .map(|s| (s.labels.join("/"), s.value))
+        .collect()
+}
+
+/// `name{labels} value` lines of a Prometheus text exposition.
+fn parse_text(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').expect("a sample line");
+            (series.to_owned(), value.parse().expect("a number"))
+        })
+        .collect()
+}
+
+#[test]
+fn metrics_agree_with_stats_and_the_emulator_under_faults() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        request_timeout_ms: 500,
+        batch_max_count: 10,
+        ..config(&emu)
+    })
+    .unwrap();
+    // Retried: two 503s, a reset, a hang past the request timeout. Final: one 400.
+    emu.inject(Fault::error(503, "ServerBusy", 2));
+    emu.inject(Fault::times(FaultAction::Reset, 1));
+    emu.inject(Fault::times(FaultAction::Hang { ms: Some(3_000) }, 1));
+    emu.inject(Fault::error(400, "ParameterInvalid", 1));
+    let mut completions = Vec::new();
+    for i in 0..60 {
+        let logstore = if i % 3 == 0 { "other" } else { "store" };
+        let opts = SendOptions {
+            logstore: Some(logstore),
+            ..SendOptions::default()
+        };
+        let id = i.to_string();
+        completions.push(
+            p.send_with_completion(&[("id", id.as_str())], &opts)
+                .unwrap(),
+        );
+    }
+    assert!(p.send(&[("", "no key")], &SendOptions::default()).is_err());
+    p.flush(WAIT);
+    let mut batches = BTreeMap::new();
+    for c in completions {
+        let report = c.wait(WAIT).unwrap();
+        batches.insert(report.batch_id, report);
+    }
+    let stats = p.stats();
+    let families = p.metrics();
+
+    let names: Vec<&str> = families.iter().map(|f| f.spec.name).collect();
+    let table: Vec<&str> = METRICS.iter().map(|s| s.name).collect();
+    assert_eq!(names, table, "a snapshot lists the table, in order");
+
+    let delivered = family(&families, "loghose_records_delivered");
+    let failed = family(&families, "loghose_records_failed");
+    assert_eq!(delivered.total(), stats.delivered);
+    assert_eq!(failed.total(), stats.failed);
+    assert_eq!(stats.delivered + stats.failed, 60);
+    assert_eq!(stats.failed, 10, "one batch of ten failed: {stats:?}");
+    let received = emu.totals("proj", "store").map_or(0, |t| t.logs)
+        + emu.totals("proj", "other").map_or(0, |t| t.logs);
+    assert_eq!(delivered.total(), received);
+    let per_logstore = by_labels(delivered);
+    assert_eq!(
+        per_logstore.get("proj/store").copied().unwrap_or(0),
+        emu.totals("proj", "store").map_or(0, |t| t.logs)
+    );
+    assert_eq!(
+        by_labels(failed).values().sum::<u64>(),
+        10,
+        "{:?}",
+        by_labels(failed)
+    );
+    assert!(by_labels(failed)
+        .keys()
+        .all(|k| k.ends_with("/ParameterInvalid")));
+
+    let retries = family(&families, "loghose_request_retries");
+    assert_eq!(retries.total(), stats.retried);
+    assert_eq!(stats.retried, 4, "two 503s, a reset, a hang: {stats:?}");
+    let requests = family(&families, "loghose_request_duration_seconds");
+    let attempts: u64 = batches.values().map(|r| u64::from(r.attempts)).sum();
+    assert_eq!(requests.total(), attempts);
+    let by_status: BTreeMap<String, u64> =
+        requests.samples.iter().fold(BTreeMap::new(), |mut m, s| {
+            *m.entry(s.labels[2].clone()).or_default() += s.value;
+            m
+        });
+    assert_eq!(by_status.get("503"), Some(&2), "{by_status:?}");
+    assert_eq!(by_status.get("400"), Some(&1), "{by_status:?}");
+    assert_eq!(
+        by_status.get(metrics::NO_ANSWER_STATUS),
+        Some(&2),
+        "{by_status:?}"
+    );
+    // The hang was cut at the request timeout: its duration is in the 0.5 s bucket or above.
+    let no_answer = requests
+        .samples
+        .iter()
+        .filter(|s| s.labels[2] == metrics::NO_ANSWER_STATUS)
+        .map(|s| s.histogram.as_ref().unwrap().sum)
+        .sum::<f64>();
+    assert!(no_answer >= 0.45, "{no_answer}");
+
+    let raw = family(&families, "loghose_sent_raw_bytes").total();
+    let compressed = family(&families, "loghose_sent_compressed_bytes").total();
+    let counters = emu.counters();
+    assert!(raw >= counters.raw_bytes && compressed >= counters.compressed_bytes);
+    let refused = by_labels(family(&families, "loghose_records_refused"));
+    assert_eq!(refused.get("invalid"), Some(&1));
+    assert_eq!(refused.get("buffer_full"), Some(&0));
+    assert_eq!(family(&families, "loghose_records_pending").total(), 0);
+    assert_eq!(
+        family(&families, "loghose_buffer_capacity_bytes").total(),
+        p.config().buffer_max_bytes as u64
+    );
+    let latency = family(&families, "loghose_delivery_latency_seconds");
+    assert_eq!(latency.total(), stats.batches_delivered);
+
+    // The text exposition carries the same numbers.
+    let text = metrics::encode_text(&families);
+    let series = parse_text(&text);
+    assert_eq!(
+        series[r#"loghose_records_delivered_total{project="proj",logstore="store"}"#] as u64,
+        per_logstore["proj/store"]
+    );
+    assert_eq!(series["loghose_records_accepted_total"] as u64, 60);
+    let inf = series
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("loghose_request_duration_seconds_bucket") && k.contains(r#"le="+Inf""#)
+        })
+        .map(|(_, v)| *v as u64)
+        .sum::<u64>();
+    assert_eq!(inf, attempts);
+    assert!(text.contains("# TYPE loghose_delivery_latency_seconds histogram"));
+    p.close(Duration::from_secs(5));
+}
+
+#[test]
+fn destinations_past_the_bound_are_one_series_and_the_totals_stay_exact() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(ProducerConfig {
+        linger_ms: 20,
+        ..config(&emu)
+    })
+    .unwrap();
+    let stores = metrics::MAX_DESTINATIONS + 4;
+    for i in 0..stores {
+        let logstore = format!("store{i}");
+        let opts = SendOptions {
+            logstore: Some(&logstore),
+            ..SendOptions::default()
+        };
+        p.send(&[("id", "x")], &opts).unwrap();
+    }
+    p.flush(WAIT);
+    let families = p.metrics();
+    let delivered = family(&families, "loghose_records_delivered");
+    assert_eq!(delivered.samples.len(), metrics::MAX_DESTINATIONS + 1);
+    assert_eq!(delivered.total(), stores as u64);
+    let other = format!("{0}/{0}", metrics::OTHER_DESTINATION);
+    assert_eq!(by_labels(delivered)[&other], 4);
+    p.close(Duration::from_secs(5));
+}
+
+#[test]
+fn a_dropped_producer_leaves_nothing_to_collect() {
+    use prometheus_client::registry::Registry;
+    let emu = Emulator::start_default().unwrap();
+    let p = std::sync::Arc::new(Producer::new(config(&emu)).unwrap());
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(metrics::ProducerCollector::new(&p)));
+    p.send(&[("id", "1")], &SendOptions::default()).unwrap();
+    p.flush(WAIT);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains("loghose_records_delivered_total{project=\"proj\",logstore=\"store\"} 1"));
+    drop(p);
+    let mut after = String::new();
+    prometheus_client::encoding::text::encode(&mut after, &registry).unwrap();
+    assert!(!after.contains("loghose_"), "{after}");
+}
