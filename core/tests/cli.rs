@@ -553,3 +553,107 @@ fn pipe_input_faster_than_the_sends_waits_for_room_unless_configured_not_to() {
     }
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// A plain HTTP/1.1 GET; the status and the body.
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::Read as _;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn pipe_serves_its_metrics_while_it_runs_and_refuses_a_bad_address() {
+    use std::io::{BufRead as _, BufReader};
+    let emu = Emulator::start_default().unwrap();
+    emu.inject(Fault::error(503, "ServerBusy", 2));
+    let home = temp_dir("metrics");
+    let mut child = loghose(&home)
+        .arg("pipe")
+        .args(to(&emu, "metrics"))
+        .args(["--metrics-addr", "127.0.0.1:0", "--option", "linger_ms=20"])
+        .args(["--option", "backoff_base_ms=10"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("loghose pipe: metrics at http://")
+        .and_then(|l| l.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("said {line:?}"))
+        .to_owned();
+    let mut input = child.stdin.take().unwrap();
+    for i in 0..200 {
+        writeln!(input, "line {i}").unwrap();
+    }
+    input.flush().unwrap();
+    assert_eq!(wait_for_logs(&emu, "metrics", 200).len(), 200);
+    // Counted once the batch settles, just after the emulator stored it.
+    let started = Instant::now();
+    let body = loop {
+        let (status, body) = http_get(&addr, "/metrics");
+        assert_eq!(status, 200);
+        if body
+            .contains(r#"loghose_records_delivered_total{project="proj",logstore="metrics"} 200"#)
+            || started.elapsed() > Duration::from_secs(20)
+        {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        body.contains(r#"loghose_records_delivered_total{project="proj",logstore="metrics"} 200"#),
+        "{body}"
+    );
+    assert!(
+        body.contains("loghose_records_accepted_total 200"),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"loghose_request_retries_total{project="proj",logstore="metrics"} 2"#),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"loghose_request_duration_seconds_count{project="proj",logstore="metrics",status="503"} 2"#),
+        "{body}"
+    );
+    assert_eq!(http_get(&addr, "/other").0, 404);
+    drop(input);
+    let out = wait_bounded(child, Duration::from_secs(30));
+    assert!(out.status.success());
+
+    // A port in use: exit status 2 and the address named, before anything is read.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap().to_string();
+    let out = run_with_input(
+        {
+            let mut cmd = loghose(&home);
+            cmd.arg("pipe")
+                .args(to(&emu, "metrics"))
+                .args(["--metrics-addr", &taken_addr]);
+            cmd
+        },
+        b"x\n",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&taken_addr), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&home);
+}

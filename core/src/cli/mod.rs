@@ -11,6 +11,7 @@
 //! `loghose` is [`main`].
 
 pub mod emulator;
+mod metrics_server;
 pub mod options;
 pub mod pipe;
 pub mod send;

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::metrics_server::MetricsServer;
 use super::options::ProducerArgs;
 use crate::producer::{Producer, ProducerError, SendOptions};
 
@@ -49,6 +50,10 @@ pub struct PipeArgs {
     /// How long the end (of input, or a signal) may take to deliver what is held, ms.
     #[arg(long, default_value_t = 30_000)]
     pub close_timeout_ms: u64,
+    /// Serve the producer's metrics at http://HOST:PORT/metrics (Prometheus text format) while
+    /// the command runs; port 0 picks a free one (the address is said on standard error).
+    #[arg(long, env = "LOGHOSE_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 /// How long a line waits for room in the buffer (`max_block_ms`) unless configured: the
@@ -240,6 +245,14 @@ impl Follower {
 
 /// Runs `loghose pipe`.
 pub fn run(args: PipeArgs) -> u8 {
+    let metrics = match args.metrics_addr.as_deref().map(MetricsServer::bind) {
+        None => None,
+        Some(Ok(server)) => Some(server),
+        Some(Err(e)) => {
+            eprintln!("loghose pipe: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
     let producer = match args.producer.producer(
         "loghose pipe",
         &[("max_block_ms", Value::from(WAIT_FOR_ROOM_MS))],
@@ -247,6 +260,16 @@ pub fn run(args: PipeArgs) -> u8 {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
+    if let Some(server) = metrics {
+        let addr = server.local_addr();
+        if let Err(e) = server.serve(&producer) {
+            eprintln!("loghose pipe: {e}");
+            return super::EXIT_USAGE;
+        }
+        if let Some(addr) = addr {
+            eprintln!("loghose pipe: metrics at http://{addr}/metrics");
+        }
+    }
     let sender = Arc::new(Sender {
         producer: producer.clone(),
         json: args.json,
