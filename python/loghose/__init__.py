@@ -289,6 +289,20 @@ class Producer:
         stats["callback_errors"] += self._callback_errors
         return stats
 
+    def metrics(self) -> list[dict[str, Any]]:
+        """A snapshot of the producer's metrics: one dict per metric of the engine's table
+        (``name``, ``type``, ``unit``, ``help``, ``labels``, ``samples``), each sample with its
+        ``labels`` as a dict and its ``value`` (a histogram's also ``histogram``: ``bounds``,
+        ``cumulative``, ``count``, ``sum``). :mod:`loghose.prometheus` exposes them."""
+        families: list[dict[str, Any]] = json.loads(self._native.metrics_json())
+        for family in families:
+            names = family["labels"]
+            for sample in family["samples"]:
+                sample["labels"] = dict(zip(names, sample["labels"], strict=True))
+            if family["name"] == "loghose_report_callback_errors":
+                family["samples"][0]["value"] += self._callback_errors
+        return families
+
     def __enter__(self) -> Producer:
         return self
 
@@ -340,6 +354,9 @@ class AsyncProducer:
 
     def stats(self) -> dict[str, Any]:
         return self._producer.stats()
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return self._producer.metrics()
 
     async def __aenter__(self) -> AsyncProducer:
         return self

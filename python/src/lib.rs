@@ -34,6 +34,13 @@ fn engine_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// The engine's metric table (`loghose::metrics::METRICS`) as JSON: name, type, unit, help,
+/// labels of each metric, in the order a snapshot lists them.
+#[pyfunction]
+fn metric_table_json() -> String {
+    serde_json::to_string(loghose::metrics::METRICS).unwrap_or_else(|_| "[]".into())
+}
+
 /// The options a preset sets, as JSON (the engine holds the values).
 #[pyfunction]
 fn preset_options_json(py: Python<'_>, name: &str) -> PyResult<String> {
@@ -198,6 +205,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(log_record::set_log_record_layout, m)?)?;
     m.add_function(wrap_pyfunction!(preset_options_json, m)?)?;
+    m.add_function(wrap_pyfunction!(metric_table_json, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(bench_markdown, m)?)?;

@@ -420,6 +420,11 @@ impl NativeProducer {
         serde_json::to_string(&self.producer.stats()).unwrap_or_else(|_| "null".into())
     }
 
+    /// A snapshot of the metrics (`loghose::metrics`), as JSON.
+    fn metrics_json(&self) -> String {
+        loghose::metrics::to_json(&self.producer.metrics())
+    }
+
     /// The `close_on_signal_ms` option: how long the front may deliver on SIGTERM/SIGINT.
     #[getter]
     fn close_on_signal_ms(&self) -> u64 {
