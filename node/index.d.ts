@@ -266,10 +266,36 @@ export declare class Producer extends EventEmitter {
   readonly closed: boolean
   close(options?: { timeoutMs?: number }): Promise<CloseResult>
   stats(): Stats
+  /** A snapshot of the producer's metrics, one entry per metric of the engine's table (after
+   *  close: as the close left them). `loghose/prometheus` registers them with prom-client. */
+  metrics(): MetricFamily[]
   on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this
   on(event: 'error', listener: (error: unknown) => void): this
   on(event: 'stats', listener: (stats: Stats) => void): this
   [Symbol.asyncDispose](): Promise<void>
+}
+
+/** One metric of a {@link Producer.metrics} snapshot. */
+export interface MetricFamily {
+  /** The family name (`loghose_records_delivered`, `loghose_request_duration_seconds`). */
+  name: string
+  /** The name without its unit. */
+  stem: string
+  type: 'counter' | 'gauge' | 'histogram'
+  /** `bytes`, `seconds` or empty. */
+  unit: string
+  help: string
+  labels: string[]
+  samples: MetricSample[]
+}
+
+/** One labelled value of a metric. */
+export interface MetricSample {
+  labels: Record<string, string>
+  /** The count or gauge value (a histogram's count). */
+  value: number
+  /** A histogram's buckets: cumulative counts at each bound (seconds), all, and their sum. */
+  histogram?: { bounds: number[]; cumulative: number[]; count: number; sum: number }
 }
 
 export interface EmulatorOptions {

@@ -84,6 +84,7 @@ class Producer extends EventEmitter {
     this._framing = false
     this._statsTimer = null
     this._finalStats = null
+    this._finalMetrics = null
     if (options.statsIntervalMs > 0) {
       // Emits 'stats' periodically; unref'd, so it never keeps the process alive.
       this._statsTimer = setInterval(() => {
@@ -379,6 +380,7 @@ class Producer extends EventEmitter {
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._undelivered.flush(atOnce)
     if (result.stats) this._finalStats = result.stats
+    if (result.metricsJson) this._finalMetrics = result.metricsJson
     const notDurable = result.stats ? result.stats.spoolNotDurable : 0
     return { undelivered: result.undelivered, kept: result.kept, failed: result.failed, notDurable }
   }
@@ -387,6 +389,24 @@ class Producer extends EventEmitter {
    * queuedRecords, inFlightBatches, failuresByCode... */
   stats() {
     return this._native.stats() ?? this._finalStats ?? null
+  }
+
+  /** A snapshot of the producer's metrics: one object per metric of the engine's table
+   * (name, type, unit, help, labels, samples); each sample has its labels as an object and its
+   * value (a histogram's also `histogram`: bounds, cumulative, count, sum). Once closed, the
+   * metrics as the close left them. `loghose/prometheus` registers them with prom-client. */
+  metrics() {
+    const json = this._native.metricsJson() ?? this._finalMetrics
+    if (!json) return []
+    const families = JSON.parse(json)
+    for (const family of families) {
+      for (const sample of family.samples) {
+        const labels = {}
+        family.labels.forEach((name, i) => { labels[name] = sample.labels[i] })
+        sample.labels = labels
+      }
+    }
+    return families
   }
 
   async [Symbol.asyncDispose]() {

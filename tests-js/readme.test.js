@@ -16,11 +16,11 @@ const BLOCKS = [...README.matchAll(/^```(js|mjs)\n([\s\S]*?)^```/gm)].map((m, i)
 let dir
 beforeAll(() => {
   // A project of its own that depends on this package, as a user's would (node_modules/loghose
-  // is a link to the clone; pino, winston and OpenTelemetry come from the clone's own node_modules).
+  // is a link to the clone; pino, winston, OpenTelemetry and prom-client come from the clone's own node_modules).
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-readme-'))
   fs.mkdirSync(path.join(dir, 'node_modules'))
   fs.symlinkSync(ROOT, path.join(dir, 'node_modules', 'loghose'), 'dir')
-  for (const name of ['pino', 'winston', '@opentelemetry']) fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(dir, 'node_modules', name), 'dir')
+  for (const name of ['pino', 'winston', '@opentelemetry', 'prom-client']) fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(dir, 'node_modules', name), 'dir')
 })
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 

@@ -197,10 +197,14 @@ pub fn markdown_table() -> String {
             MetricType::Gauge => "gauge",
             MetricType::Histogram => "histogram",
         };
+        let labels = if spec.labels.is_empty() {
+            "—".to_owned()
+        } else {
+            spec.labels.join(", ")
+        };
         out.push_str(&format!(
-            "| `{}` | {kind} | {} | {} |\n",
+            "| `{}` | {kind} | {labels} | {} |\n",
             spec.sample_name(),
-            spec.labels.join(", "),
             spec.help
         ));
     }

@@ -210,3 +210,26 @@ fn a_dropped_producer_leaves_nothing_to_collect() {
     prometheus_client::encoding::text::encode(&mut after, &registry).unwrap();
     assert!(!after.contains("loghose_"), "{after}");
 }
+
+/// The README's metric table is rendered from [`METRICS`]; `LOGHOSE_REGENERATE=1` rewrites it.
+#[test]
+fn the_readme_metric_table_is_the_engine_table() {
+    const BEGIN: &str = "<!-- BEGIN metrics generated from the engine's metric table -->\n";
+    const END: &str = "<!-- END metrics generated from the engine's metric table -->\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let start = readme.find(BEGIN).expect("the BEGIN marker") + BEGIN.len();
+    let end = readme.find(END).expect("the END marker");
+    let rendered = metrics::markdown_table();
+    if std::env::var_os("LOGHOSE_REGENERATE").is_some() {
+        let updated = format!("{}{rendered}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        &readme[start..end],
+        rendered,
+        "README.md's metric table differs from loghose::metrics::METRICS; run \
+         `LOGHOSE_REGENERATE=1 cargo test -p loghose --test metrics` and commit the result"
+    );
+}

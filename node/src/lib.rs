@@ -73,6 +73,13 @@ pub fn cli_stop_with_parent() -> bool {
     loghose::cli::stop_with_parent()
 }
 
+/// The engine's metric table (`loghose::metrics::METRICS`) as JSON: name, type, unit, help,
+/// labels of each metric, in the order a snapshot lists them.
+#[napi]
+pub fn metric_table_json() -> String {
+    serde_json::to_string(loghose::metrics::METRICS).unwrap_or_else(|_| "[]".into())
+}
+
 #[napi]
 pub fn engine_version() -> &'static str {
     env!("CARGO_PKG_VERSION")

@@ -339,6 +339,14 @@ impl NativeProducer {
     pub fn stats(&self) -> Option<Stats> {
         self.get().ok().map(|p| p.stats().into())
     }
+
+    /// A snapshot of the metrics (`loghose::metrics`) as JSON (null once closed).
+    #[napi]
+    pub fn metrics_json(&self) -> Option<String> {
+        self.get()
+            .ok()
+            .map(|p| loghose::metrics::to_json(&p.metrics()))
+    }
 }
 
 /// What a [`FlushTask`] waits for.
@@ -390,6 +398,7 @@ impl CloseTask {
                 kept: 0.0,
                 failed: Vec::new(),
                 stats: None,
+                metrics_json: None,
             };
         };
         let report = p.close(self.timeout);
@@ -398,6 +407,7 @@ impl CloseTask {
             kept: report.kept as f64,
             failed: report.failed.iter().map(|r| r.view().into()).collect(),
             stats: Some(p.stats().into()),
+            metrics_json: Some(loghose::metrics::to_json(&p.metrics())),
         }
     }
 }
