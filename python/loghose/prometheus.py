@@ -46,8 +46,13 @@ _TABLE: list[dict[str, Any]] = json.loads(_native.metric_table_json())
 
 
 def _family(spec: Mapping[str, Any], label_names: list[str]) -> Metric:
-    kinds = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily, "histogram": HistogramMetricFamily}
-    return kinds[spec["type"]](spec["name"], spec["help"], labels=label_names, unit=spec["unit"])
+    kinds: dict[str, type[Metric]] = {
+        "counter": CounterMetricFamily, "gauge": GaugeMetricFamily, "histogram": HistogramMetricFamily,
+    }
+    name: str = spec["name"]
+    help_text: str = spec["help"]
+    unit: str = spec["unit"]
+    return kinds[spec["type"]](name, help_text, labels=label_names, unit=unit)  # type: ignore[call-arg]
 
 
 class ProducerCollector:
@@ -55,7 +60,8 @@ class ProducerCollector:
 
     def __init__(self, producer: Producer | AsyncProducer,
                  const_labels: Mapping[str, str] | None = None) -> None:
-        inner = getattr(producer, "_producer", producer)  # an AsyncProducer's Producer
+        # An AsyncProducer sends through the Producer it holds.
+        inner: Producer = producer._producer if hasattr(producer, "_producer") else producer
         self._producer: weakref.ref[Producer] = weakref.ref(inner)
         self._const = dict(const_labels or {})
 
@@ -77,7 +83,7 @@ class ProducerCollector:
                     family.add_metric(labels, sample["value"])  # type: ignore[attr-defined]
                     continue
                 buckets: list[tuple[str, float]] = [
-                    (floatToGoString(bound), count)
+                    (floatToGoString(bound), count)  # type: ignore[no-untyped-call]
                     for bound, count in zip(histogram["bounds"], histogram["cumulative"], strict=True)
                 ]
                 buckets.append(("+Inf", histogram["count"]))
@@ -90,5 +96,5 @@ def register(producer: Producer | AsyncProducer, registry: CollectorRegistry = R
     """Registers ``producer``'s metrics with ``registry`` (the default one unless given);
     returns the collector, for ``registry.unregister``."""
     collector = ProducerCollector(producer, const_labels)
-    registry.register(collector)  # type: ignore[arg-type]
+    registry.register(collector)
     return collector
