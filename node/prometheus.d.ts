@@ -1,5 +1,5 @@
 // Types of loghose/prometheus: a producer's metrics in a prom-client registry.
-import type { Producer } from './index'
+import type { MetricFamily, Producer } from './index'
 
 export interface RegisterOptions {
   /** The registry (default: prom-client's global `register`). Anything with prom-client's
@@ -20,12 +20,4 @@ export interface Registration {
 export function register(producer: Producer, options?: RegisterOptions): Registration
 
 /** The engine's metric table, with the name each metric is registered under. */
-export function metricTable(): Array<{
-  name: string
-  stem: string
-  type: 'counter' | 'gauge' | 'histogram'
-  unit: string
-  help: string
-  labels: string[]
-  registeredName: string
-}>
+export function metricTable(): Array<Omit<MetricFamily, 'samples'> & { registeredName: string }>
