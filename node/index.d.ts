@@ -264,6 +264,8 @@ export declare class Producer extends EventEmitter {
   flush(timeoutMs?: number): Promise<number>
   /** Whether `close` was called. */
   readonly closed: boolean
+  /** The endpoint's host and port (the scheme's when it names none), for monitoring. */
+  readonly serverAddress: { address: string; port: number }
   close(options?: { timeoutMs?: number }): Promise<CloseResult>
   stats(): Stats
   /** A snapshot of the producer's metrics, one entry per metric of the engine's table (after

@@ -1,4 +1,5 @@
 // Types of loghose/otel: an OpenTelemetry log record processor and exporter (@opentelemetry/sdk-logs).
+import type { MeterProvider } from '@opentelemetry/api'
 import type { ExportResult } from '@opentelemetry/core'
 import type { LogRecordExporter, LogRecordProcessor, ReadableLogRecord, SdkLogRecord } from '@opentelemetry/sdk-logs'
 import type { Producer, ProducerOptions } from './index'
@@ -8,6 +9,8 @@ export interface LoghoseOtelOptions extends Partial<ProducerOptions> {
   producer?: Producer
   /** How long `shutdown()` delivers what is pending (ms), and `forceFlush()` waits. Default 10 000. */
   closeTimeoutMs?: number
+  /** Where the `otel.sdk.*` log-pipeline metrics go; default the global one of @opentelemetry/api. */
+  meterProvider?: MeterProvider
 }
 
 /** The fields one OTel log record is stored with (the Collector's Log Service exporter's layout). */

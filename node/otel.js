@@ -25,10 +25,16 @@
 // sent is counted in `failures` and reported once per error name as a process warning.
 // `shutdown()` (LoggerProvider.shutdown) delivers within `closeTimeoutMs` (default 10 000) and
 // closes the producer the processor built; `forceFlush()` waits for delivery.
+//
+// Both report the SDK's own log-pipeline metrics (`otel.sdk.processor.log.processed`,
+// `.queue.size`, `otel.sdk.exporter.log.exported`, `.inflight`,
+// `otel.sdk.exporter.operation.duration`) through `meterProvider` or the global MeterProvider
+// (see otel-metrics.js).
 
 const { Producer } = require('./index.js')
+const { SdkMetrics } = require('./otel-metrics.js')
 
-const OWN_OPTIONS = ['producer', 'closeTimeoutMs']
+const OWN_OPTIONS = ['producer', 'closeTimeoutMs', 'meterProvider']
 
 /** JSON as the Collector's exporter writes it: compact, keys sorted, non-ASCII kept, and the
  *  characters HTML treats specially escaped (by `goEscape`, once on the whole text). */
@@ -233,6 +239,7 @@ class OtelSink {
     /** The last record's values, and the producer's sender of `FIELD_KEYS` (made at the first). */
     this._values = new Array(FIELD_KEYS.length)
     this._sendValues = null
+    this._metrics = new SdkMetrics(this, new.target.name, this instanceof LoghoseLogRecordProcessor, options.meterProvider)
   }
 
   _send(record) {
@@ -245,6 +252,7 @@ class OtelSink {
       return true
     } catch (err) {
       this.failures += 1
+      this._metrics.refuse(err)
       const name = err?.name ?? 'Error'
       if (!this._reported.has(name)) {
         this._reported.add(name)

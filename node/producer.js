@@ -61,6 +61,8 @@ class Producer extends EventEmitter {
   constructor(options = {}) {
     super()
     this._tickets = new Map()
+    /** Functions the integrations attach to see every batch's report (their own metrics). */
+    this._reportObservers = []
     this._undelivered = new UndeliveredWarnings()
     this._nextTicket = 0
     this._keepAlive = null
@@ -73,6 +75,7 @@ class Producer extends EventEmitter {
     this._native = new native.NativeProducer(configJson(options), (reports) => this._onReports(reports), ask)
     this._closed = false
     this._closeOnSignalMs = this._native.closeOnSignalMs
+    this._serverAddress = this._native.serverAddress
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
@@ -319,6 +322,13 @@ class Producer extends EventEmitter {
         if (this.listenerCount('error') > 0) this.emit('error', err)
       }
     }
+    for (const observe of this._reportObservers) {
+      try {
+        observe(reports)
+      } catch (err) {
+        if (this.listenerCount('error') > 0) this.emit('error', err)
+      }
+    }
   }
 
   // Records that failed with nobody told (no listener, no promise) are never only a counter.
@@ -344,6 +354,11 @@ class Producer extends EventEmitter {
   /** Whether close() was called. */
   get closed() {
     return this._closed
+  }
+
+  /** The endpoint's host and port (the scheme's when it names none), for monitoring. */
+  get serverAddress() {
+    return this._serverAddress
   }
 
   /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with

@@ -160,4 +160,88 @@ describe('OpenTelemetry', () => {
     expect(warnings.filter((w) => w.code === 'LOGHOSE_OTEL_REFUSED')).toHaveLength(1)
     expect(warnings[0].text).toMatch(/could not be sent/)
   })
+
+  test('the processor reports the SDK log-pipeline metrics under faults; the exporter its records in flight', async () => {
+    const { MeterProvider, InMemoryMetricExporter, AggregationTemporality, PeriodicExportingMetricReader } = require('@opentelemetry/sdk-metrics')
+    const exported = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+    const reader = new PeriodicExportingMetricReader({ exporter: exported, exportIntervalMillis: 3600000 })
+    const meterProvider = new MeterProvider({ readers: [reader] })
+    const points = async () => {
+      const { resourceMetrics } = await reader.collect()
+      const found = []
+      for (const scope of resourceMetrics.scopeMetrics) {
+        expect(scope.scope.name).toBe('loghose')
+        for (const metric of scope.metrics) for (const point of metric.dataPoints) found.push({ name: metric.descriptor.name, attributes: point.attributes, value: point.value })
+      }
+      return found
+    }
+    // The histogram is fed by the reports, which may trail a flush by a moment.
+    const settledDurations = async (type, batches) => {
+      for (const deadline = Date.now() + 10000; ;) {
+        const durations = (await points()).filter((p) => p.name === 'otel.sdk.exporter.operation.duration' && p.attributes['otel.component.type'] === type)
+        if (durations.reduce((n, p) => n + p.value.count, 0) >= batches || Date.now() > deadline) return durations
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    const named = (found, name, attributes) => Object.fromEntries(found
+      .filter((p) => p.name === name && Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
+      .map((p) => [p.attributes['error.type'] ?? 'ok', p.value]))
+
+    emu.inject('error', { status: 503, code: 'ServerBusy', count: 2 })
+    emu.inject('error', { status: 400, code: 'ParameterInvalid', count: 1 })
+    const processor = new LoghoseLogRecordProcessor({ ...emu.producerOptions('loghose', 'metered'), lingerMs: 10, batchMaxCount: 10, backoffBaseMs: 10, meterProvider })
+    const provider = new LoggerProvider({ processors: [processor] })
+    const logger = provider.getLogger('metered')
+    for (let i = 0; i < 40; i++) logger.emit({ body: `record ${i}`, severityNumber: 9 })
+    await processor.forceFlush()
+    const stats = processor.producer.stats()
+    let found = await points()
+    const component = { 'otel.component.type': 'LoghoseLogRecordProcessor' }
+    const { address, port } = processor.producer.serverAddress
+    expect([address, port]).toEqual(['127.0.0.1', Number(emu.endpoint.split(':').pop())])
+    const server = { ...component, 'server.address': address, 'server.port': port }
+    expect(named(found, 'otel.sdk.exporter.log.exported', server)).toEqual({ ok: stats.delivered, ParameterInvalid: stats.failed })
+    expect([stats.delivered, stats.failed, emu.totals('loghose', 'metered').logs]).toEqual([30, 10, 30])
+    const durations = await settledDurations('LoghoseLogRecordProcessor', 4)
+    // One observation per batch; the two 503s were retried, so every batch ends in 200 or 400.
+    expect(Object.fromEntries(durations.map((p) => [`${p.attributes['http.response.status_code']} ${p.attributes['error.type'] ?? ''}`, p.value.count])))
+      .toEqual({ '200 ': 3, '400 ParameterInvalid': 1 })
+    expect(durations.every((p) => p.value.sum > 0 && p.value.sum < 30)).toBe(true)
+    expect(named(found, 'otel.sdk.processor.log.processed', component)).toEqual({ ok: 40 })
+    expect(named(found, 'otel.sdk.processor.log.queue.size', component)).toEqual({ ok: 0 })
+    expect(named(found, 'otel.sdk.exporter.log.inflight', server)).toEqual({ ok: 0 })
+    expect(found.every((p) => p.attributes['otel.component.name'].startsWith('LoghoseLogRecordProcessor/'))).toBe(true)
+    await provider.shutdown()
+
+    // A producer passed in and closed: records are refused as already_shutdown.
+    const producer = new lh.Producer(emu.producerOptions('loghose', 'metered'))
+    await producer.close()
+    const passed = new LoghoseLogRecordProcessor({ producer, meterProvider })
+    const emitWarning = jest.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    passed.onEmit({ hrTime: [1764763200, 0], body: 'late', attributes: {}, resource: resourceFromAttributes({}), instrumentationScope: { name: 's' } })
+    emitWarning.mockRestore()
+    found = await points()
+    expect(named(found, 'otel.sdk.processor.log.processed', { 'otel.component.name': passed._metrics.component['otel.component.name'] }))
+      .toEqual({ ok: 0, already_shutdown: 1 })
+
+    // The exporter: a hanging first request keeps its records in flight until the retry.
+    emu.inject('hang', { ms: 2000, count: 1 })
+    const exporter = new LoghoseLogExporter({ ...emu.producerOptions('loghose', 'exported'), lingerMs: 10, requestTimeoutMs: 500, backoffBaseMs: 10, meterProvider })
+    const records = [1, 2, 3, 4, 5].map((n) => ({ hrTime: [1764763200, n], body: String(n), attributes: {}, resource: resourceFromAttributes({}), instrumentationScope: { name: 's' } }))
+    exporter.export(records, () => {})
+    const mine = { 'otel.component.type': 'LoghoseLogExporter' }
+    found = await points()
+    expect(named(found, 'otel.sdk.exporter.log.inflight', mine)).toEqual({ ok: 5 })
+    expect(found.some((p) => p.name.startsWith('otel.sdk.processor') && p.attributes['otel.component.type'] === 'LoghoseLogExporter')).toBe(false)
+    await exporter.forceFlush()
+    found = await points()
+    expect(named(found, 'otel.sdk.exporter.log.inflight', mine)).toEqual({ ok: 0 })
+    expect(named(found, 'otel.sdk.exporter.log.exported', mine)).toEqual({ ok: 5 })
+    const [duration] = await settledDurations('LoghoseLogExporter', 1)
+    expect(duration.value.count).toBe(1)
+    expect(duration.value.sum).toBeGreaterThanOrEqual(0.5) // the timed-out attempt is in the operation
+    expect(exporter.producer.stats().retried).toBe(1)
+    await exporter.shutdown()
+    await meterProvider.shutdown()
+  })
 })

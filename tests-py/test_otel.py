@@ -20,7 +20,7 @@ pytest.importorskip("opentelemetry.sdk._logs")
 from loghose.otel import LoghoseLogExporter, LoghoseLogRecordProcessor  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 from opentelemetry._logs import LogRecord, SeverityNumber  # noqa: E402
-from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler  # noqa: E402
+from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler, ReadWriteLogRecord  # noqa: E402
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExportResult  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
@@ -163,3 +163,106 @@ def test_a_record_emitted_without_a_timestamp_takes_the_time_it_was_observed(emu
     [log] = stored(emu, "observed")
     assert log["timeUnixNano"] == "0"  # as the Collector's exporter writes an unset timestamp
     assert before <= log["__time__"] <= int(time.time())
+
+
+def sdk_points(reader):
+    """{(instrument name, sorted attributes): value or histogram point} from an in-memory reader."""
+    points = {}
+    for resource_metrics in reader.get_metrics_data().resource_metrics:
+        for scope_metrics in resource_metrics.scope_metrics:
+            assert scope_metrics.scope.name == "loghose"
+            for metric in scope_metrics.metrics:
+                for point in metric.data.data_points:
+                    key = (metric.name, tuple(sorted(point.attributes.items())))
+                    points[key] = point if hasattr(point, "bucket_counts") else point.value
+    return points
+
+
+def settled_durations(reader, batches):
+    """The operation-duration points by (status, error.type), once ``batches`` batches are in
+    (the histogram is fed by the reports, which may trail a flush by a moment)."""
+    deadline = time.monotonic() + 10
+    while True:
+        durations = {(dict(k[1]).get("http.response.status_code"), dict(k[1]).get("error.type")): p
+                     for k, p in sdk_points(reader).items() if k[0] == "otel.sdk.exporter.operation.duration"}
+        if sum(p.count for p in durations.values()) >= batches or time.monotonic() > deadline:
+            return durations
+        time.sleep(0.01)
+
+
+def named(points, name, **attributes):
+    return {dict(k[1]).get("error.type"): v for k, v in points.items()
+            if k[0] == name and all(dict(k[1]).get(a) == b for a, b in attributes.items())}
+
+
+def test_the_processor_reports_the_sdk_log_pipeline_metrics_under_faults(emu):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    emu.inject("error", status=503, code="ServerBusy", count=2)
+    emu.inject("error", status=400, code="ParameterInvalid", count=1)
+    processor = LoghoseLogRecordProcessor(**options(emu, "metered"), batch_max_count=10, backoff_base_ms=10,
+                                          meter_provider=meters)
+    provider = LoggerProvider()
+    provider.add_log_record_processor(processor)
+    logger = provider.get_logger("metered")
+    for i in range(40):
+        logger.emit(LogRecord(body=f"record {i}", severity_number=SeverityNumber.INFO))
+    assert processor.force_flush(30_000) is False  # a batch failed for good
+    stats = processor.producer.stats()
+    points = sdk_points(reader)
+    kind = "loghose.otel.LoghoseLogRecordProcessor"
+    component = {"otel.component.type": kind}
+    host, port = processor.producer.server_address
+    server = {**component, "server.address": host, "server.port": port}
+    assert (host, port) == ("127.0.0.1", int(emu.endpoint.rsplit(":", 1)[1]))
+
+    exported = named(points, "otel.sdk.exporter.log.exported", **server)
+    assert exported == {None: stats["delivered"], "ParameterInvalid": stats["failed"]}
+    assert stats["delivered"] == emu.totals("loghose", "metered")["logs"] == 30 and stats["failed"] == 10
+    durations = settled_durations(reader, 4)
+    # One observation per batch; the two 503s were retried, so every batch ends in 200 or 400.
+    assert {k: p.count for k, p in durations.items()} == {(200, None): 3, (400, "ParameterInvalid"): 1}
+    assert all(0 < p.sum < 30 for p in durations.values())
+    assert named(points, "otel.sdk.processor.log.processed", **component) == {None: 40}
+    assert named(points, "otel.sdk.processor.log.queue.size", **component) == {None: 0}
+    assert named(points, "otel.sdk.exporter.log.inflight", **server) == {None: 0}
+    names = {k[1] for k in points}
+    assert all(dict(attributes)["otel.component.name"].startswith(f"{kind}/") for attributes in names)
+
+    # A producer passed in and closed: records are refused as already_shutdown.
+    with loghose.Producer(**options(emu, "metered")) as producer:
+        passed = LoghoseLogRecordProcessor(producer=producer, meter_provider=meters)
+    passed.on_emit(ReadWriteLogRecord(LogRecord(body="late")))
+    provider.shutdown()
+    points = sdk_points(reader)
+    second = named(points, "otel.sdk.processor.log.processed",
+                   **{"otel.component.name": passed._metrics.component["otel.component.name"]})
+    assert second == {None: 0, "already_shutdown": 1}
+
+
+def test_the_exporter_reports_its_records_in_flight_and_exported(emu):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    exporter = LoghoseLogExporter(**options(emu, "exported"), request_timeout_ms=500, backoff_base_ms=10,
+                                  meter_provider=MeterProvider(metric_readers=[reader]))
+    emu.inject("hang", ms=2000, count=1)  # the first request times out, the retry is answered
+    assert exporter.export([ReadWriteLogRecord(LogRecord(body=f"r{i}")) for i in range(5)]) \
+        is LogRecordExportResult.SUCCESS
+    points = sdk_points(reader)
+    kind = "loghose.otel.LoghoseLogExporter"
+    inflight = named(points, "otel.sdk.exporter.log.inflight", **{"otel.component.type": kind})
+    assert inflight == {None: 5}
+    assert not any(k[0].startswith("otel.sdk.processor") for k in points)
+    assert exporter.force_flush(30_000)
+    points = sdk_points(reader)
+    assert named(points, "otel.sdk.exporter.log.inflight", **{"otel.component.type": kind}) == {None: 0}
+    assert named(points, "otel.sdk.exporter.log.exported", **{"otel.component.type": kind}) == {None: 5}
+    [duration] = settled_durations(reader, 1).values()
+    assert duration.count == 1 and duration.sum >= 0.5  # the timed-out attempt is in the operation
+    assert exporter.producer.stats()["retried"] == 1
+    exporter.shutdown()

@@ -323,6 +323,17 @@ impl NativeProducer {
             .map_or(0.0, |p| p.config().close_on_signal_ms as f64)
     }
 
+    /// The endpoint's host and port, for monitoring (null once closed).
+    #[napi(getter)]
+    pub fn server_address(&self) -> Option<crate::views::ServerAddress> {
+        let producer = self.get().ok()?;
+        let (address, port) = producer.config().server_address().ok()?;
+        Some(crate::views::ServerAddress {
+            address,
+            port: u32::from(port),
+        })
+    }
+
     /// Refuses new records, waits up to `timeoutMs`, abandons the rest; resolves with what
     /// was not delivered, the failed reports and the final counters.
     #[napi(ts_return_type = "Promise<NativeCloseResult>")]

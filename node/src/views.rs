@@ -35,6 +35,8 @@ pub struct Stats {
     pub queued_records: f64,
     /// Batches being sent or waiting to retry now.
     pub in_flight_batches: f64,
+    /// Records in those batches.
+    pub in_flight_records: f64,
     /// Batches delivered.
     pub batches_delivered: f64,
     /// Records failed for good, by error code.
@@ -73,6 +75,7 @@ impl From<EngineStats> for Stats {
             queued_bytes: n(s.queued_bytes),
             queued_records: n(s.queued_records),
             in_flight_batches: n(s.in_flight_batches),
+            in_flight_records: n(s.in_flight_records),
             batches_delivered: n(s.batches_delivered),
             failures_by_code: s
                 .failures_by_code
@@ -110,6 +113,8 @@ pub struct DeliveryReport {
     pub raw_bytes: f64,
     pub compressed_bytes: f64,
     pub latency_ms: f64,
+    /// From the batch's first request to its outcome, retries and their waits included.
+    pub send_ms: f64,
     pub pack_id: String,
     /// The tickets of the records sent with `sendAsync` in this batch.
     pub tickets: Vec<f64>,
@@ -134,6 +139,7 @@ impl From<ReportView<'_>> for DeliveryReport {
             raw_bytes: r.raw_bytes as f64,
             compressed_bytes: r.compressed_bytes as f64,
             latency_ms: r.latency_ms,
+            send_ms: r.send_ms,
             pack_id: r.pack_id.to_owned(),
             tickets: r.tickets.iter().map(|t| *t as f64).collect(),
             replayed: r.replayed,
@@ -261,4 +267,11 @@ impl From<Counters> for EmulatorCounters {
             credentials_issued: n(c.credentials_issued),
         }
     }
+}
+
+/// The endpoint's host and port (what monitoring calls the server's address).
+#[napi(object)]
+pub struct ServerAddress {
+    pub address: String,
+    pub port: u32,
 }

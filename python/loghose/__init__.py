@@ -142,6 +142,8 @@ class Producer:
         self._futures_lock = threading.Lock()
         self._tickets = itertools.count(1)
         self._callback_errors = 0
+        #: Functions the integrations attach to see every batch's report (their own metrics).
+        self._report_observers: list[Callable[[list[DeliveryReport]], None]] = []
         self._undelivered = _UndeliveredWarnings()
         self._pid = os.getpid()
         # The native producer holds its report callback where Python's collector cannot see it:
@@ -247,6 +249,12 @@ class Producer:
             except Exception:
                 self._callback_errors += 1
                 logger.exception("loghose: the on_delivery callback raised; the producer goes on")
+        for observer in self._report_observers:
+            try:
+                observer(reports)
+            except Exception:
+                self._callback_errors += 1
+                logger.exception("loghose: a report observer raised; the producer goes on")
 
     def flush(self, timeout: float | None = None) -> int:
         """Sends everything queued and waits up to ``timeout`` seconds (None: until done).
@@ -281,10 +289,15 @@ class Producer:
     def closed(self) -> bool:
         return self._native.closed
 
+    @property
+    def server_address(self) -> tuple[str, int]:
+        """The endpoint's host and port (the scheme's when it names none), for monitoring."""
+        return self._native.server_address
+
     def stats(self) -> dict[str, Any]:
         """Counters: accepted, delivered, failed, kept (left in the spool at close, for the
         next producer), retried, dropped, invalid, queued bytes and records, in-flight
-        batches, failures by code, callback errors."""
+        batches and their records, failures by code, callback errors."""
         stats: dict[str, Any] = json.loads(self._native.stats_json())
         stats["callback_errors"] += self._callback_errors
         return stats
@@ -351,6 +364,10 @@ class AsyncProducer:
 
     async def close(self, timeout: float | None = None) -> int:
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.close, timeout)
+
+    @property
+    def server_address(self) -> tuple[str, int]:
+        return self._producer.server_address
 
     def stats(self) -> dict[str, Any]:
         return self._producer.stats()

@@ -42,6 +42,7 @@ class DeliveryReport:
     raw_bytes: int
     compressed_bytes: int
     latency_ms: float
+    send_ms: float
     pack_id: str
     tickets: list[int]
     replayed: bool
@@ -84,6 +85,8 @@ class NativeProducer:
     def metrics_json(self) -> str: ...
     @property
     def close_on_signal_ms(self) -> int: ...
+    @property
+    def server_address(self) -> tuple[str, int]: ...
     @property
     def closed(self) -> bool: ...
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from . import Producer
@@ -46,6 +47,9 @@ class OwnedProducer:
         self._pid = os.getpid()
         self._forks = _forks
         self._renew = threading.Lock()
+        #: Called with each producer this object builds after the first (a forked child's,
+        #: one after close): the integrations' metrics follow the producer records go to.
+        self.on_renewal: list[Callable[[Producer], None]] = []
 
     @property
     def producer(self) -> Producer:
@@ -82,6 +86,8 @@ class OwnedProducer:
                     self._hold_at_exit(self._producer)
                     self._pid = os.getpid()
                     self._forks = _forks
+                    for renewed in self.on_renewal:
+                        renewed(self._producer)
                 producer = self._producer
         return producer
 

@@ -35,6 +35,11 @@ is counted in ``failures`` and reported once per error type on the ``loghose`` l
 ``close_timeout`` and closes the producer the processor built; ``force_flush`` waits for
 delivery. Fork-safe like the other integrations: a forked child gets a producer of its own on
 its first record. Needs ``opentelemetry-sdk`` 1.39 or later (``pip install 'loghose[otel]'``).
+
+Both report the SDK's own log-pipeline metrics (``otel.sdk.processor.log.processed``,
+``.queue.size``, ``otel.sdk.exporter.log.exported``, ``.inflight``,
+``otel.sdk.exporter.operation.duration``) through ``meter_provider=`` or the global
+``MeterProvider`` (see ``loghose._otel_metrics``).
 """
 
 from __future__ import annotations
@@ -48,10 +53,12 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring as _string
 from typing import Any
 
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 
 from . import Producer
+from ._otel_metrics import SdkMetrics, error_type
 from ._sink import ProducerSink
 
 _log = logging.getLogger("loghose")
@@ -192,10 +199,15 @@ class _Layout:
 
 
 class _OtelSink(ProducerSink):
-    def __init__(self, producer: Producer | None, close_timeout: float, options: dict[str, Any]) -> None:
+    def __init__(self, producer: Producer | None, close_timeout: float, options: dict[str, Any],
+                 meter_provider: MeterProvider | None, *, processor: bool) -> None:
         super().__init__(producer, options, close_timeout)
         self._layout = _Layout()
         self._reported: set[type] = set()
+        kind = type(self)
+        self._metrics = SdkMetrics(self, f"{kind.__module__}.{kind.__qualname__}", processor=processor,
+                                   meter_provider=meter_provider)
+        self._owned.on_renewal.append(lambda renewed: self._metrics.watch(renewed, renewed=True))
 
     def _send(self, item: ReadWriteLogRecord | ReadableLogRecord) -> bool:
         try:
@@ -204,6 +216,9 @@ class _OtelSink(ProducerSink):
             return True
         except Exception as error:  # noqa: BLE001 - never raise into the application's logging
             self.failures += 1
+            refused = self._metrics.refused
+            kind = error_type(error)
+            refused[kind] = refused.get(kind, 0) + 1
             if type(error) not in self._reported:
                 self._reported.add(type(error))
                 _log.warning("loghose: an OpenTelemetry log record could not be sent to Log Service: %s "
@@ -222,8 +237,9 @@ class LoghoseLogRecordProcessor(_OtelSink, LogRecordProcessor):
     the producer's options, or ``producer=`` (then left open by ``shutdown``). ``failures``
     counts the records that could not be sent."""
 
-    def __init__(self, *, producer: Producer | None = None, close_timeout: float = 10.0, **options: Any) -> None:
-        _OtelSink.__init__(self, producer, close_timeout, options)
+    def __init__(self, *, producer: Producer | None = None, close_timeout: float = 10.0,
+                 meter_provider: MeterProvider | None = None, **options: Any) -> None:
+        _OtelSink.__init__(self, producer, close_timeout, options, meter_provider, processor=True)
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         self._send(log_record)
@@ -241,8 +257,9 @@ class LoghoseLogExporter(_OtelSink, LogRecordExporter):
     producer and answers at once: ``SUCCESS`` when every record was queued, else ``FAILURE``
     (the others counted in ``failures``)."""
 
-    def __init__(self, *, producer: Producer | None = None, close_timeout: float = 10.0, **options: Any) -> None:
-        _OtelSink.__init__(self, producer, close_timeout, options)
+    def __init__(self, *, producer: Producer | None = None, close_timeout: float = 10.0,
+                 meter_provider: MeterProvider | None = None, **options: Any) -> None:
+        _OtelSink.__init__(self, producer, close_timeout, options, meter_provider, processor=False)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         queued = [self._send(item) for item in batch]

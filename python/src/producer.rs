@@ -431,6 +431,16 @@ impl NativeProducer {
         self.producer.config().close_on_signal_ms
     }
 
+    /// The endpoint's host and port (`ProducerConfig::server_address`), for monitoring.
+    #[getter]
+    fn server_address(&self) -> (String, u16) {
+        // Validated when the producer was built: the error cannot happen here.
+        self.producer
+            .config()
+            .server_address()
+            .unwrap_or_else(|_| (self.producer.config().endpoint.clone(), 0))
+    }
+
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {

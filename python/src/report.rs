@@ -71,6 +71,10 @@ impl PyDeliveryReport {
         self.0.latency_ms()
     }
     #[getter]
+    fn send_ms(&self) -> f64 {
+        self.0.send_ms()
+    }
+    #[getter]
     fn pack_id(&self) -> &str {
         &self.0.pack_id
     }

@@ -141,12 +141,15 @@ impl Delivery {
     /// Delivers `batch` to a final outcome and settles it.
     pub(crate) async fn deliver(self: Arc<Self>, mut batch: SealedBatch) {
         self.tally.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.tally
+            .in_flight_records
+            .fetch_add(u64::from(batch.records), Ordering::Relaxed);
         if self.lifecycle.state() >= State::Aborted {
             // Sealed by a close whose timeout has passed: nothing to compress or send.
             self.release_raw(&mut batch);
             let failure =
                 BatchFailure::closed("closed before the batch could be sent".into(), None);
-            self.settle(batch, Err(failure), 0, None, 0);
+            self.settle(batch, Err(failure), Sending::default());
             return;
         }
         // `spool_sync = batch`: durable before it is sent.
@@ -161,7 +164,7 @@ impl Delivery {
             Err(e) => {
                 let failure =
                     BatchFailure::local(LocalFailure::CompressionFailed, e.to_string(), None);
-                self.settle(batch, Err(failure), 0, None, 0);
+                self.settle(batch, Err(failure), Sending::default());
                 return;
             }
         };
@@ -188,28 +191,27 @@ impl Delivery {
             self.budget.release(batch.reserved - body.len());
             batch.reserved = body.len();
         }
-        let mut attempts = 0;
-        let mut request_id = None;
-        let sent = self
-            .attempts(&batch, &body, &mut attempts, &mut request_id)
-            .await;
+        let mut sending = Sending {
+            compressed_bytes: body.len(),
+            ..Sending::default()
+        };
+        let sent = self.attempts(&batch, &body, &mut sending).await;
         let (result, slot) = match sent {
             Ok(slot) => (Ok(()), Some(slot)),
             Err(failure) => (Err(failure), None),
         };
-        let compressed = body.len();
-        self.settle(batch, result, attempts, request_id, compressed);
+        self.settle(batch, result, sending);
         drop(slot);
     }
 
-    /// Sends until delivered or given up; counts the attempts and keeps the last request id.
-    /// Delivered, it hands back the send slot the batch holds until it is settled.
+    /// Sends until delivered or given up; counts the attempts and keeps the last request id
+    /// and when the first request started. Delivered, it hands back the send slot the batch
+    /// holds until it is settled.
     async fn attempts(
         &self,
         batch: &SealedBatch,
         body: &Bytes,
-        attempts: &mut u32,
-        request_id: &mut Option<String>,
+        sending: &mut Sending,
     ) -> Result<tokio::sync::SemaphorePermit<'_>, BatchFailure> {
         let policy = &self.policy;
         let deadline = batch.opened + policy.delivery_timeout;
@@ -226,8 +228,9 @@ impl Delivery {
                     None,
                 ));
             };
-            *attempts += 1;
+            sending.attempts += 1;
             let started = Instant::now();
+            sending.first_request.get_or_insert(started);
             let answer = tokio::select! {
                 a = self.transport.put(&batch.dest, body, batch.raw_len) => a,
                 _ = aborted() => {
@@ -244,13 +247,14 @@ impl Delivery {
                 body.len(),
             );
             if answer.request_id.is_some() {
-                request_id.clone_from(&answer.request_id);
+                sending.request_id.clone_from(&answer.request_id);
             }
+            let attempts = sending.attempts;
             let backoff = |floor| {
                 retry::backoff(
                     policy.backoff_base_ms,
                     policy.backoff_max_ms,
-                    *attempts,
+                    attempts,
                     floor,
                     |bound| fastrand::u64(0..=bound),
                 )
@@ -284,7 +288,7 @@ impl Delivery {
             let Some(wait) = wait else {
                 return Err(failure);
             };
-            if *attempts >= policy.max_attempts {
+            if attempts >= policy.max_attempts {
                 return Err(failure);
             }
             if Instant::now() + wait >= deadline {
@@ -323,14 +327,7 @@ impl Delivery {
     }
 
     /// Ends a batch: its report, its counters, its memory, its waiters.
-    fn settle(
-        &self,
-        mut batch: SealedBatch,
-        result: Result<(), BatchFailure>,
-        attempts: u32,
-        request_id: Option<String>,
-        compressed_bytes: usize,
-    ) {
+    fn settle(&self, mut batch: SealedBatch, result: Result<(), BatchFailure>, sending: Sending) {
         // A batch stays in the spool only when this producer gave up on it because it closed:
         // the next producer on the directory sends it, so it is kept, not failed. Delivered
         // or failed for good, it is done.
@@ -352,16 +349,22 @@ impl Delivery {
             project: batch.dest.project.clone(),
             logstore: batch.dest.logstore.clone(),
             outcome,
-            attempts,
-            request_id,
+            attempts: sending.attempts,
+            request_id: sending.request_id,
             records: batch.records,
             raw_bytes: batch.raw_len,
-            compressed_bytes,
+            compressed_bytes: sending.compressed_bytes,
             latency: batch.opened.elapsed(),
+            send_time: sending
+                .first_request
+                .map_or(Duration::ZERO, |at| at.elapsed()),
             pack_id: batch.pack_id,
             tickets: batch.tickets,
             replayed: batch.replayed,
         });
+        self.tally
+            .in_flight_records
+            .fetch_sub(u64::from(report.records), Ordering::Relaxed);
         if self.tally.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
             // The last batch in flight is done: a burst is over, hand its memory back.
             self.budget.at_rest();
@@ -377,4 +380,17 @@ impl Delivery {
         self.budget.release(batch.reserved);
         self.tally.finish_records(records);
     }
+}
+
+/// What a batch's requests left for its report.
+#[derive(Default)]
+struct Sending {
+    /// Requests made.
+    attempts: u32,
+    /// `x-log-requestid` of the last answer.
+    request_id: Option<String>,
+    /// Size of the body as sent.
+    compressed_bytes: usize,
+    /// When the first request started.
+    first_request: Option<Instant>,
 }

@@ -602,6 +602,7 @@ impl Producer {
                 .saturating_sub(inner.accumulator.credits()) as u64,
             queued_records: inner.pending(),
             in_flight_batches: tally.in_flight.load(Ordering::Relaxed),
+            in_flight_records: tally.in_flight_records.load(Ordering::Relaxed),
             batches_delivered: tally.batches_delivered.load(Ordering::Relaxed),
             failures_by_code: tally.failures_by_code.lock().clone(),
             callback_errors: inner

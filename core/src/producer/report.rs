@@ -61,6 +61,9 @@ pub struct DeliveryReport {
     pub compressed_bytes: usize,
     /// From the batch's first record to the final outcome.
     pub latency: Duration,
+    /// From the batch's first request to the final outcome, retries and their waits
+    /// included (what an exporter's "operation duration" measures); zero when never sent.
+    pub send_time: Duration,
     /// The `__pack_id__` tag it carried.
     pub pack_id: String,
     /// Caller tickets of the records in it that asked for one (`Track::Ticket`).
@@ -110,6 +113,11 @@ impl DeliveryReport {
         self.latency.as_secs_f64() * 1000.0
     }
 
+    /// [`send_time`](DeliveryReport::send_time) in milliseconds.
+    pub fn send_ms(&self) -> f64 {
+        self.send_time.as_secs_f64() * 1000.0
+    }
+
     /// The report as one flat record, the form both fronts expose (Node receives it as JSON
     /// with these camelCase names; Python reads the same accessors).
     pub fn view(&self) -> ReportView<'_> {
@@ -128,6 +136,7 @@ impl DeliveryReport {
             raw_bytes: self.raw_bytes,
             compressed_bytes: self.compressed_bytes,
             latency_ms: self.latency_ms(),
+            send_ms: self.send_ms(),
             pack_id: &self.pack_id,
             tickets: &self.tickets,
             replayed: self.replayed,
@@ -155,6 +164,7 @@ pub struct ReportView<'a> {
     pub raw_bytes: usize,
     pub compressed_bytes: usize,
     pub latency_ms: f64,
+    pub send_ms: f64,
     pub pack_id: &'a str,
     pub tickets: &'a [u64],
     pub replayed: bool,
@@ -230,6 +240,8 @@ pub struct Stats {
     pub queued_records: u64,
     /// Batches being sent or waiting to retry now.
     pub in_flight_batches: u64,
+    /// Records in those batches.
+    pub in_flight_records: u64,
     /// Batches delivered.
     pub batches_delivered: u64,
     /// Records failed, by error code.

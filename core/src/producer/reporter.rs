@@ -182,6 +182,7 @@ mod tests {
             raw_bytes: 1,
             compressed_bytes: 1,
             latency: Duration::ZERO,
+            send_time: Duration::ZERO,
             pack_id: String::new(),
             tickets: Vec::new(),
             replayed: false,

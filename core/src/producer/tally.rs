@@ -33,6 +33,8 @@ pub(crate) struct Tally {
     pub(crate) dropped: AtomicU64,
     pub(crate) invalid: AtomicU64,
     pub(crate) in_flight: AtomicU64,
+    /// Records of the batches in `in_flight`.
+    pub(crate) in_flight_records: AtomicU64,
     pub(crate) batches_delivered: AtomicU64,
     /// Batches (and their records) replayed from a spool an earlier producer left.
     pub(crate) replayed_batches: AtomicU64,

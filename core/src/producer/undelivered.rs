@@ -209,6 +209,7 @@ mod tests {
             raw_bytes: 0,
             compressed_bytes: 0,
             latency: Duration::ZERO,
+            send_time: Duration::ZERO,
             pack_id: String::new(),
             tickets: Vec::new(),
             replayed: false,

@@ -279,6 +279,28 @@ fn name(key: &'static str, kind: NameKind, value: &str) -> Result<(), ConfigErro
 }
 
 impl ProducerConfig {
+    /// The endpoint's host (a name or an address, IPv6 without brackets) and port (the
+    /// scheme's when the endpoint names none): what monitoring calls the server's address.
+    /// The requests themselves go to `{project}.{host}`, one name per project.
+    pub fn server_address(&self) -> Result<(String, u16), ConfigError> {
+        let (https, host) = split_endpoint(&self.endpoint)?;
+        let default_port = if https { 443 } else { 80 };
+        let (name, port) = match host.rsplit_once(':') {
+            // `[::1]:8080`, `host:8080`; a bare IPv6 address has colons but no brackets.
+            Some((name, port)) if !name.contains(':') || name.ends_with(']') => {
+                let port = port.parse().map_err(|_| ConfigError::Invalid {
+                    key: "endpoint",
+                    value: self.endpoint.clone(),
+                    reason: format!("port {port:?} is not a number from 0 to 65535"),
+                })?;
+                (name, port)
+            }
+            _ => (host.as_str(), default_port),
+        };
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        Ok((name.to_owned(), port))
+    }
+
     /// A configuration with the defaults and the three required keys.
     pub fn new(
         endpoint: impl Into<String>,
@@ -414,6 +436,7 @@ impl ProducerConfig {
                 reason: "has no host".into(),
             });
         }
+        self.server_address()?;
         match (
             &self.api_key,
             self.access_key_id.is_empty(),
@@ -978,6 +1001,30 @@ mod tests {
         assert_eq!(
             split_endpoint("127.0.0.1:80").unwrap(),
             (false, "127.0.0.1:80".into())
+        );
+    }
+
+    #[test]
+    fn server_addresses_name_the_host_and_the_port() {
+        let at = |endpoint: &str| ProducerConfig::new(endpoint, "p", "l").server_address();
+        assert_eq!(
+            at("https://cn-hangzhou.log.aliyuncs.com/").unwrap(),
+            ("cn-hangzhou.log.aliyuncs.com".into(), 443)
+        );
+        assert_eq!(
+            at("cn-hangzhou.log.aliyuncs.com").unwrap(),
+            ("cn-hangzhou.log.aliyuncs.com".into(), 80)
+        );
+        assert_eq!(
+            at("http://127.0.0.1:8080").unwrap(),
+            ("127.0.0.1".into(), 8080)
+        );
+        assert_eq!(at("http://[::1]:9").unwrap(), ("::1".into(), 9));
+        assert_eq!(at("https://[::1]").unwrap(), ("::1".into(), 443));
+        let error = at("http://host:port").unwrap_err().to_string();
+        assert!(
+            error.contains("endpoint") && error.contains("\"port\""),
+            "{error}"
         );
     }
 }
