@@ -3,6 +3,10 @@
 
 - ``engine``: the engine's snapshot as JSON (``Producer._native.metrics_json``), the part every
   front shares;
+- ``text``: ``Producer.metrics_text()``, rendered by the engine in the Prometheus text format
+  (what ``loghose.prometheus.make_wsgi_app`` answers);
+- ``wsgi``: a GET of ``loghose.prometheus.start_http_server``'s ``/metrics`` (an empty registry
+  beside the producer), over HTTP on 127.0.0.1, what Prometheus waits for;
 - ``metrics``: ``Producer.metrics()``, the snapshot as Python dicts;
 - ``collect``: ``loghose.prometheus.ProducerCollector.collect``, the families prometheus_client
   is handed;
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import urllib.request
 from collections.abc import Callable
 
 import loghose
@@ -54,6 +59,13 @@ def main() -> None:
         print("metrics ", timed(producer.metrics, args.runs))
         print("collect ", timed(lambda: list(collector.collect()), args.runs))
         print("scrape  ", timed(lambda: generate_latest(registry), args.runs))
+        print("text    ", timed(producer.metrics_text, args.runs))
+        server, _ = loghose.prometheus.start_http_server(producer, 0, "127.0.0.1", registry=CollectorRegistry())
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        try:
+            print("wsgi    ", timed(lambda: urllib.request.urlopen(url).read(), args.runs))
+        finally:
+            server.shutdown()
 
 
 if __name__ == "__main__":

@@ -330,9 +330,26 @@ async function unthrottled(emu, emit, preset, seconds, scenario = 's1', api = 's
   const addMs = nowMs() - t0
   const pending = await producer.flush(300000)
   measure.stop()
+  const scrapeMs = scrapeCost(producer)
   await producer.close()
   // Refused sends were retried after a back-off, never lost: not part of the check.
-  return measure.unthrottledRow({ scenario, preset, sent: n, add_seconds: addMs / 1000, pending, extra: [['backoffs', backoffs]] })
+  return measure.unthrottledRow({
+    scenario, preset, sent: n, add_seconds: addMs / 1000, pending,
+    extra: [['backoffs', backoffs], ['scrape_ms', scrapeMs]],
+  })
+}
+
+/** What a scrape of the producer's metrics costs from JavaScript (`metricsText()`, rendered by
+ * the engine): median milliseconds of 21. */
+function scrapeCost(producer) {
+  const spent = []
+  for (let i = 0; i < 21; i++) {
+    const start = nowMs()
+    producer.metricsText()
+    spent.push(nowMs() - start)
+  }
+  spent.sort((a, b) => a - b)
+  return Math.round(spent[10] * 1000) / 1000
 }
 
 const SCENARIO_BODIES = {

@@ -271,6 +271,10 @@ export declare class Producer extends EventEmitter {
   /** A snapshot of the producer's metrics, one entry per metric of the engine's table (after
    *  close: as the close left them). `loghose/prometheus` registers them with prom-client. */
   metrics(): MetricFamily[]
+  /** The metrics in the Prometheus text format, rendered by the engine (the fastest scrape);
+   *  `constLabels` is added to every sample. Throws a TypeError for a label name Prometheus
+   *  refuses or the metrics already carry. */
+  metricsText(constLabels?: Record<string, string>): string
   on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this
   on(event: 'error', listener: (error: unknown) => void): this
   on(event: 'stats', listener: (stats: Stats) => void): this

@@ -87,7 +87,6 @@ class Producer extends EventEmitter {
     this._framing = false
     this._statsTimer = null
     this._finalStats = null
-    this._finalMetrics = null
     if (options.statsIntervalMs > 0) {
       // Emits 'stats' periodically; unref'd, so it never keeps the process alive.
       this._statsTimer = setInterval(() => {
@@ -395,7 +394,6 @@ class Producer extends EventEmitter {
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._undelivered.flush(atOnce)
     if (result.stats) this._finalStats = result.stats
-    if (result.metricsJson) this._finalMetrics = result.metricsJson
     const notDurable = result.stats ? result.stats.spoolNotDurable : 0
     return { undelivered: result.undelivered, kept: result.kept, failed: result.failed, notDurable }
   }
@@ -411,7 +409,7 @@ class Producer extends EventEmitter {
    * value (a histogram's also `histogram`: bounds, cumulative, count, sum). Once closed, the
    * metrics as the close left them. `loghose/prometheus` registers them with prom-client. */
   metrics() {
-    const json = this._native.metricsJson() ?? this._finalMetrics
+    const json = this._native.metricsJson()
     if (!json) return []
     const families = JSON.parse(json)
     for (const family of families) {
@@ -422,6 +420,16 @@ class Producer extends EventEmitter {
       }
     }
     return families
+  }
+
+  /** The metrics in the Prometheus text format (0.0.4), rendered by the engine: what a
+   * `/metrics` endpoint can answer without a registry (the fastest scrape). `constLabels` (an
+   * object) adds labels to every sample, to tell producers apart; a name Prometheus refuses or
+   * the metrics already carry (`project`, `logstore`, `le`...) throws a TypeError. Once closed,
+   * the metrics as the close left them. */
+  metricsText(constLabels = {}) {
+    const flat = Object.entries(constLabels).flatMap(([name, value]) => [name, String(value)])
+    return this._native.metricsText(flat) ?? ''
   }
 
   async [Symbol.asyncDispose]() {

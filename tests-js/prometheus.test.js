@@ -117,3 +117,44 @@ test('every metric of the table is registered once, with its help and type, in O
   registration.unregister()
   await producer.close()
 })
+
+/** Every sample line of a text exposition, keyed by name and sorted labels (`le` as a number). */
+function series(text) {
+  const out = new Map()
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const match = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (!match) throw new Error(`not a sample line: ${line}`)
+    const labels = [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)]
+      .map(([, k, v]) => [k, k === 'le' ? String(Number(v === '+Inf' ? Infinity : v)) : v])
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+    out.set(`${match[1]}${JSON.stringify(labels)}`, Number(match[3]))
+  }
+  return out
+}
+
+test('metricsText() renders what the prom-client registration exposes, before and after close', async () => {
+  emu.inject('error', { status: 503, code: 'ServerBusy', count: 1 })
+  const producer = new Producer(quickOptions(emu))
+  const registry = new client.Registry()
+  loghosePrometheus.register(producer, { registry, constLabels: { producer: 'audit' } })
+  for (let i = 0; i < 30; i++) producer.send({ id: String(i) }, i % 3 === 0 ? { logstore: 'other' } : undefined)
+  await producer.flush(30000)
+  const engine = series(producer.metricsText({ producer: 'audit' }))
+  expect(engine).toEqual(series(await registry.metrics()))
+  const delivered = engine.get('loghose_records_delivered_total[["logstore","other"],["producer","audit"],["project","loghose"]]')
+  expect(delivered).toBe(10)
+  const retries = [...engine].filter(([k]) => k.startsWith('loghose_request_retries_total[')).reduce((s, [, v]) => s + v, 0)
+  expect(retries).toBe(producer.stats().retried)
+  expect(retries).toBe(1)
+  for (const name of ['logstore', 'le', '9x', '__x', 'a-b']) {
+    expect(() => producer.metricsText({ [name]: 'v' })).toThrow(TypeError)
+    expect(() => producer.metricsText({ [name]: 'v' })).toThrow(JSON.stringify(name))
+  }
+  await producer.close()
+  // Closed: the close's snapshot, in both routes alike.
+  const closed = series(producer.metricsText({ producer: 'audit' }))
+  expect(closed).toEqual(series(await registry.metrics()))
+  expect(closed.get('loghose_records_pending[["producer","audit"]]')).toBe(0)
+  expect(closed.get('loghose_records_accepted_total[["producer","audit"]]')).toBe(30)
+})

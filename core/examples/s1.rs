@@ -8,7 +8,8 @@
 //! sleeping out each second), flushes, then reads every log back through PullLogs and checks
 //! each arrived exactly once with its exact contents. Then an unthrottled run adds as fast as
 //! one thread can for `--unthrottled-seconds` and reports logs delivered per second and per CPU
-//! second of the producer process. Prints the S1 table (markdown).
+//! second of the producer process, and what a scrape of its metrics costs (`scrape_ms`).
+//! Prints the S1 table (markdown).
 //!
 //! `cargo run --release -p loghose --example s1 -- [--rates 1000,200000] [--seconds 10]`
 
@@ -71,6 +72,19 @@ struct Args {
     /// Internal: read back ENDPOINT LOGSTORE SENT WORKLOAD and print "received duplicates wrong".
     #[arg(long, hide = true, num_args = 4)]
     verify_child: Vec<String>,
+}
+
+/// What a scrape of the producer's metrics costs (`/metrics`: a snapshot rendered in the
+/// Prometheus text format), median milliseconds of 21.
+fn scrape_ms(p: &Producer) -> f64 {
+    let spent: Vec<f64> = (0..21)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(loghose::metrics::encode_text(&p.metrics()));
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    (harness::median(&spent).unwrap_or(0.0) * 1000.0).round() / 1000.0
 }
 
 /// The logs a run adds.
@@ -488,6 +502,7 @@ fn main() {
             "threads unthrottled: {}",
             thread_report(&threads0, &thread_times())
         );
+        let scrape_ms = scrape_ms(&p);
         drop(p);
         let row = meter
             .unthrottled_row(&UnthrottledRun {
@@ -496,7 +511,7 @@ fn main() {
                 sent: n,
                 add_seconds,
                 pending,
-                extra: Vec::new(),
+                extra: vec![("scrape_ms".into(), scrape_ms.into())],
             })
             .expect("emulator admin");
         failed |= harness::failed(&row);

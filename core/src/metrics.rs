@@ -188,6 +188,18 @@ pub fn to_json(families: &[Family]) -> String {
     serde_json::to_string(families).unwrap_or_else(|_| "[]".to_owned())
 }
 
+/// Adds `more` to the first sample of `spec`'s family in `families` (a count a front keeps
+/// itself, such as the report-callback errors its own dispatcher caught).
+pub fn add_to_sample(families: &mut [Family], spec: &'static MetricSpec, more: u64) {
+    let sample = families
+        .iter_mut()
+        .find(|family| std::ptr::eq(family.spec, spec))
+        .and_then(|family| family.samples.first_mut());
+    if let Some(sample) = sample {
+        sample.value += more;
+    }
+}
+
 /// The metric table as a Markdown table (the README's, generated).
 pub fn markdown_table() -> String {
     let mut out = String::from("| Metric | Type | Labels | What it counts |\n|---|---|---|---|\n");
@@ -214,7 +226,10 @@ pub fn markdown_table() -> String {
 #[cfg(feature = "prometheus")]
 mod prometheus;
 #[cfg(feature = "prometheus")]
-pub use prometheus::{encode_text, ProducerCollector, TEXT_CONTENT_TYPE};
+pub use prometheus::{
+    check_const_labels, encode_text, encode_text_labelled, ConstLabelError, ProducerCollector,
+    TEXT_CONTENT_TYPE,
+};
 
 #[cfg(test)]
 mod tests {

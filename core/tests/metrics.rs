@@ -233,3 +233,73 @@ fn the_readme_metric_table_is_the_engine_table() {
          `LOGHOSE_REGENERATE=1 cargo test -p loghose --test metrics` and commit the result"
     );
 }
+
+#[test]
+fn constant_labels_reach_every_sample_and_bad_names_are_refused_by_name() {
+    let emu = Emulator::start_default().unwrap();
+    let p = Producer::new(config(&emu)).unwrap();
+    p.send(&[("id", "x")], &SendOptions::default()).unwrap();
+    p.flush(WAIT);
+    let mut families = p.metrics();
+    metrics::add_to_sample(&mut families, &metrics::CALLBACK_ERRORS, 3);
+    let labels = vec![
+        ("producer".to_owned(), "audit".to_owned()),
+        ("note".to_owned(), "a \"quoted\"\nvalue".to_owned()),
+    ];
+    let text = metrics::encode_text_labelled(&families, &labels).unwrap();
+    let series = parse_text(&text);
+    let samples = series.len();
+    assert!(samples > 20, "{text}");
+    // Every sample carries both labels, the value escaped as the text format requires.
+    let labelled = series
+        .keys()
+        .filter(|k| {
+            k.contains(r#"producer="audit""#) && k.contains(r#"note="a \"quoted\"\nvalue""#)
+        })
+        .count();
+    assert_eq!(labelled, samples, "{text}");
+    let delivered = series
+        .iter()
+        .find(|(k, _)| {
+            k.starts_with("loghose_records_delivered_total{") && k.contains("logstore=\"store\"")
+        })
+        .map(|(_, v)| *v);
+    assert_eq!(delivered, Some(1.0), "{text}");
+    let callback_errors = series
+        .iter()
+        .find(|(k, _)| k.starts_with("loghose_report_callback_errors_total"))
+        .map(|(_, v)| *v);
+    assert_eq!(callback_errors, Some(3.0), "{text}");
+
+    for (name, wanted) in [
+        (
+            "9lives",
+            metrics::ConstLabelError::InvalidName("9lives".into()),
+        ),
+        ("a-b", metrics::ConstLabelError::InvalidName("a-b".into())),
+        (
+            "__name",
+            metrics::ConstLabelError::InvalidName("__name".into()),
+        ),
+        ("", metrics::ConstLabelError::InvalidName(String::new())),
+        (
+            "logstore",
+            metrics::ConstLabelError::Taken("logstore".into()),
+        ),
+        ("le", metrics::ConstLabelError::Taken("le".into())),
+    ] {
+        let refused =
+            metrics::encode_text_labelled(&families, &[(name.to_owned(), "v".to_owned())]);
+        assert_eq!(refused, Err(wanted.clone()), "{name}");
+        assert!(wanted.to_string().contains(&format!("{name:?}")));
+    }
+    let twice = [
+        ("a".to_owned(), "1".to_owned()),
+        ("a".to_owned(), "2".to_owned()),
+    ];
+    assert_eq!(
+        metrics::encode_text_labelled(&families, &twice),
+        Err(metrics::ConstLabelError::Repeated("a".into()))
+    );
+    p.close(Duration::from_secs(5));
+}

@@ -11,6 +11,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use loghose::metrics::Family;
 use loghose::producer::{
     split_unix_seconds, CredentialsProvider, DeliveryReport as EngineReport, Producer,
     ProducerConfig, ProducerError, ReportCallback, SendOptions, Track,
@@ -99,7 +100,11 @@ type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
 pub struct NativeProducer {
     producer: Shared,
     credentials: Option<Arc<JsCredentials>>,
+    /// The metrics as the close left them (what a scrape after the close reads).
+    final_metrics: FinalMetrics,
 }
+
+type FinalMetrics = Arc<Mutex<Option<Vec<Family>>>>;
 
 impl NativeProducer {
     fn flush_task(
@@ -180,6 +185,7 @@ impl NativeProducer {
         Ok(NativeProducer {
             producer: shared,
             credentials,
+            final_metrics: FinalMetrics::default(),
         })
     }
 
@@ -311,6 +317,7 @@ impl NativeProducer {
         let producer = self.producer.lock().ok().and_then(|mut p| p.take());
         CloseTask {
             producer,
+            final_metrics: self.final_metrics.clone(),
             timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
         }
         .run()
@@ -341,6 +348,7 @@ impl NativeProducer {
         let producer = self.producer.lock().ok().and_then(|mut p| p.take());
         AsyncTask::new(CloseTask {
             producer,
+            final_metrics: self.final_metrics.clone(),
             timeout: Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0),
         })
     }
@@ -351,12 +359,39 @@ impl NativeProducer {
         self.get().ok().map(|p| p.stats().into())
     }
 
-    /// A snapshot of the metrics (`loghose::metrics`) as JSON (null once closed).
+    /// A snapshot of the metrics (`loghose::metrics`) as JSON; once closed, the close's.
     #[napi]
     pub fn metrics_json(&self) -> Option<String> {
-        self.get()
-            .ok()
-            .map(|p| loghose::metrics::to_json(&p.metrics()))
+        self.metrics()
+            .map(|families| loghose::metrics::to_json(&families))
+    }
+
+    /// The metrics in the Prometheus text format, each sample also carrying the constant labels
+    /// `constLabels` (name, value, name, value...); once closed, the close's. A label name
+    /// Prometheus refuses or the metrics already carry is a TypeError naming it.
+    #[napi]
+    pub fn metrics_text(&self, env: Env, const_labels: Vec<String>) -> Result<Option<String>> {
+        let pairs: Vec<(String, String)> = const_labels
+            .chunks(2)
+            .map(|pair| (pair[0].clone(), pair.get(1).cloned().unwrap_or_default()))
+            .collect();
+        let Some(families) = self.metrics() else {
+            return Ok(None);
+        };
+        loghose::metrics::encode_text_labelled(&families, &pairs)
+            .map(Some)
+            .map_err(Raised::type_error)
+            .raise_in(&env)
+    }
+}
+
+impl NativeProducer {
+    /// A snapshot while open, the close's afterwards (none if the close has not finished).
+    fn metrics(&self) -> Option<Vec<Family>> {
+        match self.get() {
+            Ok(p) => Some(p.metrics()),
+            Err(_) => self.final_metrics.lock().ok().and_then(|m| m.clone()),
+        }
     }
 }
 
@@ -396,6 +431,7 @@ impl Task for FlushTask {
 /// `close` on the libuv pool.
 pub struct CloseTask {
     producer: Option<Arc<Producer>>,
+    final_metrics: FinalMetrics,
     timeout: Duration,
 }
 
@@ -409,16 +445,17 @@ impl CloseTask {
                 kept: 0.0,
                 failed: Vec::new(),
                 stats: None,
-                metrics_json: None,
             };
         };
         let report = p.close(self.timeout);
+        if let Ok(mut slot) = self.final_metrics.lock() {
+            *slot = Some(p.metrics());
+        }
         NativeCloseResult {
             undelivered: report.undelivered as f64,
             kept: report.kept as f64,
             failed: report.failed.iter().map(|r| r.view().into()).collect(),
             stats: Some(p.stats().into()),
-            metrics_json: Some(loghose::metrics::to_json(&p.metrics())),
         }
     }
 }

@@ -160,8 +160,6 @@ pub struct NativeCloseResult {
     pub failed: Vec<DeliveryReport>,
     /// The counters once closed (none when the producer was closed already).
     pub stats: Option<Stats>,
-    /// The metrics once closed, as JSON (for a last scrape).
-    pub metrics_json: Option<String>,
 }
 
 /// A log as the emulator stored it.

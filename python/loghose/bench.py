@@ -422,8 +422,21 @@ def _unthrottled(emu: ChildEmulator, emit: Emit, preset: str, seconds: int, scen
     add_secs = time.perf_counter() - t0
     pending = producer.flush(300)
     meter.stop()
+    scrape_ms = _scrape_ms(producer)
     producer.close(10)
-    return meter.unthrottled_row(scenario=scenario, preset=preset, sent=n, add_seconds=add_secs, pending=pending)
+    return meter.unthrottled_row(scenario=scenario, preset=preset, sent=n, add_seconds=add_secs, pending=pending,
+                                 extra=[["scrape_ms", scrape_ms]])
+
+
+def _scrape_ms(producer: loghose.Producer) -> float:
+    """What a scrape of the producer's metrics costs from Python (``metrics_text``, what
+    ``loghose.prometheus.make_wsgi_app`` answers): median milliseconds of 21."""
+    spent = []
+    for _ in range(21):
+        start = time.perf_counter()
+        producer.metrics_text()
+        spent.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(spent), 3)
 
 
 def s2(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:

@@ -17,14 +17,25 @@ the same the command serves with ``--metrics-addr`` and Node registers with prom
 The collector holds its producer weakly: a producer that is closed and gone leaves its series
 out of the next scrape. Several producers in one registry need a ``const_labels`` each
 (e.g. ``{"producer": "audit"}``), or their series would clash.
+
+prometheus_client builds and formats every line in Python (about 8 µs a line: 30 ms for a
+producer with 100 destinations). Where that matters, serve the engine's own rendering instead
+(``Producer.metrics_text``, under 1 ms for the same producer), with the registry's other
+metrics after it::
+
+    loghose.prometheus.start_http_server(producer, 9464)   # not register() as well
+
+:func:`make_wsgi_app` is the same as a WSGI application, for a server of your own.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -32,6 +43,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.exposition import ThreadingWSGIServer, generate_latest
 from prometheus_client.registry import REGISTRY, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
@@ -40,7 +52,10 @@ from . import _native
 if TYPE_CHECKING:
     from . import AsyncProducer, Producer
 
-__all__ = ["ProducerCollector", "register"]
+__all__ = ["ProducerCollector", "make_wsgi_app", "register", "start_http_server"]
+
+# The engine renders the text format 0.0.4 (prometheus_client's own lines are compatible with it).
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _TABLE: list[dict[str, Any]] = json.loads(_native.metric_table_json())
 
@@ -98,3 +113,49 @@ def register(producer: Producer | AsyncProducer, registry: CollectorRegistry = R
     collector = ProducerCollector(producer, const_labels)
     registry.register(collector)
     return collector
+
+
+def make_wsgi_app(producer: Producer | AsyncProducer, registry: CollectorRegistry | None = REGISTRY,
+                  const_labels: Mapping[str, str] | None = None) -> Callable[..., Iterable[bytes]]:
+    """A WSGI application answering every GET with ``producer``'s metrics rendered by the engine
+    (``Producer.metrics_text``), then ``registry``'s (the default one unless given; ``None``:
+    the producer's alone). The registry must not also hold a collector of the same producer
+    (from :func:`register`): its series would be exposed twice. Holds the producer weakly."""
+    inner: Producer = producer._producer if hasattr(producer, "_producer") else producer
+    ref: weakref.ref[Producer] = weakref.ref(inner)
+    labels = dict(const_labels or {})
+    inner.metrics_text(labels)  # a label name that cannot be used fails here, not at each scrape
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
+            return [b""]
+        live = ref()
+        body = live.metrics_text(labels).encode() if live is not None else b""
+        if registry is not None:
+            body += generate_latest(registry)
+        start_response("200 OK", [("Content-Type", TEXT_CONTENT_TYPE), ("Content-Length", str(len(body)))])
+        return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
+
+    return app
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Scrapes are not written to stderr."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+        pass
+
+
+def start_http_server(producer: Producer | AsyncProducer, port: int, addr: str = "0.0.0.0",
+                      registry: CollectorRegistry | None = REGISTRY,
+                      const_labels: Mapping[str, str] | None = None) -> tuple[ThreadingWSGIServer, threading.Thread]:
+    """Serves :func:`make_wsgi_app` at ``http://addr:port/`` (any path; ``/metrics`` by
+    convention) on a daemon thread, as ``prometheus_client.start_http_server`` does; returns the
+    server and its thread (``server.shutdown()`` stops it). Port 0 picks a free port
+    (``server.server_port``)."""
+    app = make_wsgi_app(producer, registry, const_labels)
+    server = make_server(addr, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="loghose-metrics", daemon=True)
+    thread.start()
+    return server, thread

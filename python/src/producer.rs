@@ -425,6 +425,29 @@ impl NativeProducer {
         loghose::metrics::to_json(&self.producer.metrics())
     }
 
+    /// The metrics in the Prometheus text format (`loghose::metrics::encode_text_labelled`),
+    /// each sample also carrying `const_labels`, with `callback_errors` more report-callback
+    /// errors than the engine counted (those the Python side caught). The GIL is released
+    /// while the engine renders.
+    fn metrics_text(
+        &self,
+        py: Python<'_>,
+        const_labels: Vec<(String, String)>,
+        callback_errors: u64,
+    ) -> PyResult<String> {
+        let producer = &self.producer;
+        py.detach(|| {
+            let mut families = producer.metrics();
+            loghose::metrics::add_to_sample(
+                &mut families,
+                &loghose::metrics::CALLBACK_ERRORS,
+                callback_errors,
+            );
+            loghose::metrics::encode_text_labelled(&families, &const_labels)
+        })
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
     /// The `close_on_signal_ms` option: how long the front may deliver on SIGTERM/SIGINT.
     #[getter]
     fn close_on_signal_ms(&self) -> u64 {

@@ -1,7 +1,8 @@
 //! The snapshot through the `prometheus-client` crate: [`ProducerCollector`] registers a
 //! producer with an application's `Registry` (encoded at each scrape, in whichever format the
 //! registry's encoder writes), and [`encode_text`] renders a snapshot in the Prometheus text
-//! format (0.0.4) for the command's `/metrics`.
+//! format (0.0.4) for the command's `/metrics` and the fronts' fast exposition
+//! ([`encode_text_labelled`], with constant labels).
 //!
 //! The collector holds the producer weakly: a closed and dropped producer leaves nothing to
 //! scrape rather than being kept alive by the registry. Runs on the scraping thread; a scrape
@@ -55,12 +56,70 @@ impl Collector for Snapshot {
 
 /// `families` in the Prometheus text format.
 pub fn encode_text(families: &[Family]) -> String {
-    let mut registry = Registry::default();
+    encode_text_in(Registry::default(), families)
+}
+
+/// `families` in the Prometheus text format, every sample also carrying `const_labels` (what
+/// tells several producers apart in one scrape). A label name that Prometheus would refuse, or
+/// that a metric of the table already uses, is an error naming it.
+pub fn encode_text_labelled(
+    families: &[Family],
+    const_labels: &[(String, String)],
+) -> Result<String, ConstLabelError> {
+    check_const_labels(const_labels)?;
+    let labels = const_labels
+        .iter()
+        .map(|(k, v)| (k.clone().into(), v.clone().into()));
+    Ok(encode_text_in(Registry::with_labels(labels), families))
+}
+
+fn encode_text_in(mut registry: Registry, families: &[Family]) -> String {
     registry.register_collector(Box::new(Snapshot(families.to_vec())));
     let mut out = String::new();
     // Writing into a String does not fail.
     let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry);
     out
+}
+
+/// A constant label that cannot be added to the producer's metrics.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConstLabelError {
+    /// Not `[a-zA-Z_][a-zA-Z0-9_]*`, or starts with `__` (reserved by Prometheus).
+    #[error("constant label name {0:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)")]
+    InvalidName(String),
+    /// A label the producer's own metrics carry (`project`, `logstore`, `le`...).
+    #[error("constant label name {0:?} is one the producer's metrics already carry")]
+    Taken(String),
+    /// Given twice.
+    #[error("constant label name {0:?} is given twice")]
+    Repeated(String),
+}
+
+/// Checks constant label names: valid for Prometheus, not one of the table's labels (nor
+/// `le`, a histogram's), each once.
+pub fn check_const_labels(const_labels: &[(String, String)]) -> Result<(), ConstLabelError> {
+    for (i, (name, _)) in const_labels.iter().enumerate() {
+        let mut chars = name.chars();
+        let valid = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with("__");
+        if !valid {
+            return Err(ConstLabelError::InvalidName(name.clone()));
+        }
+        let taken = name == "le"
+            || super::METRICS
+                .iter()
+                .any(|spec| spec.labels.contains(&name.as_str()));
+        if taken {
+            return Err(ConstLabelError::Taken(name.clone()));
+        }
+        if const_labels[..i].iter().any(|(earlier, _)| earlier == name) {
+            return Err(ConstLabelError::Repeated(name.clone()));
+        }
+    }
+    Ok(())
 }
 
 fn encode_families(
