@@ -116,6 +116,8 @@ metrics! {
         "Batches being sent or waiting to retry.";
     SPOOL_USED: Gauge "loghose_spool" "bytes" []
         "Bytes of spool files on disk.";
+    SPOOL_FILES: Gauge "loghose_spool_files" "" []
+        "Segments and batch files in the producer's spool directory (kept for reuse included), counted at each scrape.";
     SPOOL_DEGRADED: Gauge "loghose_spool_degraded" "" []
         "1 while the spool's last needed sync failed (records not durable until one succeeds).";
     SPOOL_SYNC_FAILURES: Counter "loghose_spool_sync_failures" "" []

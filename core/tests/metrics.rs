@@ -303,3 +303,60 @@ fn constant_labels_reach_every_sample_and_bad_names_are_refused_by_name() {
     );
     p.close(Duration::from_secs(5));
 }
+
+/// Spool data files under `dir`, every slot included.
+fn spool_files_on_disk(dir: &std::path::Path) -> u64 {
+    let mut n = 0;
+    for slot in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        if !slot.path().is_dir() {
+            continue;
+        }
+        for entry in std::fs::read_dir(slot.path())
+            .unwrap()
+            .filter_map(Result::ok)
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            n += u64::from(name.ends_with(".spl") || name.ends_with(".spb"));
+        }
+    }
+    n
+}
+
+#[test]
+fn the_spool_file_gauge_counts_what_the_directory_holds() {
+    let emu = Emulator::start_default().unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "loghose-metrics-spool-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    let p = Producer::new(ProducerConfig {
+        spool_dir: Some(dir.display().to_string()),
+        linger_ms: 20,
+        ..config(&emu)
+    })
+    .unwrap();
+    let files = |p: &Producer| family(&p.metrics(), "loghose_spool_files").total();
+    // Held by a hang: the records are in spool files until delivered.
+    emu.inject(Fault::times(FaultAction::Hang { ms: Some(1_500) }, 2));
+    for i in 0..40 {
+        let logstore = if i % 2 == 0 { "store" } else { "elsewhere" };
+        let opts = SendOptions {
+            logstore: Some(logstore),
+            ..SendOptions::default()
+        };
+        p.send(&[("id", &i.to_string())], &opts).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let while_held = files(&p);
+    assert!(while_held >= 1, "{while_held}");
+    assert_eq!(while_held, spool_files_on_disk(&dir));
+    assert_eq!(p.flush(WAIT), 0);
+    assert_eq!(files(&p), spool_files_on_disk(&dir));
+    // Without a spool there is nothing to count.
+    let plain = Producer::new(config(&emu)).unwrap();
+    assert_eq!(files(&plain), 0);
+    plain.close(Duration::from_secs(5));
+    p.close(Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&dir);
+}

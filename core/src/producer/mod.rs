@@ -697,6 +697,10 @@ impl Producer {
             ),
             one(&m::BATCHES_IN_FLIGHT, stats.in_flight_batches),
             one(&m::SPOOL_USED, stats.spool_bytes),
+            one(
+                &m::SPOOL_FILES,
+                self.inner.accumulator.spooling().data_files(),
+            ),
             one(&m::SPOOL_DEGRADED, u64::from(stats.spool_degraded)),
             one(&m::SPOOL_SYNC_FAILURES, stats.spool_sync_failures),
             one(&m::SPOOL_NOT_DURABLE, stats.spool_not_durable),

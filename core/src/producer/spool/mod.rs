@@ -398,6 +398,12 @@ impl Spooling {
     pub(crate) fn used_bytes(&self) -> u64 {
         self.0.as_ref().map_or(0, |s| s.used_bytes() as u64)
     }
+
+    /// Segments and batch files in this producer's directory, listed now (for metrics: a
+    /// directory read, never on the add path).
+    pub(crate) fn data_files(&self) -> u64 {
+        self.0.as_ref().map_or(0, |s| s.data_files())
+    }
 }
 
 #[inline(never)]

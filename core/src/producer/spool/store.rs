@@ -602,6 +602,22 @@ impl Spool {
     pub(crate) fn used_bytes(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
+
+    /// Segments (`.spl`) and batch files (`.spb`) in the slot's directory now, kept ones
+    /// included: what the disk holds, read from it (0 if the directory cannot be read).
+    pub(crate) fn data_files(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".spl") || name.ends_with(".spb")
+            })
+            .count() as u64
+    }
 }
 
 impl Drop for Spool {
