@@ -245,8 +245,7 @@ class Producer extends EventEmitter {
       }
     }
     const json = recordJson(contents, this._default)
-    const o = opts || {}
-    this._native.sendWith(json, o.topic, o.source, o.time, o.shardKey, o.project, o.logstore, ticket)
+    this._native.sendWith(json, opts, ticket)
     if (this._keepAlive === null) this._startKeepAlive()
   }
 

@@ -95,6 +95,20 @@ impl CredentialsProvider for JsCredentials {
 /// The producer, shared with the environment's cleanup hook (which takes it at exit).
 type Shared = Arc<Mutex<Option<Arc<Producer>>>>;
 
+/// A record's options as `send` takes them (`{ topic, source, time, shardKey, project,
+/// logstore }`, each optional; other properties are not read).
+#[napi(object)]
+#[derive(Default)]
+pub struct NativeSendOptions {
+    pub topic: Option<String>,
+    pub source: Option<String>,
+    /// Unix seconds, with a fraction.
+    pub time: Option<f64>,
+    pub shard_key: Option<String>,
+    pub project: Option<String>,
+    pub logstore: Option<String>,
+}
+
 /// The producer behind `require('loghose').Producer`.
 #[napi]
 pub struct NativeProducer {
@@ -201,24 +215,19 @@ impl NativeProducer {
         fields::fields_sender(env, self.get().raise_in(&env)?, keys.unwrap_or_default())
     }
 
-    /// Queues one record given as JSON (an object or `[key, value]` pairs), with optional
-    /// per-record options and a ticket for its report: the general path behind `send` (see
-    /// [`record`](crate::record)).
+    /// Queues one record given as JSON (an object or `[key, value]` pairs), with its options
+    /// (checked by the facade) and a ticket for its report: the general path behind `send`
+    /// (see [`record`](crate::record)).
     #[napi]
-    #[allow(clippy::too_many_arguments)]
     pub fn send_with(
         &self,
         env: Env,
         record_json: String,
-        topic: Option<String>,
-        source: Option<String>,
-        time: Option<f64>,
-        shard_key: Option<String>,
-        project: Option<String>,
-        logstore: Option<String>,
+        options: Option<NativeSendOptions>,
         ticket: Option<f64>,
     ) -> Result<()> {
-        let (secs, nanos) = match time {
+        let options = options.unwrap_or_default();
+        let (secs, nanos) = match options.time {
             None => (None, None),
             Some(t) => {
                 let (s, n) = split_unix_seconds(t)
@@ -230,11 +239,11 @@ impl NativeProducer {
         let opts = SendOptions {
             time: secs,
             time_ns: nanos,
-            topic: topic.as_deref(),
-            source: source.as_deref(),
-            shard_key: shard_key.as_deref(),
-            project: project.as_deref(),
-            logstore: logstore.as_deref(),
+            topic: options.topic.as_deref(),
+            source: options.source.as_deref(),
+            shard_key: options.shard_key.as_deref(),
+            project: options.project.as_deref(),
+            logstore: options.logstore.as_deref(),
         };
         let track = ticket.map_or(Track::None, |t| Track::Ticket(t as u64));
         self.get()
