@@ -178,8 +178,16 @@ def test_bad_input_raises_typed_errors_and_loses_nothing_else(emu):
             p.send({"k": "v" * (1024 * 1024 + 1)})
         with pytest.raises(loghose.InvalidRecordError, match="shard_key"):
             p.send({"k": "v"}, shard_key="not-hex")
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match=r"takes 1 positional argument \(contents\) but 2 were given"):
             p.send({"k": "v"}, "positional-topic")
+        with pytest.raises(TypeError, match="unexpected keyword argument 'tpoic'"):
+            p.send({"k": "v"}, tpoic="typo")
+        with pytest.raises(TypeError, match="argument 'topic' must be str or None, not int"):
+            p.send({"k": "v"}, topic=5)
+        with pytest.raises(TypeError, match="multiple values for argument 'contents'"):
+            p.send({"k": "v"}, contents={"k": "v"})  # type: ignore[misc]
+        with pytest.raises(TypeError, match="missing 1 required argument: 'contents'"):
+            p.send(topic="t")  # type: ignore[call-arg]
         p.send({"id": "after"})
         assert p.flush(30) == 0
         assert p.stats()["invalid"] >= 5

@@ -17,7 +17,9 @@ use loghose::producer::{
     SendOptions, Track,
 };
 use loghose::wire::sign::Credentials;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyList;
 
 use crate::errors::producer_error;
@@ -137,9 +139,10 @@ impl NativeProducer {
     }
 }
 
-/// `send(contents)` without keywords, the per-record call, as a raw fastcall function bound to
-/// its producer (see [`NativeProducer::sender`]); any other call goes on to the full
-/// `NativeProducer.send`. It only skips pyo3's generic argument extraction, which on this path
+/// `send`, the only one: a raw fastcall function bound to its producer (see
+/// [`NativeProducer::bound_send`]). `send(contents)` and `send(contents, time=t)`, the
+/// per-record calls, go straight to the engine; any other keyword is read by name
+/// ([`send_with_keywords`]). It only skips pyo3's generic argument extraction, which on this path
 /// costs about a tenth of the binding's time; the GIL bookkeeping and panic handling are
 /// pyo3's own entry trampoline, an internal module of pyo3 (which is why pyo3 is pinned to an
 /// exact version in `Cargo.toml`).
@@ -186,17 +189,11 @@ unsafe fn send_one_body(
                 .cast_unchecked::<pyo3::types::PyString>()
                 .to_str()
                 .is_ok_and(|name| name == "time");
-        if nargs != 1 || !(kwnames.is_null() || time_only) {
-            let method = native.getattr(pyo3::intern!(py, "send"))?;
-            let out =
-                pyo3::ffi::PyObject_Vectorcall(method.as_ptr(), args, nargs as usize, kwnames);
-            return if out.is_null() {
-                Err(PyErr::fetch(py))
-            } else {
-                Ok(out)
-            };
-        }
         let native = native.cast_unchecked::<NativeProducer>();
+        if nargs != 1 || !(kwnames.is_null() || time_only) {
+            send_with_keywords(py, native.get(), args, nargs, kwnames)?;
+            return Ok(pyo3::ffi::Py_NewRef(pyo3::ffi::Py_None()));
+        }
         let native = native.get();
         let contents = pyo3::Borrowed::from_ptr(py, *args);
         let convert = native.convert.as_ref().map(|c| c.bind(py));
@@ -218,6 +215,143 @@ unsafe fn send_one_body(
         };
         send_record(py, &native.producer, route, &contents, convert)?;
         Ok(pyo3::ffi::Py_NewRef(pyo3::ffi::Py_None()))
+    }
+}
+
+/// `send`'s keywords, read by name (`topic`, `source`, `time`, `shard_key`, `project`,
+/// `logstore`, and `ticket`, which asks for the batch report to list the record).
+#[derive(Default)]
+struct SendKeywords<'py> {
+    /// The record, when given by name.
+    contents: Option<Bound<'py, PyAny>>,
+    topic: Option<PyBackedStr>,
+    source: Option<PyBackedStr>,
+    time: Option<Bound<'py, PyAny>>,
+    shard_key: Option<PyBackedStr>,
+    project: Option<PyBackedStr>,
+    logstore: Option<PyBackedStr>,
+    ticket: Option<u64>,
+}
+
+impl<'py> SendKeywords<'py> {
+    /// Sets the keyword `name`; an unknown name or a value of the wrong type is a TypeError
+    /// naming it, as Python's own argument parsing words it.
+    fn set(&mut self, name: &str, value: Bound<'py, PyAny>) -> PyResult<()> {
+        let text = |value: &Bound<'py, PyAny>| -> PyResult<Option<PyBackedStr>> {
+            if value.is_none() {
+                return Ok(None);
+            }
+            value.extract().map(Some).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "send() argument '{name}' must be str or None, not {}",
+                    crate::record::type_name(value)
+                ))
+            })
+        };
+        match name {
+            "contents" => self.contents = Some(value),
+            "topic" => self.topic = text(&value)?,
+            "source" => self.source = text(&value)?,
+            "shard_key" => self.shard_key = text(&value)?,
+            "project" => self.project = text(&value)?,
+            "logstore" => self.logstore = text(&value)?,
+            "time" => self.time = Some(value).filter(|t| !t.is_none()),
+            "ticket" => {
+                self.ticket = value
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("send() argument 'ticket' must be an int"))?
+            }
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "send() got an unexpected keyword argument '{other}'"
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `send(contents, **keywords)` beyond the per-record path: the keywords read by name, then the
+/// record queued with them.
+///
+/// # Safety
+/// `args` holds `nargs` positional then `len(kwnames)` keyword arguments, live for the call,
+/// and `kwnames` is null or a tuple of str (CPython's vectorcall convention).
+unsafe fn send_with_keywords(
+    py: Python<'_>,
+    native: &NativeProducer,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> PyResult<()> {
+    if nargs > 1 {
+        return Err(PyTypeError::new_err(format!(
+            "send() takes 1 positional argument (contents) but {nargs} were given"
+        )));
+    }
+    let mut keywords = SendKeywords::default();
+    // SAFETY: per this function's contract.
+    unsafe {
+        let named = if kwnames.is_null() {
+            0
+        } else {
+            pyo3::ffi::PyTuple_GET_SIZE(kwnames)
+        };
+        for i in 0..named {
+            let name = pyo3::Borrowed::from_ptr(py, pyo3::ffi::PyTuple_GET_ITEM(kwnames, i))
+                .cast_unchecked::<pyo3::types::PyString>();
+            let value = pyo3::Borrowed::from_ptr(py, *args.add((nargs + i) as usize));
+            keywords.set(name.to_str()?, value.to_owned())?;
+        }
+        let contents = match (nargs, keywords.contents.take()) {
+            (1, None) => pyo3::Borrowed::from_ptr(py, *args).to_owned(),
+            (0, Some(contents)) => contents,
+            (0, None) => {
+                return Err(PyTypeError::new_err(
+                    "send() missing 1 required argument: 'contents'",
+                ))
+            }
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "send() got multiple values for argument 'contents'",
+                ))
+            }
+        };
+        native.send_with(py, &contents, &keywords)
+    }
+}
+
+impl NativeProducer {
+    /// Encodes and queues one record with `keywords`.
+    fn send_with(
+        &self,
+        py: Python<'_>,
+        contents: &Bound<'_, PyAny>,
+        keywords: &SendKeywords<'_>,
+    ) -> PyResult<()> {
+        let (secs, nanos) = split_time(py, keywords.time.as_ref())?;
+        let opts = SendOptions {
+            time: secs,
+            time_ns: nanos,
+            topic: keywords.topic.as_deref(),
+            source: keywords.source.as_deref(),
+            shard_key: keywords.shard_key.as_deref(),
+            project: keywords.project.as_deref(),
+            logstore: keywords.logstore.as_deref(),
+        };
+        let track = keywords.ticket.map_or(Track::None, Track::Ticket);
+        let route = if track == Track::None && opts.is_empty() {
+            Route::Plain
+        } else {
+            Route::With(&opts, track)
+        };
+        send_record(
+            py,
+            &self.producer,
+            route,
+            contents,
+            self.convert.as_ref().map(|c| c.bind(py)),
+        )
     }
 }
 
@@ -244,46 +378,6 @@ impl NativeProducer {
         let producer = Arc::new(producer);
         crate::signals::register(&producer);
         Ok(NativeProducer { producer, convert })
-    }
-
-    /// Encodes and queues one record. `ticket` asks for the batch report to list it.
-    #[pyo3(signature = (contents, *, topic=None, source=None, time=None, shard_key=None, project=None, logstore=None, ticket=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn send(
-        &self,
-        py: Python<'_>,
-        contents: &Bound<'_, PyAny>,
-        topic: Option<&str>,
-        source: Option<&str>,
-        time: Option<&Bound<'_, PyAny>>,
-        shard_key: Option<&str>,
-        project: Option<&str>,
-        logstore: Option<&str>,
-        ticket: Option<u64>,
-    ) -> PyResult<()> {
-        let (secs, nanos) = split_time(py, time)?;
-        let opts = SendOptions {
-            time: secs,
-            time_ns: nanos,
-            topic,
-            source,
-            shard_key,
-            project,
-            logstore,
-        };
-        let track = ticket.map_or(Track::None, Track::Ticket);
-        let route = if track == Track::None && opts.is_empty() {
-            Route::Plain
-        } else {
-            Route::With(&opts, track)
-        };
-        send_record(
-            py,
-            &self.producer,
-            route,
-            contents,
-            self.convert.as_ref().map(|c| c.bind(py)),
-        )
     }
 
     /// Queues a `logging.LogRecord` with its message (its `getMessage()`, made natively when
