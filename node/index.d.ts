@@ -1,9 +1,62 @@
 // Types of the loghose Node.js facade (node/index.js).
 import { EventEmitter } from 'node:events'
-// Stats, reports and the emulator's answers: generated from the addon's Rust types
+// Reports and the emulator's answers: generated from the addon's Rust types
 // (node/src/views.rs).
-import type { DeliveryReport, EmulatorCounters, LogstoreTotals, Stats, StoredLog } from './native'
-export type { DeliveryReport, EmulatorCounters, LogstoreTotals, Stats, StoredLog }
+import type { DeliveryReport, EmulatorCounters, LogstoreTotals, StoredLog } from './native'
+export type { DeliveryReport, EmulatorCounters, LogstoreTotals, StoredLog }
+
+/** A producer's counters: the engine's (`loghose::producer::Stats`, the names Python reads),
+ *  camelCased. tests-js/producer.test.js checks that these are exactly the names `stats()` has. */
+export interface Stats {
+  /** Records accepted by `send`. */
+  accepted: number
+  /** Records delivered. */
+  delivered: number
+  /** Records in batches that failed for good. */
+  failed: number
+  /** Records left in the spool at close, for the next producer on `spoolDir`. */
+  kept: number
+  /** Retry attempts made (attempts beyond each batch's first). */
+  retried: number
+  /** Records refused because the buffer was full (never accepted; the caller was told). */
+  dropped: number
+  /** Records refused as invalid (never accepted; the caller was told). */
+  invalid: number
+  /** Raw bytes held now (open, sealed, in flight, retrying). */
+  queuedBytes: number
+  /** Records accepted and not yet at a final outcome. */
+  queuedRecords: number
+  /** Batches being sent or waiting to retry now. */
+  inFlightBatches: number
+  /** Records in those batches. */
+  inFlightRecords: number
+  /** Batches delivered. */
+  batchesDelivered: number
+  /** Records failed for good, by error code. */
+  failuresByCode: Record<string, number>
+  /** Report listeners that threw (the producer lives on). */
+  callbackErrors: number
+  /** Batches an earlier producer left in the spool, sent again by this one. */
+  replayedBatches: number
+  /** Records in those batches. */
+  replayedRecords: number
+  /** Spool entries found torn or corrupted when the spool was opened, and skipped. */
+  spoolCorruptEntries: number
+  /** Bytes of spool files on disk now. */
+  spoolBytes: number
+  /**
+   * Syncs of spool files or directories the disk failed (each file is then written again
+   * elsewhere and never reused).
+   */
+  spoolSyncFailures: number
+  /**
+   * Records sent while their spool copy could not be made durable (the disk kept failing
+   * its syncs): a power loss before their delivery would have lost them.
+   */
+  spoolNotDurable: number
+  /** The spool's last needed sync failed: records are not durable until one succeeds. */
+  spoolDegraded: boolean
+}
 
 /** What a field value may be. Strings, numbers, booleans and bigints are stored as they are
  *  (numbers as every front writes them); Buffers as their UTF-8 text; `null` as `null`; a Date

@@ -57,6 +57,16 @@ class UndeliveredWarnings {
   }
 }
 
+/** The engine's counters (its JSON, the form Python reads too) with camelCase names;
+ * `failuresByCode` keeps its codes as the service spells them. */
+function statsFromJson(json) {
+  const stats = {}
+  for (const [name, value] of Object.entries(JSON.parse(json))) {
+    stats[name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value
+  }
+  return stats
+}
+
 class Producer extends EventEmitter {
   constructor(options = {}) {
     super()
@@ -392,15 +402,16 @@ class Producer extends EventEmitter {
     // Reports still on their way when the producer closed are not passed on; its failed list is.
     if (this.listenerCount('delivery') === 0) this._noteUntold(result.failed, atOnce)
     this._undelivered.flush(atOnce)
-    if (result.stats) this._finalStats = result.stats
-    const notDurable = result.stats ? result.stats.spoolNotDurable : 0
+    if (result.statsJson) this._finalStats = statsFromJson(result.statsJson)
+    const notDurable = result.statsJson ? this._finalStats.spoolNotDurable : 0
     return { undelivered: result.undelivered, kept: result.kept, failed: result.failed, notDurable }
   }
 
   /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,
    * queuedRecords, inFlightBatches, failuresByCode... */
   stats() {
-    return this._native.stats() ?? this._finalStats ?? null
+    const json = this._native.statsJson()
+    return json ? statsFromJson(json) : this._finalStats ?? null
   }
 
   /** A snapshot of the producer's metrics: one object per metric of the engine's table

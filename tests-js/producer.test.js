@@ -17,6 +17,28 @@ describe('Producer', () => {
   })
   afterEach(() => emu.close())
 
+  test('stats() has exactly the counters its type declares, before and after close', async () => {
+    // The counters cross from the engine as its JSON (as in Python); the type is written by
+    // hand in index.d.ts, so this keeps the two the same.
+    const declared = require('node:fs').readFileSync(require('node:path').join(__dirname, '../node/index.d.ts'), 'utf8')
+    const body = /export interface Stats \{([\s\S]*?)\n\}/.exec(declared)[1]
+    const names = [...body.matchAll(/^ {2}(\w+):/gm)].map((m) => m[1]).sort()
+    expect(names.length).toBeGreaterThan(15)
+    const p = new lh.Producer(options(emu))
+    p.send({ id: '1' })
+    await p.flush(10000)
+    const open = p.stats()
+    expect(Object.keys(open).sort()).toEqual(names)
+    expect(open.accepted).toBe(1)
+    expect(open.delivered).toBe(1)
+    expect(open.failuresByCode).toEqual({})
+    expect(typeof open.spoolDegraded).toBe('boolean')
+    await p.close()
+    const closed = p.stats()
+    expect(Object.keys(closed).sort()).toEqual(names)
+    expect(closed.delivered).toBe(1)
+  })
+
   test('every record arrives exactly once with converted values and metadata', async () => {
     const p = new lh.Producer(options(emu, { topic: 't', source: '10.0.0.1', tags: { env: 'test' } }))
     for (let i = 0; i < 1000; i++) p.send({ id: String(i), n: i, ok: i % 2 === 0, big: 10n, buf: Buffer.from('bytes') })

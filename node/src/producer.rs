@@ -25,7 +25,7 @@ use napi_derive::napi;
 use crate::errors::{RaiseIn, Raised};
 use crate::fields;
 use crate::record::{send_json, send_many_json};
-use crate::views::{DeliveryReport, NativeCloseResult, Stats};
+use crate::views::{DeliveryReport, NativeCloseResult};
 
 /// Credentials from a JavaScript provider, whose `getCredentials()` may be asynchronous: before
 /// every attempt, an I/O thread asks JavaScript for a fresh answer (one request at a time,
@@ -362,10 +362,11 @@ impl NativeProducer {
         })
     }
 
-    /// The counters (null once closed).
+    /// The counters as the engine's JSON (`loghose::producer::Stats`, the form Python reads
+    /// too; null once closed).
     #[napi]
-    pub fn stats(&self) -> Option<Stats> {
-        self.get().ok().map(|p| p.stats().into())
+    pub fn stats_json(&self) -> Option<String> {
+        self.get().ok().map(|p| stats_json(&p))
     }
 
     /// A snapshot of the metrics (`loghose::metrics`) as JSON; once closed, the close's.
@@ -453,7 +454,7 @@ impl CloseTask {
                 undelivered: 0.0,
                 kept: 0.0,
                 failed: Vec::new(),
-                stats: None,
+                stats_json: None,
             };
         };
         let report = p.close(self.timeout);
@@ -464,7 +465,7 @@ impl CloseTask {
             undelivered: report.undelivered as f64,
             kept: report.kept as f64,
             failed: report.failed.iter().map(|r| r.view().into()).collect(),
-            stats: Some(p.stats().into()),
+            stats_json: Some(stats_json(p)),
         }
     }
 }
@@ -480,4 +481,9 @@ impl Task for CloseTask {
     fn resolve(&mut self, _env: Env, output: NativeCloseResult) -> Result<NativeCloseResult> {
         Ok(output)
     }
+}
+
+/// The counters as JSON (plain numbers, a bool and a map of them: serialization cannot fail).
+fn stats_json(producer: &Producer) -> String {
+    serde_json::to_string(&producer.stats()).unwrap_or_else(|_| "null".to_owned())
 }

@@ -9,90 +9,8 @@
 use std::collections::HashMap;
 
 use loghose::emulator::{Counters, LogstoreTotals as EngineTotals, StoredLog as EngineStoredLog};
-use loghose::producer::{ReportView, Stats as EngineStats};
+use loghose::producer::ReportView;
 use napi_derive::napi;
-
-/// A producer's counters.
-#[napi(object)]
-pub struct Stats {
-    /// Records accepted by `send`.
-    pub accepted: f64,
-    /// Records delivered.
-    pub delivered: f64,
-    /// Records in batches that failed for good.
-    pub failed: f64,
-    /// Records left in the spool at close, for the next producer on `spoolDir`.
-    pub kept: f64,
-    /// Retry attempts made (attempts beyond each batch's first).
-    pub retried: f64,
-    /// Records refused because the buffer was full (never accepted; the caller was told).
-    pub dropped: f64,
-    /// Records refused as invalid (never accepted; the caller was told).
-    pub invalid: f64,
-    /// Raw bytes held now (open, sealed, in flight, retrying).
-    pub queued_bytes: f64,
-    /// Records accepted and not yet at a final outcome.
-    pub queued_records: f64,
-    /// Batches being sent or waiting to retry now.
-    pub in_flight_batches: f64,
-    /// Records in those batches.
-    pub in_flight_records: f64,
-    /// Batches delivered.
-    pub batches_delivered: f64,
-    /// Records failed for good, by error code.
-    pub failures_by_code: HashMap<String, f64>,
-    /// Report listeners that threw (the producer lives on).
-    pub callback_errors: f64,
-    /// Batches an earlier producer left in the spool, sent again by this one.
-    pub replayed_batches: f64,
-    /// Records in those batches.
-    pub replayed_records: f64,
-    /// Spool entries found torn or corrupted when the spool was opened, and skipped.
-    pub spool_corrupt_entries: f64,
-    /// Bytes of spool files on disk now.
-    pub spool_bytes: f64,
-    /// Syncs of spool files or directories the disk failed (each file is then written again
-    /// elsewhere and never reused).
-    pub spool_sync_failures: f64,
-    /// Records sent while their spool copy could not be made durable (the disk kept failing
-    /// its syncs): a power loss before their delivery would have lost them.
-    pub spool_not_durable: f64,
-    /// The spool's last needed sync failed: records are not durable until one succeeds.
-    pub spool_degraded: bool,
-}
-
-impl From<EngineStats> for Stats {
-    fn from(s: EngineStats) -> Stats {
-        let n = |v: u64| v as f64;
-        Stats {
-            accepted: n(s.accepted),
-            delivered: n(s.delivered),
-            failed: n(s.failed),
-            kept: n(s.kept),
-            retried: n(s.retried),
-            dropped: n(s.dropped),
-            invalid: n(s.invalid),
-            queued_bytes: n(s.queued_bytes),
-            queued_records: n(s.queued_records),
-            in_flight_batches: n(s.in_flight_batches),
-            in_flight_records: n(s.in_flight_records),
-            batches_delivered: n(s.batches_delivered),
-            failures_by_code: s
-                .failures_by_code
-                .into_iter()
-                .map(|(code, count)| (code, n(count)))
-                .collect(),
-            callback_errors: n(s.callback_errors),
-            replayed_batches: n(s.replayed_batches),
-            replayed_records: n(s.replayed_records),
-            spool_corrupt_entries: n(s.spool_corrupt_entries),
-            spool_bytes: n(s.spool_bytes),
-            spool_sync_failures: n(s.spool_sync_failures),
-            spool_not_durable: n(s.spool_not_durable),
-            spool_degraded: s.spool_degraded,
-        }
-    }
-}
 
 /// The outcome of one batch.
 #[napi(object)]
@@ -158,8 +76,9 @@ pub struct NativeCloseResult {
     pub kept: f64,
     /// The reports of the batches that failed.
     pub failed: Vec<DeliveryReport>,
-    /// The counters once closed (none when the producer was closed already).
-    pub stats: Option<Stats>,
+    /// The counters once closed, as the engine's JSON (none when the producer was closed
+    /// already).
+    pub stats_json: Option<String>,
 }
 
 /// A log as the emulator stored it.
