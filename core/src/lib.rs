@@ -14,13 +14,17 @@
 //! 3. [`producer`] — the engine: batching per destination, bounded memory, sending on a shared
 //!    runtime, retries by error class, delivery reports and per-record completions.
 //!
-//! [`bench`] holds the benchmark workloads (docs/scenarios.md) that the Rust benches, examples
-//! and the fronts' harnesses share; it is not part of the producer's API.
+//! `bench` (the benchmark workloads of docs/scenarios.md, shared by the Rust benches, the
+//! examples and the fronts' harnesses) and `cli` (the command, which the Python and Node
+//! packages run too) are public only for those crates: hidden from the documentation and not
+//! part of the API.
 #![warn(missing_docs)]
 
 #[cfg(feature = "bench")]
+#[doc(hidden)]
 pub mod bench;
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 mod credentials;
 #[cfg(feature = "emulator")]

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use loghose::producer::config::{
+use loghose::producer::{
     Front, OptionKind, OptionSpec, ProducerConfig, Unit, FRONT_OPTIONS, OPTIONS,
 };
 use serde_json::Value;

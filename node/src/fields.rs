@@ -11,8 +11,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use loghose::producer::binding::BindingAdds;
-use loghose::producer::encode::LogEncoder;
+use loghose::producer::BindingAdds;
+use loghose::producer::LogEncoder;
 use loghose::producer::{split_unix_seconds, Producer, ProducerError, SendOptions, Track};
 use napi::bindgen_prelude::{FromNapiValue, Unknown};
 use napi::{Env, JsValue, Result};

@@ -10,7 +10,7 @@
 //! the time's `timestamp()`) is read before the batch is held; nothing runs while it is held.
 //! Runs on the logging thread, with the GIL held.
 
-use loghose::producer::binding::BindingAdds;
+use loghose::producer::BindingAdds;
 use loghose::producer::{LogEncoder, Producer, RecordError, SendOptions, Track};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt};

@@ -12,7 +12,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use loghose::producer::binding::BindingAdds;
+use loghose::producer::BindingAdds;
 use loghose::producer::{LogEncoder, ProducerError};
 
 use std::sync::Arc;

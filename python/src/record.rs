@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use loghose::producer::binding::{BindingAdds, ScratchError};
+use loghose::producer::{BindingAdds, ScratchError};
 use loghose::producer::{LogEncoder, Producer, RecordSet, SendOptions, Track};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;

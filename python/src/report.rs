@@ -125,7 +125,7 @@ impl PyUndeliveredWarnings {
     fn note(&self, report: &PyDeliveryReport, records: u64) -> Option<String> {
         self.0
             .note(&report.0, records)
-            .map(|w| w.text(loghose::producer::config::Front::Python))
+            .map(|w| w.text(loghose::producer::Front::Python))
     }
 
     /// What the quiet time held back, to give now.
@@ -133,7 +133,7 @@ impl PyUndeliveredWarnings {
         self.0
             .flush()
             .iter()
-            .map(|w| w.text(loghose::producer::config::Front::Python))
+            .map(|w| w.text(loghose::producer::Front::Python))
             .collect()
     }
 }

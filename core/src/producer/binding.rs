@@ -1,6 +1,6 @@
 //! The adds the Python and Node bindings use besides the public ones, hidden from the crate's
 //! documentation: a Rust application has [`Producer::send`], [`Producer::send_with`] and
-//! [`Producer::add_with`]. Bring them in with `use loghose::producer::binding::BindingAdds`.
+//! [`Producer::add_with`]. Bring them in with `use loghose::producer::BindingAdds`.
 //!
 //! - [`BindingAdds::try_send_in_place`] / [`BindingAdds::try_add_in_place`]: an in-place add
 //!   whose fill may decline when it meets a value it cannot read without running foreign code

@@ -38,7 +38,7 @@ use std::ptr::NonNull;
 use memmap2::MmapMut;
 
 /// Capacity from which a buffer lives in a mapping of its own rather than on the heap.
-pub const MAP_THRESHOLD: usize = 256 << 10;
+pub(crate) const MAP_THRESHOLD: usize = 256 << 10;
 
 /// Where a buffer's bytes live.
 enum Storage {

@@ -613,7 +613,7 @@ unsafe fn write_varint_raw(mut p: *mut u8, mut v: usize) -> *mut u8 {
 
 /// Bytes of a varint for `v`.
 #[inline]
-pub fn varint_len(v: usize) -> usize {
+pub(crate) fn varint_len(v: usize) -> usize {
     // Short lengths first: almost every key and value is below 16 KiB.
     if v < 1 << 7 {
         1

@@ -31,41 +31,45 @@
 //!   delivery report, delivered or failed (counted by code).
 //! - `__pack_id__` (`PREFIX-SEQ`, SEQ the batch's number) stays the same across retries.
 //! - `flush` and `close` are bounded by their timeout, idempotent, and safe from any thread;
-//!   dropping a producer closes it within `drop_timeout_ms`. The [`lifecycle`] is one state.
+//!   dropping a producer closes it within `drop_timeout_ms`. The lifecycle is one [`State`].
 
 mod accumulator;
 mod add;
-#[doc(hidden)]
-pub mod binding;
+mod binding;
 mod budget;
-pub mod buffer;
-pub mod config;
+mod buffer;
+mod config;
 mod deliver;
-pub mod encode;
+mod encode;
 mod engine;
 mod error;
-pub mod lifecycle;
+mod lifecycle;
 mod linger;
 pub(crate) mod meters;
 mod record_set;
 mod replay;
-pub mod report;
+mod report;
 mod reporter;
 mod retry;
 mod routing;
 mod spool;
 mod tally;
 
-pub mod text;
+mod text;
 mod transport;
-pub mod undelivered;
+mod undelivered;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+#[doc(hidden)]
+pub use binding::{BindingAdds, ScratchError};
 pub use buffer::BatchBuf;
-pub use config::{ConfigError, ProducerConfig, SignatureVersion, SpoolSync, TimePrecision};
+pub use config::{
+    ConfigError, Front, FrontOption, OptionKind, OptionSpec, ProducerConfig, SignatureVersion,
+    SpoolSync, TimePrecision, Unit, FRONT_OPTIONS, OPTIONS,
+};
 pub use encode::{check_keys, LogEncoder, RecordError};
 pub use engine::process_id;
 pub use error::{ErrorKind, ProducerError};
@@ -77,6 +81,7 @@ pub use report::{
 pub use reporter::ReportCallback;
 pub use routing::{split_unix_seconds, SendOptions};
 pub use spool::SpoolError;
+pub use text::float_text;
 pub use transport::CredentialsProvider;
 pub use undelivered::{Failure, UndeliveredWarnings, Warning};
 

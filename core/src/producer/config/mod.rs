@@ -13,14 +13,14 @@ use crate::wire::limits::{MAX_KEY_BYTES, MAX_LOG_GROUP_BYTES};
 use crate::wire::names::{self, NameKind};
 
 mod options;
-pub mod spec;
+mod spec;
 
 pub use options::{ProducerConfig, FRONT_OPTIONS, OPTIONS};
 pub use spec::{Front, FrontOption, OptionKind, OptionSpec, Unit};
 
 /// Largest batch the producer builds: 4 MiB of logs leaves room for the topic, source and
 /// tags under the service's 5 MiB log group.
-pub const MAX_BATCH_BYTES: usize = MAX_LOG_GROUP_BYTES - 1024 * 1024;
+pub(crate) const MAX_BATCH_BYTES: usize = MAX_LOG_GROUP_BYTES - 1024 * 1024;
 
 /// Which signature the producer sends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -249,11 +249,11 @@ fn explain_parse_error(key: &str, text: String) -> String {
 }
 
 /// The environment variable read for the AccessKeyId when no credentials are given.
-pub const ENV_ACCESS_KEY_ID: &str = "ALIBABA_CLOUD_ACCESS_KEY_ID";
+pub(crate) const ENV_ACCESS_KEY_ID: &str = "ALIBABA_CLOUD_ACCESS_KEY_ID";
 /// The environment variable read for the AccessKeySecret.
-pub const ENV_ACCESS_KEY_SECRET: &str = "ALIBABA_CLOUD_ACCESS_KEY_SECRET";
+pub(crate) const ENV_ACCESS_KEY_SECRET: &str = "ALIBABA_CLOUD_ACCESS_KEY_SECRET";
 /// The environment variable read for an STS security token.
-pub const ENV_SECURITY_TOKEN: &str = "ALIBABA_CLOUD_SECURITY_TOKEN";
+pub(crate) const ENV_SECURITY_TOKEN: &str = "ALIBABA_CLOUD_SECURITY_TOKEN";
 
 /// Options whose values error messages never show.
 const SECRET_OPTIONS: [&str; 4] = [
