@@ -1,5 +1,5 @@
 //! The engine shared by every producer of the process: one tokio runtime ("loghose-io", two
-//! worker threads) that runs all sends, retries and linger timers, and HTTP clients shared
+//! worker threads) that runs all sends, retries and batch deadlines, and HTTP clients shared
 //! between producers with the same transport settings, so a process with ten thousand
 //! producers still has two I/O threads and one connection pool per setting.
 //!

@@ -9,7 +9,7 @@
 //! - `Closing`: adds are refused; open batches are sealed and delivery goes on.
 //! - `Aborted`: the close timeout passed; batches still being sent or waiting to retry stop and
 //!   are reported as failed (`ProducerClosed`).
-//! - `Closed`: nothing runs any more (the linger loop has ended); final.
+//! - `Closed`: nothing runs any more (the deadlines task has ended); final.
 //!
 //! The state is read on every add (one atomic load); tasks on the I/O runtime wait for a change
 //! through a watch channel. Transitions only move forward: [`Lifecycle::advance`] ignores a move

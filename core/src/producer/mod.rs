@@ -8,7 +8,7 @@
 //! 2. **batch** ([`accumulator`]): the record is encoded straight at the end of its
 //!    destination's open batch ([`encode`]) and its bytes reserved from the memory budget
 //!    ([`budget`]); a full budget fails the add at once or blocks it up to `max_block_ms`.
-//! 3. **seal**: on `batch_max_bytes`, `batch_max_count`, the linger deadline ([`linger`]),
+//! 3. **seal**: on `batch_max_bytes`, `batch_max_count`, the linger deadline ([`deadlines`]),
 //!    `flush` or `close`; the group's tail and `__pack_id__` are appended.
 //! 4. **compress, sign, send** ([`deliver`], on the shared I/O runtime, [`engine`]): at most
 //!    `send_concurrency` batches at a time, through the [`transport`].
@@ -39,12 +39,12 @@ mod binding;
 mod budget;
 mod buffer;
 mod config;
+mod deadlines;
 mod deliver;
 mod encode;
 mod engine;
 mod error;
 mod lifecycle;
-mod linger;
 pub(crate) mod meters;
 mod record_set;
 mod replay;
@@ -88,9 +88,9 @@ pub use undelivered::{Failure, UndeliveredWarnings, Warning};
 use crate::credentials::Chain;
 use accumulator::{Accumulator, AfterAdd, SealedBatch};
 use budget::Budget;
+use deadlines::{Deadline, Deadlines, DeadlinesOwner};
 use deliver::Delivery;
 use lifecycle::Lifecycle;
-use linger::{Deadline, Linger, LingerOwner};
 use reporter::Reporter;
 use routing::{Destination, Router};
 use spool::Spooling;
@@ -144,13 +144,13 @@ pub struct CloseReport {
     pub not_durable: u64,
 }
 
-/// The parts of a producer, shared with its linger task. Delivery holds what it needs of them
+/// The parts of a producer, shared with its deadlines task. Delivery holds what it needs of them
 /// itself; nothing below calls back up here.
 struct Inner {
     config: ProducerConfig,
     router: Router,
     accumulator: Accumulator,
-    linger: Linger,
+    deadlines: Deadlines,
     delivery: Arc<Delivery>,
     runtime: tokio::runtime::Handle,
     owner_pid: u32,
@@ -171,7 +171,7 @@ impl Inner {
     #[inline]
     fn after_add(&self, dest: &Option<Arc<Destination>>, after: AfterAdd) {
         if let Some((at, batch_id)) = after.deadline {
-            self.linger.arm(after.shard, dest, at, batch_id);
+            self.deadlines.arm(after.shard, dest, at, batch_id);
         }
         if !after.sealed.is_empty() {
             self.dispatch(after.sealed);
@@ -194,9 +194,9 @@ impl Inner {
     }
 }
 
-impl LingerOwner for Inner {
-    fn linger(&self) -> &Linger {
-        &self.linger
+impl DeadlinesOwner for Inner {
+    fn deadlines(&self) -> &Deadlines {
+        &self.deadlines
     }
 
     fn lifecycle(&self) -> &Lifecycle {
@@ -345,13 +345,13 @@ impl Producer {
             config,
             router,
             accumulator,
-            linger: Linger::default(),
+            deadlines: Deadlines::default(),
             delivery,
             runtime: runtime.clone(),
             owner_pid: engine::process_id(),
             replay: parking_lot::Mutex::new(None),
         });
-        runtime.spawn(linger::run(Arc::downgrade(&inner)));
+        runtime.spawn(deadlines::run(Arc::downgrade(&inner)));
         if inner.accumulator.spooling().is_on() {
             runtime.spawn(replay::watch_orphans(Arc::downgrade(&inner)));
         }

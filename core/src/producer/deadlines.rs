@@ -1,4 +1,5 @@
-//! Linger deadlines: one timer heap per producer serves every open batch.
+//! Batch deadlines: when each open batch's `linger_ms` ends. One timer heap per producer
+//! ([`Deadlines`]) serves every open batch.
 //!
 //! A batch's deadline is armed when its first record opens it (after the shard lock is
 //! released) and never moved; when it passes, the batch is sealed if it is still open (a batch
@@ -45,22 +46,22 @@ impl Ord for DestinationKey {
 
 /// The deadlines of a producer's open batches.
 #[derive(Default)]
-pub(crate) struct Linger {
+pub(crate) struct Deadlines {
     heap: Mutex<BinaryHeap<Reverse<Deadline>>>,
     earlier: tokio::sync::Notify,
 }
 
-/// What the linger task needs of its owner.
-pub(crate) trait LingerOwner: Send + Sync + 'static {
+/// What the deadlines task needs of its owner.
+pub(crate) trait DeadlinesOwner: Send + Sync + 'static {
     /// The deadlines.
-    fn linger(&self) -> &Linger;
+    fn deadlines(&self) -> &Deadlines;
     /// The owner's lifecycle (the task ends once it is aborted or closed).
     fn lifecycle(&self) -> &Lifecycle;
     /// Seals the batch of a passed deadline, if it is still open.
     fn expire(&self, due: Deadline);
 }
 
-impl Linger {
+impl Deadlines {
     /// Arms a deadline; wakes the task if it is now the earliest.
     pub(crate) fn arm(
         &self,
@@ -97,12 +98,12 @@ impl Linger {
     }
 }
 
-/// The linger task: seals batches as their deadlines pass, until the owner is gone or aborted.
-pub(crate) async fn run<T: LingerOwner>(owner: Weak<T>) {
+/// The deadlines task: seals batches as their deadlines pass, until the owner is gone or aborted.
+pub(crate) async fn run<T: DeadlinesOwner>(owner: Weak<T>) {
     loop {
         let Some(owner) = owner.upgrade() else { return };
         let now = Instant::now();
-        let (due, next) = owner.linger().due(now);
+        let (due, next) = owner.deadlines().due(now);
         for d in due {
             owner.expire(d);
         }
@@ -111,7 +112,7 @@ pub(crate) async fn run<T: LingerOwner>(owner: Weak<T>) {
         ));
         tokio::select! {
             _ = sleep => {}
-            _ = owner.linger().earlier.notified() => {}
+            _ = owner.deadlines().earlier.notified() => {}
             _ = owner.lifecycle().reached(State::Aborted) => return,
         }
     }
