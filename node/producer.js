@@ -40,7 +40,15 @@ class UndeliveredWarnings {
   }
 
   note(report, records, atOnce = false) {
-    const text = this.policy.note(report.batchId, report.project, report.logstore, report.code || 'Failed', report.message || '', Boolean(report.kept), records)
+    const batch = {
+      batchId: report.batchId,
+      project: report.project,
+      logstore: report.logstore,
+      code: report.code || 'Failed',
+      message: report.message || '',
+      kept: Boolean(report.kept),
+    }
+    const text = this.policy.note(batch, records)
     if (text !== null && text !== undefined) UndeliveredWarnings.warn(text, atOnce)
   }
 

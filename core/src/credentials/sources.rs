@@ -349,11 +349,13 @@ fn cli_profile(
                 None,
                 &wheres,
             )?,
-            field("ram_role_arn"),
-            field("ram_session_name"),
-            profile.get("expired_seconds").and_then(|v| v.as_u64()),
-            field("policy"),
-            field("external_id"),
+            RoleFields {
+                role_arn: field("ram_role_arn"),
+                session: field("ram_session_name"),
+                duration_secs: profile.get("expired_seconds").and_then(|v| v.as_u64()),
+                policy: field("policy"),
+                external_id: field("external_id"),
+            },
             ctx,
             &wheres,
         ),
@@ -406,17 +408,23 @@ fn oidc_leaf(
     }))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn ram_leaf(
-    key: Leaf,
-    role_arn: Option<&str>,
-    session: Option<&str>,
+/// A RAM role's fields as a profile gives them (absent or empty: not given).
+struct RoleFields<'a> {
+    role_arn: Option<&'a str>,
+    session: Option<&'a str>,
     duration_secs: Option<u64>,
-    policy: Option<&str>,
-    external_id: Option<&str>,
-    ctx: &Context,
-    wheres: &str,
-) -> Result<Leaf, String> {
+    policy: Option<&'a str>,
+    external_id: Option<&'a str>,
+}
+
+fn ram_leaf(key: Leaf, role: RoleFields<'_>, ctx: &Context, wheres: &str) -> Result<Leaf, String> {
+    let RoleFields {
+        role_arn,
+        session,
+        duration_secs,
+        policy,
+        external_id,
+    } = role;
     let Leaf::Static(key) = key else {
         return Err(format!("{wheres} has no access key"));
     };
@@ -470,11 +478,13 @@ fn profile_file(path: &std::path::Path, section: &str, ctx: &Context) -> Result<
                 None,
                 &wheres,
             )?,
-            field("role_arn"),
-            field("role_session_name"),
-            None,
-            field("policy"),
-            None,
+            RoleFields {
+                role_arn: field("role_arn"),
+                session: field("role_session_name"),
+                duration_secs: None,
+                policy: field("policy"),
+                external_id: None,
+            },
             ctx,
             &wheres,
         ),

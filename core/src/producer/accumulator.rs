@@ -44,8 +44,8 @@ use super::error::ProducerError;
 use super::lifecycle::Lifecycle;
 use super::report::{Completion, DeliveryReport};
 use super::routing::Destination;
-use super::spool::SpoolMark;
 use super::spool::Spooling;
+use super::spool::{BatchPlace, SpoolMark};
 use super::Track;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::proto::put_len_field;
@@ -274,10 +274,12 @@ impl Accumulator {
         from: usize,
     ) -> Result<(), ProducerError> {
         self.spool.record_written(
-            shard,
-            batch.id,
-            &batch.dest,
-            &self.tags,
+            BatchPlace {
+                shard,
+                batch: batch.id,
+                dest: &batch.dest,
+                tags: &self.tags,
+            },
             &batch.buf,
             from,
             &mut batch.spooled,
@@ -608,11 +610,27 @@ impl Accumulator {
         let mut buf = BatchBuf::with_capacity(total + 1024);
         let mut spooled = SpoolMark::default();
         // The copy names its original, in case the replay is cut before the ledger does.
-        self.spool
-            .copy_opened(shard, id, &dest, &recovered.tags, &copy_of, &mut spooled)?;
+        self.spool.copy_opened(
+            BatchPlace {
+                shard,
+                batch: id,
+                dest: &dest,
+                tags: &recovered.tags,
+            },
+            &copy_of,
+            &mut spooled,
+        )?;
         for record in &recovered.records {
-            self.spool
-                .copy_record(shard, id, &dest, &recovered.tags, record, &mut spooled)?;
+            self.spool.copy_record(
+                BatchPlace {
+                    shard,
+                    batch: id,
+                    dest: &dest,
+                    tags: &recovered.tags,
+                },
+                record,
+                &mut spooled,
+            )?;
             buf.extend_from_slice(record);
         }
         let pack_id = recovered

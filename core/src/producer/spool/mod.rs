@@ -86,7 +86,7 @@ mod store_tests;
 pub(crate) use format::Compressed;
 pub(crate) use recovery::Recovered;
 pub use store::SpoolError;
-pub(crate) use store::{Replay, Requeue, SpoolMark};
+pub(crate) use store::{BatchPlace, Replay, Requeue, SpoolMark};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -190,49 +190,39 @@ impl Spooling {
     /// The record at `buf[from..]` was written into its batch: indexed in its batch file, or
     /// appended to the shard's segment.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_written(
         &self,
-        shard: usize,
-        batch: u64,
-        dest: &Destination,
-        tags: &[u8],
+        place: BatchPlace<'_>,
         buf: &BatchBuf,
         from: usize,
         mark: &mut SpoolMark,
     ) -> Result<(), ProducerError> {
         match &self.0 {
             None => Ok(()),
-            Some(spool) => record_in(spool, shard, batch, dest, tags, buf, from, mark),
+            Some(spool) => record_in(spool, place, buf, from, mark),
         }
     }
 
     /// A replay's copy of an earlier producer's batch opens, naming its original.
     pub(crate) fn copy_opened(
         &self,
-        shard: usize,
-        batch: u64,
-        dest: &Destination,
-        tags: &[u8],
+        place: BatchPlace<'_>,
         original: &CopyOrigin,
         mark: &mut SpoolMark,
     ) -> Result<(), ProducerError> {
         let Some(spool) = &self.0 else { return Ok(()) };
-        Ok(spool.open_copy(shard, batch, dest, tags, original, mark)?)
+        Ok(spool.open_copy(place, original, mark)?)
     }
 
     /// One record of a replay's copy.
     pub(crate) fn copy_record(
         &self,
-        shard: usize,
-        batch: u64,
-        dest: &Destination,
-        tags: &[u8],
+        place: BatchPlace<'_>,
         record: &[u8],
         mark: &mut SpoolMark,
     ) -> Result<(), ProducerError> {
         let Some(spool) = &self.0 else { return Ok(()) };
-        Ok(spool.record(shard, batch, dest, tags, record, mark)?)
+        Ok(spool.record(place, record, mark)?)
     }
 
     /// A batch sealed under `pack_id` (it may be sent from now on).
@@ -407,13 +397,9 @@ impl Spooling {
 }
 
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 fn record_in(
     spool: &Spool,
-    shard: usize,
-    batch: u64,
-    dest: &Destination,
-    tags: &[u8],
+    place: BatchPlace<'_>,
     buf: &BatchBuf,
     from: usize,
     mark: &mut SpoolMark,
@@ -421,5 +407,5 @@ fn record_in(
     if mark.in_file() {
         return Ok(spool.index_record(mark, buf, from)?);
     }
-    Ok(spool.record(shard, batch, dest, tags, &buf[from..], mark)?)
+    Ok(spool.record(place, &buf[from..], mark)?)
 }

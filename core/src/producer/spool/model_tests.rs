@@ -154,10 +154,12 @@ fn run(ops: &[Op], tear: &Tear) -> Result<(), TestCaseError> {
                     let bytes = record_bytes(batch, b.records.len(), len);
                     spool
                         .record(
-                            (slot % 2) as usize,
-                            batch,
-                            &dest(slot),
-                            b"tags",
+                            BatchPlace {
+                                shard: (slot % 2) as usize,
+                                batch,
+                                dest: &dest(slot),
+                                tags: b"tags",
+                            },
                             &bytes,
                             &mut b.mark,
                         )
@@ -395,7 +397,16 @@ fn chain(lives: &[Life]) -> Result<(), TestCaseError> {
             let id = logical(&r.records[0]);
             let mut mark = SpoolMark::default();
             spool
-                .open_copy(shard, batch, &r.dest, &r.tags, &r.copy_origin(), &mut mark)
+                .open_copy(
+                    BatchPlace {
+                        shard,
+                        batch,
+                        dest: &r.dest,
+                        tags: &r.tags,
+                    },
+                    &r.copy_origin(),
+                    &mut mark,
+                )
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let whole = r.records.len();
             let copied = if cut == Some(i) && matches!(life.kill, Kill::MidCopy) {
@@ -405,7 +416,16 @@ fn chain(lives: &[Life]) -> Result<(), TestCaseError> {
             };
             for record in &r.records[..copied] {
                 spool
-                    .record(shard, batch, &r.dest, &r.tags, record, &mut mark)
+                    .record(
+                        BatchPlace {
+                            shard,
+                            batch,
+                            dest: &r.dest,
+                            tags: &r.tags,
+                        },
+                        record,
+                        &mut mark,
+                    )
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
             }
             if cut == Some(i) && !matches!(life.kill, Kill::BeforeDone) {
@@ -440,7 +460,16 @@ fn chain(lives: &[Life]) -> Result<(), TestCaseError> {
                 for index in 0..records {
                     let bytes = record_bytes(id, index, len);
                     spool
-                        .record(shard, batch, &dest(id % 8), b"tags", &bytes, &mut mark)
+                        .record(
+                            BatchPlace {
+                                shard,
+                                batch,
+                                dest: &dest(id % 8),
+                                tags: b"tags",
+                            },
+                            &bytes,
+                            &mut mark,
+                        )
                         .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     written.push(bytes);
                 }

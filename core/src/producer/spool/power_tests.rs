@@ -209,10 +209,12 @@ fn power_cut(ops: &[Op], seed: u64, sync: SpoolSync) -> Result<(), TestCaseError
                 // would be an error the caller sees: none is expected here.
                 spool
                     .record(
-                        (slot % 2) as usize,
-                        id,
-                        &dest(slot),
-                        b"tags",
+                        BatchPlace {
+                            shard: (slot % 2) as usize,
+                            batch: id,
+                            dest: &dest(slot),
+                            tags: b"tags",
+                        },
                         &bytes,
                         &mut b.mark,
                     )

@@ -16,9 +16,10 @@ use super::format::{
     align8, body_head, encode_open, Compressed, CopyOrigin, Kind, ENTRY_HEADER, ENTRY_MAGIC,
     FREE_MAGIC, SEGMENT_HEADER, SEGMENT_MAGIC,
 };
-use super::store::{allocate, io, is_disk_full, private_file, Spool, SpoolError, SpoolMark, State};
+use super::store::{
+    allocate, io, is_disk_full, private_file, BatchPlace, Spool, SpoolError, SpoolMark, State,
+};
 use crate::producer::config::SpoolSync;
-use crate::producer::routing::Destination;
 
 /// How many times a batch whose sync failed is written again on a fresh segment before it is
 /// sent as not durable.
@@ -328,17 +329,20 @@ impl Spool {
         }
     }
 
-    /// Writes a record of batch `batch` (its `Open` first, if not yet written, with `tags`:
+    /// Writes a record of the batch at `place` (its `Open` first, if not yet written, with
     /// the group tags the batch will carry). An error only when a segment cannot be made.
     pub(crate) fn record(
         &self,
-        shard: usize,
-        batch: u64,
-        dest: &Destination,
-        tags: &[u8],
+        place: BatchPlace<'_>,
         log: &[u8],
         mark: &mut SpoolMark,
     ) -> Result<(), SpoolError> {
+        let BatchPlace {
+            shard,
+            batch,
+            dest,
+            tags,
+        } = place;
         if !mark.opened {
             let open = encode_open(dest, tags, None);
             self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
@@ -354,13 +358,16 @@ impl Spool {
     /// Opens a replay's copy of a batch (before its records), naming where it came from.
     pub(crate) fn open_copy(
         &self,
-        shard: usize,
-        batch: u64,
-        dest: &Destination,
-        tags: &[u8],
+        place: BatchPlace<'_>,
         copy_of: &CopyOrigin,
         mark: &mut SpoolMark,
     ) -> Result<(), SpoolError> {
+        let BatchPlace {
+            shard,
+            batch,
+            dest,
+            tags,
+        } = place;
         let open = encode_open(dest, tags, Some(copy_of));
         self.append(shard, Kind::Open, self.run, batch, &[&open], Some(mark))
             .map_err(io(&self.dir, "cannot make a segment"))?;

@@ -17,6 +17,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use crate::producer::config::SpoolSync;
+use crate::producer::routing::Destination;
 
 use super::batch_file::BatchFile;
 use super::disk::{self, DirChanges};
@@ -105,6 +106,16 @@ impl SpoolMark {
     pub(crate) fn in_file(&self) -> bool {
         self.file.is_some()
     }
+}
+
+/// Where a batch's entries go in the spool: its shard's segment, its number, and the
+/// destination and group tags its `Open` entry names.
+#[derive(Clone, Copy)]
+pub(crate) struct BatchPlace<'a> {
+    pub(crate) shard: usize,
+    pub(crate) batch: u64,
+    pub(crate) dest: &'a Destination,
+    pub(crate) tags: &'a [u8],
 }
 
 /// The spool of one producer.

@@ -230,27 +230,40 @@ fn what_was_not_done_is_recovered_in_order_with_its_pack_id() {
         for i in 0..100u32 {
             spool
                 .record(
-                    0,
-                    1,
-                    &dest("aaa"),
-                    b"tags",
+                    BatchPlace {
+                        shard: 0,
+                        batch: 1,
+                        dest: &dest("aaa"),
+                        tags: b"tags",
+                    },
                     format!("a{i}").as_bytes(),
                     &mut a,
                 )
                 .unwrap();
             spool
                 .record(
-                    1,
-                    2,
-                    &dest("bbb"),
-                    b"tags",
+                    BatchPlace {
+                        shard: 1,
+                        batch: 2,
+                        dest: &dest("bbb"),
+                        tags: b"tags",
+                    },
                     format!("b{i}").as_bytes(),
                     &mut b,
                 )
                 .unwrap();
         }
         spool
-            .record(0, 3, &dest("ccc"), b"tags", b"c0", &mut c)
+            .record(
+                BatchPlace {
+                    shard: 0,
+                    batch: 3,
+                    dest: &dest("ccc"),
+                    tags: b"tags",
+                },
+                b"c0",
+                &mut c,
+            )
             .unwrap();
         spool.sealed(0, 1, "PACK-1", &mut a);
         spool.done(0, 3, &mut c);
@@ -307,16 +320,43 @@ fn old_files_deleted_in_part_never_bring_back_a_batch_that_was_done() {
         // Batch 1's Done entry lands in the last one, after batch 2's records (not done).
         let record = vec![b'x'; 1000];
         spool
-            .record(0, 3, &dest("aaa"), b"tags", &record, &mut first)
+            .record(
+                BatchPlace {
+                    shard: 0,
+                    batch: 3,
+                    dest: &dest("aaa"),
+                    tags: b"tags",
+                },
+                &record,
+                &mut first,
+            )
             .unwrap();
         for _ in 0..600 {
             spool
-                .record(0, 1, &dest("aaa"), b"tags", &record, &mut done)
+                .record(
+                    BatchPlace {
+                        shard: 0,
+                        batch: 1,
+                        dest: &dest("aaa"),
+                        tags: b"tags",
+                    },
+                    &record,
+                    &mut done,
+                )
                 .unwrap();
         }
         for _ in 0..100 {
             spool
-                .record(0, 2, &dest("aaa"), b"tags", &record, &mut open_batch)
+                .record(
+                    BatchPlace {
+                        shard: 0,
+                        batch: 2,
+                        dest: &dest("aaa"),
+                        tags: b"tags",
+                    },
+                    &record,
+                    &mut open_batch,
+                )
                 .unwrap();
         }
         spool.done(0, 1, &mut done);
@@ -363,7 +403,16 @@ fn batches_the_replay_ledger_names_are_not_recovered_again() {
         for batch in 1..=3u64 {
             let mut mark = SpoolMark::default();
             spool
-                .record(0, batch, &dest("aaa"), b"tags", b"r", &mut mark)
+                .record(
+                    BatchPlace {
+                        shard: 0,
+                        batch,
+                        dest: &dest("aaa"),
+                        tags: b"tags",
+                    },
+                    b"r",
+                    &mut mark,
+                )
                 .unwrap();
         }
         // Dropped without closing: what a kill leaves.
@@ -407,7 +456,16 @@ fn a_replay_cut_before_its_ledger_entry_sends_the_original_once_and_not_its_copy
             let mut mark = SpoolMark::default();
             for r in [b"r1", b"r2"] {
                 spool
-                    .record(0, batch, &dest("aaa"), b"tags", r, &mut mark)
+                    .record(
+                        BatchPlace {
+                            shard: 0,
+                            batch,
+                            dest: &dest("aaa"),
+                            tags: b"tags",
+                        },
+                        r,
+                        &mut mark,
+                    )
                     .unwrap();
             }
         }
@@ -421,11 +479,29 @@ fn a_replay_cut_before_its_ledger_entry_sends_the_original_once_and_not_its_copy
         let copy = |r: &Recovered, batch: u64, records: usize| {
             let mut mark = SpoolMark::default();
             spool
-                .open_copy(0, batch, &r.dest, &r.tags, &r.copy_origin(), &mut mark)
+                .open_copy(
+                    BatchPlace {
+                        shard: 0,
+                        batch,
+                        dest: &r.dest,
+                        tags: &r.tags,
+                    },
+                    &r.copy_origin(),
+                    &mut mark,
+                )
                 .unwrap();
             for record in &r.records[..records] {
                 spool
-                    .record(0, batch, &r.dest, &r.tags, record, &mut mark)
+                    .record(
+                        BatchPlace {
+                            shard: 0,
+                            batch,
+                            dest: &r.dest,
+                            tags: &r.tags,
+                        },
+                        record,
+                        &mut mark,
+                    )
                     .unwrap();
             }
         };
@@ -475,11 +551,29 @@ fn a_copy_superseded_by_a_later_replays_copy_is_never_sent() {
     let copy = |spool: &Spool, r: &Recovered, batch: u64| {
         let mut mark = SpoolMark::default();
         spool
-            .open_copy(0, batch, &r.dest, &r.tags, &r.copy_origin(), &mut mark)
+            .open_copy(
+                BatchPlace {
+                    shard: 0,
+                    batch,
+                    dest: &r.dest,
+                    tags: &r.tags,
+                },
+                &r.copy_origin(),
+                &mut mark,
+            )
             .unwrap();
         for record in &r.records {
             spool
-                .record(0, batch, &r.dest, &r.tags, record, &mut mark)
+                .record(
+                    BatchPlace {
+                        shard: 0,
+                        batch,
+                        dest: &r.dest,
+                        tags: &r.tags,
+                    },
+                    record,
+                    &mut mark,
+                )
                 .unwrap();
         }
         mark
@@ -493,7 +587,16 @@ fn a_copy_superseded_by_a_later_replays_copy_is_never_sent() {
             let mut mark = SpoolMark::default();
             for r in [b"r1", b"r2"] {
                 spool
-                    .record(0, 1, &dest("aaa"), b"tags", r, &mut mark)
+                    .record(
+                        BatchPlace {
+                            shard: 0,
+                            batch: 1,
+                            dest: &dest("aaa"),
+                            tags: b"tags",
+                        },
+                        r,
+                        &mut mark,
+                    )
                     .unwrap();
             }
         }
@@ -562,10 +665,12 @@ fn a_torn_or_flipped_entry_is_skipped_counted_and_the_rest_recovered() {
         for i in 0..10u32 {
             spool
                 .record(
-                    0,
-                    7,
-                    &dest("aaa"),
-                    b"tags",
+                    BatchPlace {
+                        shard: 0,
+                        batch: 7,
+                        dest: &dest("aaa"),
+                        tags: b"tags",
+                    },
                     format!("record-{i}").as_bytes(),
                     &mut m,
                 )
@@ -607,7 +712,16 @@ fn producers_share_a_directory_in_slots_and_recover_every_unheld_one() {
     let write = |spool: &Spool, logstore: &str| {
         let mut mark = SpoolMark::default();
         spool
-            .record(0, 1, &dest(logstore), b"tags", b"r", &mut mark)
+            .record(
+                BatchPlace {
+                    shard: 0,
+                    batch: 1,
+                    dest: &dest(logstore),
+                    tags: b"tags",
+                },
+                b"r",
+                &mut mark,
+            )
             .unwrap();
     };
     let (a, _, _) = open(&d, 1 << 20);
@@ -672,7 +786,16 @@ fn a_full_spool_refuses_until_done_batches_free_their_segments() {
         let mut m = SpoolMark::default();
         for _ in 0..10 {
             spool
-                .record(0, batch, &dest("aaa"), b"tags", &record, &mut m)
+                .record(
+                    BatchPlace {
+                        shard: 0,
+                        batch,
+                        dest: &dest("aaa"),
+                        tags: b"tags",
+                    },
+                    &record,
+                    &mut m,
+                )
                 .unwrap();
         }
         spool.sealed(0, batch, "P", &mut m);
@@ -718,14 +841,32 @@ fn a_reused_segment_never_brings_back_what_it_held_before() {
         for batch in 0..400u64 {
             let mut m = SpoolMark::default();
             spool
-                .record(0, batch, &dest("old"), b"t", &big, &mut m)
+                .record(
+                    BatchPlace {
+                        shard: 0,
+                        batch,
+                        dest: &dest("old"),
+                        tags: b"t",
+                    },
+                    &big,
+                    &mut m,
+                )
                 .unwrap();
             spool.sealed(0, batch, "OLD", &mut m);
             spool.done(0, batch, &mut m);
         }
         let mut m = SpoolMark::default();
         spool
-            .record(0, 9999, &dest("new"), b"t", b"fresh", &mut m)
+            .record(
+                BatchPlace {
+                    shard: 0,
+                    batch: 9999,
+                    dest: &dest("new"),
+                    tags: b"t",
+                },
+                b"fresh",
+                &mut m,
+            )
             .unwrap();
         // Killed here.
     }
