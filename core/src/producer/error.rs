@@ -46,7 +46,7 @@ pub enum ProducerError {
     /// The spool directory cannot be used (every slot held by other producers, or a file
     /// error).
     #[error(transparent)]
-    Spool(#[from] super::spool::SpoolError),
+    Spool(#[from] super::spool::files::SpoolError),
     /// The producer is closed; the record was not accepted.
     #[error("the producer is closed")]
     Closed,
@@ -110,7 +110,9 @@ impl ProducerError {
     /// The class of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            ProducerError::Spool(super::spool::SpoolError::Locked { .. }) => ErrorKind::SpoolLocked,
+            ProducerError::Spool(super::spool::files::SpoolError::Locked { .. }) => {
+                ErrorKind::SpoolLocked
+            }
             ProducerError::Config(_)
             | ProducerError::CaFile { .. }
             | ProducerError::Tls(_)
@@ -169,7 +171,7 @@ mod tests {
             (ProducerError::Engine("x".into()), ErrorKind::Engine),
             (ProducerError::Inherited, ErrorKind::Engine),
             (
-                ProducerError::Spool(super::super::spool::SpoolError::Locked {
+                ProducerError::Spool(super::super::spool::files::SpoolError::Locked {
                     dir: "/s".into(),
                     slots: 1,
                     pid: "7".into(),
@@ -177,7 +179,7 @@ mod tests {
                 ErrorKind::SpoolLocked,
             ),
             (
-                ProducerError::Spool(super::super::spool::SpoolError::Io {
+                ProducerError::Spool(super::super::spool::files::SpoolError::Io {
                     dir: "/s".into(),
                     what: "cannot list it",
                     source: std::io::Error::other("x"),

@@ -129,12 +129,12 @@ pub(crate) struct Idle {
 impl Idle {
     /// Makes a new file at `path`, its blocks allocated.
     pub(crate) fn create(path: PathBuf, shape: Shape) -> std::io::Result<Idle> {
-        let file = super::store::private_file()
+        let file = super::files::private_file()
             .read(true)
             .write(true)
             .create_new(true)
             .open(&path)?;
-        if let Err(e) = super::store::allocate(&file, shape.file_bytes()) {
+        if let Err(e) = super::files::allocate(&file, shape.file_bytes()) {
             let _ = std::fs::remove_file(&path);
             return Err(e);
         }

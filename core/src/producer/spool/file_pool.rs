@@ -14,8 +14,9 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::batch_file::{self, BatchFile, Idle, Shape};
+use super::files::{is_disk_full, SpoolError};
 use super::format::{encode_open, Compressed};
-use super::store::{is_disk_full, Spool, SpoolError, SpoolMark};
+use super::store::{Spool, SpoolMark};
 use crate::producer::buffer::BatchBuf;
 use crate::producer::config::SpoolSync;
 use crate::producer::routing::Destination;

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::store::{io, SpoolError};
+use super::files::{io, SpoolError};
 
 /// How often a live producer looks for slots that died (or closed with batches left) under
 /// its `spool_dir`: a few system calls per slot, so a sibling's records wait at most this long

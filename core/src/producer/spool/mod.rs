@@ -66,6 +66,7 @@ mod batch_file;
 mod disk;
 mod faults;
 mod file_pool;
+pub(in crate::producer) mod files;
 mod format;
 mod lock;
 mod prepare;
@@ -83,9 +84,9 @@ mod power_tests;
 #[cfg(test)]
 mod store_tests;
 
+pub use files::SpoolError;
 pub(crate) use format::Compressed;
 pub(crate) use recovery::Recovered;
-pub use store::SpoolError;
 pub(crate) use store::{BatchPlace, Replay, Requeue, SpoolMark};
 
 use std::sync::Arc;

@@ -219,7 +219,7 @@ fn run(ops: &[Op], tear: &Tear) -> Result<(), TestCaseError> {
     let mut seen = std::collections::HashSet::new();
     let mut last_per_shard: BTreeMap<usize, u64> = BTreeMap::new();
     for r in &mut recovered {
-        r.decode(&spool);
+        r.decode(&spool.corrupt_entries);
         let batch = r.origin.1;
         prop_assert!(seen.insert(batch), "batch {batch} recovered twice");
         let Some(b) = model.get(&batch) else {
@@ -352,7 +352,7 @@ fn chain(lives: &[Life]) -> Result<(), TestCaseError> {
         // What came back is what is owed: each once, whole, with its pack id.
         let mut back = std::collections::HashSet::new();
         for r in &mut recovered {
-            r.decode(&spool);
+            r.decode(&spool.corrupt_entries);
             let got: Vec<Vec<u8>> = r.records.iter().map(|x| x.to_vec()).collect();
             let id = got.first().map_or(u64::MAX, |x| logical(x));
             prop_assert!(
@@ -542,7 +542,7 @@ proptest! {
         }
         let (spool, mut recovered) = open_slot(&d);
         for r in &mut recovered {
-            r.decode(&spool);
+            r.decode(&spool.corrupt_entries);
         }
         drop(spool);
         let _ = std::fs::remove_dir_all(&d);

@@ -340,7 +340,7 @@ fn power_cut(ops: &[Op], seed: u64, sync: SpoolSync) -> Result<(), TestCaseError
     }
     let mut seen = std::collections::HashSet::new();
     for r in &mut recovered {
-        r.decode(&spool);
+        r.decode(&spool.corrupt_entries);
         let id = r.origin.1;
         prop_assert!(seen.insert(id), "batch {id} recovered twice");
         let Some(b) = batches.get(&id) else {

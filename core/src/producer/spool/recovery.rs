@@ -7,16 +7,18 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::batch_file;
+use super::files::{io, SpoolError};
 use super::format::{
     align8, body_pack_id, check_entry, decode_body, decode_open, next_entry, CopyOrigin, EntryAt,
     Kind, Opening, RecordRef, ENTRY_HEADER, FREE_MAGIC, SEGMENT_HEADER, SEGMENT_MAGIC,
 };
+use super::lock::DirLock;
 use super::replay_ledger;
-use super::store::{io, Leftover, Spool, SpoolError};
+use super::replay_ledger::LedgerWriter;
 use crate::producer::routing::Destination;
 
 /// What a scan of the directory found.
@@ -343,16 +345,42 @@ impl Recovered {
     }
 
     /// Decodes its compressed body, if it has one, into its records (a body that does not
-    /// decode is counted as corrupt, and the records a batch file still held, if any, used).
-    pub(crate) fn decode(&mut self, spool: &Spool) {
+    /// decode is counted in `corrupt_entries`, and the records a batch file still held, if any, used).
+    pub(crate) fn decode(&mut self, corrupt_entries: &AtomicU64) {
         let Some(body) = self.body.take() else {
             return;
         };
         match decode_body(&body) {
             Some(records) => self.records = records,
             None => {
-                spool.corrupt_entries.fetch_add(1, Ordering::Relaxed);
+                corrupt_entries.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+}
+
+/// What one directory (this producer's slot, or an orphan) held: the batches to send again,
+/// the files they came from (for `Spool::remove_old` once they are spooled again), and
+/// its replay ledger.
+pub(crate) struct Leftover {
+    pub(super) dir: PathBuf,
+    /// An orphan's lock, held until its batches are spooled anew and its files deleted.
+    pub(super) _lock: Option<DirLock>,
+    pub(crate) recovered: Vec<Recovered>,
+    pub(crate) old_files: Vec<PathBuf>,
+    /// Its replay ledger, opened at the first batch sent again.
+    pub(super) ledger: LedgerWriter,
+}
+
+impl Leftover {
+    /// What the scan of an orphan found, held by its lock until its files are gone.
+    pub(super) fn orphan(dir: PathBuf, lock: DirLock, scan: Scan) -> Leftover {
+        Leftover {
+            dir,
+            _lock: Some(lock),
+            recovered: scan.recovered,
+            old_files: scan.files,
+            ledger: LedgerWriter::default(),
         }
     }
 }

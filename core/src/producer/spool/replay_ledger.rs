@@ -125,7 +125,7 @@ impl LedgerWriter {
             Some(file) => file,
             empty => {
                 let existed = path.exists();
-                let file = super::store::private_file().append(true).open(&path)?;
+                let file = super::files::private_file().append(true).open(&path)?;
                 if durable && !existed {
                     // Its name made durable before anything relies on its entries.
                     super::disk::sync_dir(dir)?;
@@ -169,9 +169,9 @@ impl LedgerWriter {
                 let this_boot = std::fs::read(&path)
                     .is_ok_and(|b| b.len() >= BOOT_HEADER && b[..BOOT_HEADER] == header);
                 let file = if this_boot {
-                    super::store::private_file().append(true).open(&path)?
+                    super::files::private_file().append(true).open(&path)?
                 } else {
-                    let mut file = super::store::private_file()
+                    let mut file = super::files::private_file()
                         .write(true)
                         .truncate(true)
                         .open(&path)?;

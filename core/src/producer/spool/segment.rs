@@ -4,6 +4,7 @@
 //! Runs on the adding threads (records) and the I/O threads (seals, bodies, dones); each
 //! shard's writer is behind the spool's lock.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -12,18 +13,34 @@ use std::sync::Arc;
 use memmap2::MmapMut;
 
 use super::disk;
+use super::files::{allocate, io, is_disk_full, private_file, SpoolError};
 use super::format::{
     align8, body_head, encode_open, Compressed, CopyOrigin, Kind, ENTRY_HEADER, ENTRY_MAGIC,
     FREE_MAGIC, SEGMENT_HEADER, SEGMENT_MAGIC,
 };
-use super::store::{
-    allocate, io, is_disk_full, private_file, BatchPlace, Spool, SpoolError, SpoolMark, State,
-};
+use super::store::{BatchPlace, Spool, SpoolMark};
 use crate::producer::config::SpoolSync;
 
 /// How many times a batch whose sync failed is written again on a fresh segment before it is
 /// sent as not durable.
 const RESPOOL_ATTEMPTS: usize = 2;
+
+/// The segments' state, behind the spool's lock: every segment by sequence, each shard's chain,
+/// the free ones kept for reuse.
+pub(super) struct State {
+    pub(super) segments: BTreeMap<u64, Segment>,
+    /// Per shard, its segments in order.
+    pub(super) chains: Vec<VecDeque<u64>>,
+    /// Settled segments kept for reuse (see `Spool::keeps`). Not cleared: a scan of the
+    /// next use ends at the first entry of an earlier use (its segment sequence differs).
+    pub(super) free: Vec<Free>,
+    /// Bytes of `free` files (on disk, not in `used`).
+    pub(super) spare_bytes: usize,
+    /// The most segments in use at once so far.
+    pub(super) peak: usize,
+    /// The spool closed: spares still being cleared are deleted instead of kept.
+    pub(super) closed: bool,
+}
 
 /// Files holding marks of settled batches (a batch file's free mark, a segment's `Done`
 /// entries) written since the last sync: made durable with the next one, so that a power loss

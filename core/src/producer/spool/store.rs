@@ -2,13 +2,13 @@
 //! sync threads — and what it does at each point of a batch's life (see the module's face,
 //! `spool`, for the layout, recovery and durability it keeps). The parts live beside it:
 //! `segment` (entries), `file_pool` (batch files), `prepare` (files made ahead), `recovery`
-//! (scans), `faults` (failed syncs), `disk` (the durability seam).
+//! (scans), `faults` (failed syncs), `disk` (the durability seam), `files` (the error and how
+//! files are made).
 //!
 //! Runs on whichever thread calls: adding threads, the I/O runtime, the timer and preparer
 //! threads, the opening thread; its state is behind short locks.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -23,40 +23,12 @@ use super::batch_file::BatchFile;
 use super::disk::{self, DirChanges};
 use super::faults::Faults;
 use super::file_pool::{Committing, FilePool, COMMIT_GATHER, COMMIT_GROUP};
+use super::files::SpoolError;
 use super::lock::{self, DirLock, Held};
 use super::prepare::{PrepSignal, Preparer};
-use super::recovery::{drop_copies_of_what_is_still_there, scan_dir, Recovered, Scan};
+use super::recovery::{drop_copies_of_what_is_still_there, scan_dir, Leftover, Recovered};
 use super::replay_ledger::LedgerWriter;
-use super::segment::{Free, PendingMarks, Segment, Writer};
-
-/// Why the spool could not be opened or written.
-#[derive(Debug, thiserror::Error)]
-pub enum SpoolError {
-    /// Other live producers hold every slot of the directory (`spool_slots`).
-    #[error(
-        "spool_dir {dir} is in use: all {slots} of its slots are held by other producers \
-         (the last by process {pid}); raise `spool_slots` or give this producer another directory"
-    )]
-    Locked {
-        /// The directory.
-        dir: PathBuf,
-        /// How many slots it has (`spool_slots`).
-        slots: u32,
-        /// The last slot's holder's pid, as its lock file says.
-        pid: String,
-    },
-    /// A file operation failed.
-    #[error("spool_dir {dir}: {what}: {source}")]
-    Io {
-        /// The directory.
-        dir: PathBuf,
-        /// What was being done.
-        what: &'static str,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
+use super::segment::{PendingMarks, State, Writer};
 
 /// The segment size for a spool of `max_bytes` written by `shards` writers: so that every
 /// shard's open segment together take at most a quarter of it; 64 to 256 KiB. Small
@@ -66,21 +38,6 @@ pub enum SpoolError {
 /// records of other destinations).
 pub(super) fn segment_bytes_for(max_bytes: usize, shards: usize) -> usize {
     (max_bytes / (4 * shards.max(1))).clamp(64 << 10, 256 << 10) & !4095
-}
-
-pub(super) struct State {
-    pub(super) segments: BTreeMap<u64, Segment>,
-    /// Per shard, its segments in order.
-    pub(super) chains: Vec<VecDeque<u64>>,
-    /// Settled segments kept for reuse (see [`Spool::keeps`]). Not cleared: a scan of the
-    /// next use ends at the first entry of an earlier use (its segment sequence differs).
-    pub(super) free: Vec<Free>,
-    /// Bytes of `free` files (on disk, not in `used`).
-    pub(super) spare_bytes: usize,
-    /// The most segments in use at once so far.
-    pub(super) peak: usize,
-    /// The spool closed: spares still being cleared are deleted instead of kept.
-    pub(super) closed: bool,
 }
 
 /// A batch's place in the spool: its batch file, or the segments its entries are in and
@@ -216,7 +173,7 @@ impl Replay {
                     complete = false;
                     break;
                 }
-                recovered.decode(&spool);
+                recovered.decode(&spool.corrupt_entries);
                 if recovered.records.is_empty() {
                     continue;
                 }
@@ -253,43 +210,6 @@ impl Replay {
             }
         }
         true
-    }
-}
-
-/// What one directory (this producer's slot, or an orphan) held: the batches to send again,
-/// the files they came from (for [`Spool::remove_old`] once they are spooled again), and
-/// its replay ledger.
-pub(crate) struct Leftover {
-    pub(super) dir: PathBuf,
-    /// An orphan's lock, held until its batches are spooled anew and its files deleted.
-    pub(super) _lock: Option<DirLock>,
-    pub(crate) recovered: Vec<Recovered>,
-    pub(crate) old_files: Vec<PathBuf>,
-    /// Its replay ledger, opened at the first batch sent again.
-    pub(super) ledger: LedgerWriter,
-}
-
-impl Leftover {
-    /// What the scan of an orphan found, held by its lock until its files are gone.
-    pub(super) fn orphan(dir: PathBuf, lock: DirLock, scan: Scan) -> Leftover {
-        Leftover {
-            dir,
-            _lock: Some(lock),
-            recovered: scan.recovered,
-            old_files: scan.files,
-            ledger: LedgerWriter::default(),
-        }
-    }
-}
-
-pub(super) fn io<'d>(
-    dir: &'d Path,
-    what: &'static str,
-) -> impl FnOnce(std::io::Error) -> SpoolError + 'd {
-    move |source| SpoolError::Io {
-        dir: dir.to_owned(),
-        what,
-        source,
     }
 }
 
@@ -638,47 +558,4 @@ impl Drop for Spool {
         self.prepare.stop.store(true, Ordering::Release);
         self.prepare.notify();
     }
-}
-
-/// Whether a file error means the disk (or the user's quota) is full.
-pub(super) fn is_disk_full(error: &std::io::Error) -> bool {
-    error.kind() == std::io::ErrorKind::StorageFull
-        || error.kind() == std::io::ErrorKind::QuotaExceeded
-}
-
-/// Options that create a file readable and writable by the user only (log records are
-/// nobody else's business).
-pub(crate) fn private_file() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    options.create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options
-}
-
-/// Gives a new segment file its size with its blocks allocated, so that writing into its
-/// mapping can never meet a full disk.
-pub(crate) fn allocate(file: &File, size: usize) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: posix_fallocate on a descriptor the caller owns.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) };
-        // POSIX answers the error number; some musl builds answer -1 and set errno instead
-        // (seen on x86_64 musl: a full disk then read as "os error -1", not as ENOSPC).
-        let rc = if rc == -1 {
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO)
-        } else {
-            rc
-        };
-        match rc {
-            0 => return Ok(()),
-            // A filesystem without fallocate: fall back to a sparse file.
-            libc::EOPNOTSUPP | libc::EINVAL => {}
-            errno => return Err(std::io::Error::from_raw_os_error(errno)),
-        }
-    }
-    file.set_len(size as u64)
 }

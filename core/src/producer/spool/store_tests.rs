@@ -108,7 +108,7 @@ fn batch_files_are_recovered_from_their_records_or_their_compressed_body() {
     }
     let (spool, mut recovered, _) = open(&d, 64 << 20);
     for r in &mut recovered {
-        r.decode(&spool);
+        r.decode(&spool.corrupt_entries);
     }
     type Batch = (String, Vec<Vec<u8>>, Option<String>, Vec<u8>);
     let got: Vec<Batch> = recovered
