@@ -143,8 +143,22 @@ export interface ProducerOptions {
    *  0: fail at once, never block the caller. Default 0 ms. 0 ms to 1 h.
    */
   maxBlockMs?: number
-  /** Batches being sent at once. Default 8. 1 to 1024. */
+  /** The fewest batches at once an adaptive destination (`sendConcurrencyMode`) is cut to. Default
+   *  1. 1 to 1024.
+   */
+  sendConcurrencyMin?: number
+  /** Batches being sent at once, over every destination; with `sendConcurrencyMode` `adaptive`,
+   *  also the most one destination may be given. Default 8. 1 to 1024, at least
+   *  `sendConcurrencyMin`.
+   */
   sendConcurrency?: number
+  /** `adaptive`: each destination (project and logstore) is given as many batches at once as its
+   *  round trips allow, from 2, doubling while they stay flat, halved when the service pushes back
+   *  (403, 429, 503, a timeout) and cut by a tenth when round trips rise; after a push back its
+   *  requests are also paced to a rate that grows back slowly (docs/network.md). `fixed`: always
+   *  `sendConcurrency`, never paced. Default `adaptive`.
+   */
+  sendConcurrencyMode?: 'adaptive' | 'fixed'
   /** Body compression. Default `lz4`. */
   compression?: 'lz4' | 'zstd' | 'deflate' | 'none'
   /** TCP connect timeout. Default 10 s. 1 ms to 10 min. */
@@ -153,8 +167,9 @@ export interface ProducerOptions {
   requestTimeoutMs?: number
   /** Attempts per batch, the first included; 1 means no retry. Default 10. 1 to 1 000 000. */
   maxAttempts?: number
-  /** First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`). Default
-   *  200 ms. 1 ms to 1 h.
+  /** First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`; after a
+   *  quota answer (403, 429) at least 500 ms, spread over as much again). Default 200 ms. 1 ms to 1
+   *  h.
    */
   backoffBaseMs?: number
   /** Longest retry delay. Default 10 s. 1 ms to 1 h, at least `backoffBaseMs`. */

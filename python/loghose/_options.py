@@ -80,8 +80,18 @@ class ProducerOptions(TypedDict, total=False):
     #: never block the caller. Default 0 ms. 0 ms to 1 h.
     max_block_ms: int
 
-    #: Batches being sent at once. Default 8. 1 to 1024.
+    #: The fewest batches at once an adaptive destination (`send_concurrency_mode`) is cut to. Default 1. 1 to 1024.
+    send_concurrency_min: int
+
+    #: Batches being sent at once, over every destination; with `send_concurrency_mode` `adaptive`, also the most one
+    #: destination may be given. Default 8. 1 to 1024, at least `send_concurrency_min`.
     send_concurrency: int
+
+    #: `adaptive`: each destination (project and logstore) is given as many batches at once as its round trips allow,
+    #: from 2, doubling while they stay flat, halved when the service pushes back (403, 429, 503, a timeout) and cut by
+    #: a tenth when round trips rise; after a push back its requests are also paced to a rate that grows back slowly
+    #: (docs/network.md). `fixed`: always `send_concurrency`, never paced. Default `adaptive`.
+    send_concurrency_mode: Literal["adaptive", "fixed"]
 
     #: Body compression. Default `lz4`.
     compression: Literal["lz4", "zstd", "deflate", "none"]
@@ -95,7 +105,8 @@ class ProducerOptions(TypedDict, total=False):
     #: Attempts per batch, the first included; 1 means no retry. Default 10. 1 to 1 000 000.
     max_attempts: int
 
-    #: First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`). Default 200 ms. 1 ms to 1 h.
+    #: First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`; after a quota answer (403,
+    #: 429) at least 500 ms, spread over as much again). Default 200 ms. 1 ms to 1 h.
     backoff_base_ms: int
 
     #: Longest retry delay. Default 10 s. 1 ms to 1 h, at least `backoff_base_ms`.

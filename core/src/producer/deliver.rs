@@ -1,9 +1,11 @@
 //! Delivery: one sealed batch, from compression to its final outcome and report.
 //!
 //! The body is compressed once (the raw buffer goes back to the pool at once, and the batch's
-//! reservation shrinks to the compressed size). Then, at most `send_concurrency` batches at a
-//! time, each attempt is sent by the [`Transport`] and its answer decided by
-//! [`retry::decide`]; a delivered batch keeps its slot until it is settled (so a kill leaves at
+//! reservation shrinks to the compressed size). Then, once its destination's [`Gates`] give
+//! it a place (and its turn, when paced) and at most `send_concurrency` batches at a
+//! time, each attempt is sent by the [`Transport`], its answer told to the destination's
+//! controller and decided by [`retry::decide`]; a delivered batch keeps its slot and place
+//! until it is settled (so a kill leaves at
 //! most `send_concurrency` batches sent and not yet marked done in the spool); retries wait
 //! without holding a send slot, and stop at `max_attempts`, at
 //! the delivery deadline (`delivery_timeout_ms` after the batch's first record), or when the
@@ -22,7 +24,8 @@ use bytes::Bytes;
 
 use super::accumulator::SealedBatch;
 use super::budget::Budget;
-use super::config::ProducerConfig;
+use super::concurrency::{Gates, Place};
+use super::config::{ConcurrencyMode, ProducerConfig};
 use super::lifecycle::{Lifecycle, State};
 use super::report::{DeliveryReport, Outcome};
 use super::reporter::Reporter;
@@ -53,6 +56,8 @@ pub(crate) struct Delivery {
     policy: RetryPolicy,
     pub(crate) transport: Transport,
     send_slots: tokio::sync::Semaphore,
+    /// Each destination's places and pace.
+    pub(crate) gates: Gates,
     pub(crate) budget: Arc<Budget>,
     pub(crate) tally: Arc<Tally>,
     pub(crate) lifecycle: Arc<Lifecycle>,
@@ -130,6 +135,11 @@ impl Delivery {
             },
             transport,
             send_slots: tokio::sync::Semaphore::new(config.send_concurrency),
+            gates: Gates::new(
+                config.send_concurrency_mode == ConcurrencyMode::Adaptive,
+                config.send_concurrency_min,
+                config.send_concurrency,
+            ),
             budget,
             tally,
             lifecycle,
@@ -205,24 +215,30 @@ impl Delivery {
     }
 
     /// Sends until delivered or given up; counts the attempts and keeps the last request id
-    /// and when the first request started. Delivered, it hands back the send slot the batch
-    /// holds until it is settled.
+    /// and when the first request started. Delivered, it hands back the send slot and the
+    /// destination's place the batch holds until it is settled.
     async fn attempts(
         &self,
         batch: &SealedBatch,
         body: &Bytes,
         sending: &mut Sending,
-    ) -> Result<tokio::sync::SemaphorePermit<'_>, BatchFailure> {
+    ) -> Result<(tokio::sync::SemaphorePermit<'_>, Place), BatchFailure> {
         let policy = &self.policy;
         let deadline = batch.opened + policy.delivery_timeout;
         let aborted = || self.lifecycle.reached(State::Aborted);
         let mut unauthorized = 0u32;
+        let gate = self.gates.of(&batch.dest.project, &batch.dest.logstore);
+        let raw_bytes = batch.raw_len as u64;
         loop {
+            // The destination's place (and turn, when paced), then one of the producer's slots.
             let permit = tokio::select! {
-                p = self.send_slots.acquire() => p.ok(),
+                p = async {
+                    let place = gate.acquire(raw_bytes).await;
+                    self.send_slots.acquire().await.ok().map(|slot| (slot, place))
+                } => p,
                 _ = aborted() => None,
             };
-            let Some(permit) = permit else {
+            let Some((permit, place)) = permit else {
                 return Err(BatchFailure::closed(
                     "closed before the batch could be sent".into(),
                     None,
@@ -238,11 +254,13 @@ impl Delivery {
                 }
             };
             let dest = &batch.dest;
+            let rtt = started.elapsed();
+            place.observe(&answer, rtt, raw_bytes);
             self.tally.meters.request(
                 &dest.project,
                 &dest.logstore,
                 &answer,
-                started.elapsed(),
+                rtt,
                 batch.raw_len,
                 body.len(),
             );
@@ -263,7 +281,7 @@ impl Delivery {
                 // The slot goes with the batch until it is settled (marked done in the spool):
                 // a kill then leaves at most `send_concurrency` batches delivered and unmarked,
                 // the only ones a restart sends again.
-                Action::Deliver => return Ok(permit),
+                Action::Deliver => return Ok((permit, place)),
                 Action::Fail => None,
                 Action::Retry { floor } => Some(backoff(floor)),
                 Action::Reauthorize => {
@@ -279,6 +297,7 @@ impl Delivery {
                 }
             };
             drop(permit);
+            drop(place);
             let failure = BatchFailure {
                 code: answer.code,
                 message: answer.message,

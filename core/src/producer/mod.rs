@@ -39,6 +39,7 @@ mod binding;
 mod budget;
 mod buffer;
 mod config;
+mod concurrency;
 mod deadlines;
 mod deliver;
 mod encode;
@@ -66,8 +67,10 @@ use std::time::{Duration, Instant, SystemTime};
 #[doc(hidden)]
 pub use binding::{BindingAdds, ScratchError};
 pub use buffer::BatchBuf;
+pub use concurrency::SendLimit;
 pub use config::{
-    ConfigError, Front, FrontOption, OptionKind, OptionSpec, ProducerConfig, SignatureVersion,
+    ConcurrencyMode, ConfigError, Front, FrontOption, OptionKind, OptionSpec, ProducerConfig,
+    SignatureVersion,
     SpoolSync, TimePrecision, Unit, FRONT_OPTIONS, OPTIONS,
 };
 pub use encode::{check_keys, LogEncoder, RecordError};
@@ -622,6 +625,7 @@ impl Producer {
             spool_sync_failures: health.sync_failures,
             spool_not_durable: health.not_durable,
             spool_degraded: health.degraded,
+            send_limits: inner.delivery.gates.views(),
         }
     }
 

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::concurrency::SendLimit;
+
 /// The code a kept batch's report carries (its records are in the spool, for the next
 /// producer on `spool_dir`; a future or promise waiting on one fails with it).
 pub const KEPT_IN_SPOOL: &str = "KeptInSpool";
@@ -264,4 +266,7 @@ pub struct Stats {
     pub spool_not_durable: u64,
     /// The spool's last needed sync failed: records are not durable until one succeeds.
     pub spool_degraded: bool,
+    /// Per destination sent to: batches it may have in flight (adaptive concurrency), in
+    /// flight now, its pace after a push back, push backs and cuts so far, its round trip.
+    pub send_limits: Vec<SendLimit>,
 }

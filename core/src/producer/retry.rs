@@ -9,8 +9,9 @@
 //! | 400 `RequestTimeExpired` / `RequestTimeTooSkewed` | take the server's clock, re-sign, retry at once |
 //! | 404, any other 4xx | fail, reported once |
 //!
-//! Waits use full jitter: retry `n` waits a random time in `[0, min(cap, base·2^(n-1))]`, and at
-//! least the answer's floor (never above the cap). Whether a retry still fits (attempts left,
+//! Waits use full jitter: retry `n` waits a random time in `[0, min(cap, base·2^(n-1))]`; after
+//! a quota answer, the floor plus a random time up to that bound or the floor, whichever is
+//! more (never above the cap), so a fleet refused at once does not retry at once. Whether a retry still fits (attempts left,
 //! the delivery deadline, the producer not aborted) is the delivery loop's to check.
 
 use std::time::Duration;
@@ -186,7 +187,10 @@ pub(crate) fn decide(answer: &Answer) -> Action {
 }
 
 /// Full-jitter backoff before retry number `retry` (1-based): `random(0..=bound)` of
-/// `bound = min(cap, base·2^(retry-1))`, at least `floor` (itself at most `cap`).
+/// `bound = min(cap, base·2^(retry-1))`. After a quota answer (`floor` above zero) the wait
+/// starts at the floor and spreads over as much again or the bound, whichever is more —
+/// `floor + random(0..=max(bound, floor))` — so throttled producers of a fleet, refused
+/// together, do not come back together; never above the cap (nor the floor above it).
 pub(crate) fn backoff(
     base_ms: u64,
     cap_ms: u64,
@@ -197,7 +201,11 @@ pub(crate) fn backoff(
     let bound = base_ms
         .saturating_mul(1u64 << retry.saturating_sub(1).min(30))
         .min(cap_ms);
-    Duration::from_millis(random(bound)).max(floor.min(Duration::from_millis(cap_ms)))
+    let floor_ms = (floor.as_millis() as u64).min(cap_ms);
+    if floor_ms == 0 {
+        return Duration::from_millis(random(bound));
+    }
+    Duration::from_millis(floor_ms.saturating_add(random(bound.max(floor_ms))).min(cap_ms))
 }
 
 #[cfg(test)]
@@ -328,5 +336,39 @@ mod tests {
             backoff(10, 100, 1, THROTTLED_FLOOR, least),
             Duration::from_millis(100)
         );
+        assert_eq!(
+            backoff(10, 100, 1, THROTTLED_FLOOR, most),
+            Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn throttled_waits_spread_from_the_floor() {
+        let most = |bound| bound;
+        // The first retry after a quota answer: 500 ms to 1 s, not 500 ms for everyone.
+        assert_eq!(
+            backoff(200, 10_000, 1, THROTTLED_FLOOR, most),
+            Duration::from_millis(1000)
+        );
+        // Later ones: the floor plus the exponential bound.
+        assert_eq!(
+            backoff(200, 10_000, 5, THROTTLED_FLOOR, most),
+            Duration::from_millis(500 + 3200)
+        );
+        assert_eq!(
+            backoff(200, 10_000, 9, THROTTLED_FLOOR, most),
+            Duration::from_secs(10)
+        );
+        // A fleet of 1 000 producers refused at once comes back spread over the half second.
+        let mut waits: Vec<u64> = (0..1000)
+            .map(|_| {
+                backoff(200, 10_000, 1, THROTTLED_FLOOR, |b| fastrand::u64(0..=b)).as_millis()
+                    as u64
+            })
+            .collect();
+        waits.sort_unstable();
+        assert!(waits[0] >= 500 && waits[999] <= 1000);
+        let spread = waits[900] - waits[100];
+        assert!(spread >= 300, "10th to 90th percentile within {spread} ms");
     }
 }

@@ -22,6 +22,17 @@ pub use spec::{Front, FrontOption, OptionKind, OptionSpec, Unit};
 /// tags under the service's 5 MiB log group.
 pub(crate) const MAX_BATCH_BYTES: usize = MAX_LOG_GROUP_BYTES - 1024 * 1024;
 
+/// How many batches a destination is sent at once (the `send_concurrency_mode` option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConcurrencyMode {
+    /// Learnt per destination from its round trips and push backs, paced after a push back.
+    #[default]
+    Adaptive,
+    /// Always `send_concurrency`.
+    Fixed,
+}
+
 /// Which signature the producer sends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -934,12 +945,13 @@ mod tests {
                         for other in OPTIONS {
                             if let OptionKind::Number {
                                 at_least: Some(floor),
+                                max: other_max,
                                 ..
                             } = other.kind
                             {
                                 if floor == spec.name {
                                     let current = json[other.name].as_u64().unwrap();
-                                    json[other.name] = current.max(value).into();
+                                    json[other.name] = current.max(value).min(other_max).into();
                                 }
                             }
                         }

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 
 use super::spec::{self, Front, FrontOption, OptionKind, OptionSpec, Unit};
-use super::{SignatureVersion, SpoolSync, TimePrecision, MAX_BATCH_BYTES};
+use super::{ConcurrencyMode, SignatureVersion, SpoolSync, TimePrecision, MAX_BATCH_BYTES};
 use crate::wire::compress::Compression;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::limits::{MAX_LOGS_PER_GROUP, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES};
@@ -83,8 +83,24 @@ spec::producer_options! {
     /// When the buffer is full, an add waits up to this long for room, then fails with
     /// `BufferFull`. 0: fail at once, never block the caller.
     max_block_ms: u64 = 0, OptionKind::number(Unit::Milliseconds, 0, HOUR_MS);
-    /// Batches being sent at once.
-    send_concurrency: usize = 8, OptionKind::number(Unit::Count, 1, 1024);
+    /// The fewest batches at once an adaptive destination (`send_concurrency_mode`) is cut to.
+    send_concurrency_min: usize = 1, OptionKind::number(Unit::Count, 1, 1024);
+    /// Batches being sent at once, over every destination; with `send_concurrency_mode`
+    /// `adaptive`, also the most one destination may be given.
+    send_concurrency: usize = 8, OptionKind::Number {
+        unit: Unit::Count,
+        min: 1,
+        max: 1024,
+        at_least: Some("send_concurrency_min"),
+        power_of_two: false,
+    };
+    /// `adaptive`: each destination (project and logstore) is given as many batches at once
+    /// as its round trips allow, from 2, doubling while they stay flat, halved when the service
+    /// pushes back (403, 429, 503, a timeout) and cut by a tenth when round trips rise; after a
+    /// push back its requests are also paced to a rate that grows back slowly (docs/network.md).
+    /// `fixed`: always `send_concurrency`, never paced.
+    send_concurrency_mode: ConcurrencyMode = ConcurrencyMode::Adaptive,
+        OptionKind::Choice(&["adaptive", "fixed"]);
     /// Body compression.
     compression: Compression = Compression::Lz4,
         OptionKind::Choice(&["lz4", "zstd", "deflate", "none"]);
@@ -94,7 +110,8 @@ spec::producer_options! {
     request_timeout_ms: u64 = 15_000, OptionKind::number(Unit::Milliseconds, 1, HOUR_MS);
     /// Attempts per batch, the first included; 1 means no retry.
     max_attempts: u32 = 10, OptionKind::number(Unit::Count, 1, 1_000_000);
-    /// First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`).
+    /// First retry delay (full jitter: each delay is random in `[0, min(cap, base·2^n)]`; after
+    /// a quota answer (403, 429) at least 500 ms, spread over as much again).
     backoff_base_ms: u64 = 200, OptionKind::number(Unit::Milliseconds, 1, HOUR_MS);
     /// Longest retry delay.
     backoff_max_ms: u64 = 10_000, OptionKind::Number {

@@ -153,6 +153,7 @@ impl OptionValue for Option<std::net::SocketAddr> {}
 impl OptionValue for crate::wire::compress::Compression {}
 impl OptionValue for crate::wire::keys::KeyPolicy {}
 impl OptionValue for super::SignatureVersion {}
+impl OptionValue for super::ConcurrencyMode {}
 impl OptionValue for super::TimePrecision {}
 impl OptionValue for super::SpoolSync {}
 
