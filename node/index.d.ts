@@ -56,6 +56,26 @@ export interface Stats {
   spoolNotDurable: number
   /** The spool's last needed sync failed: records are not durable until one succeeds. */
   spoolDegraded: boolean
+  /** Per destination sent to, in name order: its adaptive concurrency and pace. */
+  sendLimits: SendLimit[]
+}
+
+/** One destination's send concurrency, as `stats().sendLimits` shows it. */
+export interface SendLimit {
+  project: string
+  logstore: string
+  /** Batches it may have in flight now (`sendConcurrencyMode` adaptive: learnt; fixed: `sendConcurrency`). */
+  limit: number
+  /** Batches in flight now (sent, or delivered and not yet settled). */
+  sending: number
+  /** Raw bytes per second its requests are paced to since the service pushed back; 0 when not paced. */
+  pace: number
+  /** Answers that pushed back (403, 429, 503, a timeout) so far. */
+  pushedBack: number
+  /** Times its concurrency was cut. */
+  cuts: number
+  /** Baseline round trip in milliseconds (0 until one is known). */
+  rttMs: number
 }
 
 /** What a field value may be. Strings, numbers, booleans and bigints are stored as they are

@@ -67,10 +67,16 @@ class UndeliveredWarnings {
 
 /** The engine's counters (its JSON, the form Python reads too) with camelCase names;
  * `failuresByCode` keeps its codes as the service spells them. */
+const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+
+/** The engine's stats JSON with camelCase names (also inside lists of objects, such as
+ *  sendLimits; the keys of maps such as failuresByCode are values and stay as they are). */
 function statsFromJson(json) {
   const stats = {}
   for (const [name, value] of Object.entries(JSON.parse(json))) {
-    stats[name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value
+    stats[camel(name)] = Array.isArray(value)
+      ? value.map((item) => Object.fromEntries(Object.entries(item).map(([k, v]) => [camel(k), v])))
+      : value
   }
   return stats
 }

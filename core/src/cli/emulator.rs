@@ -10,8 +10,8 @@ use std::io::Write as _;
 use std::net::IpAddr;
 
 use crate::emulator::{
-    AccessKey, Emulator, EmulatorConfig, EmulatorTls, StsKey, DEFAULT_ACCESS_KEY_ID,
-    DEFAULT_ACCESS_KEY_SECRET, DEFAULT_PROJECT,
+    AccessKey, Emulator, EmulatorConfig, EmulatorTls, NetworkConfig, QuotaConfig, StsKey,
+    DEFAULT_ACCESS_KEY_ID, DEFAULT_ACCESS_KEY_SECRET, DEFAULT_PROJECT,
 };
 use crate::wire::keys::KeyPolicy;
 
@@ -54,6 +54,36 @@ pub struct EmulatorArgs {
     /// older ones are dropped; counters stay exact).
     #[arg(long, default_value_t = 256)]
     retention_mib: usize,
+    /// Milliseconds added to every Log Service request's round trip (the emulator's own API
+    /// is never delayed).
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Each round trip is the latency plus or minus up to this many milliseconds.
+    #[arg(long, default_value_t = 0)]
+    jitter_ms: u64,
+    /// Bytes per second of the link request bodies share (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    bandwidth_bytes_per_sec: u64,
+    /// The service's write quotas: 100 GB and 600 000 writes a minute per project, 5 MB and
+    /// 500 writes a second per shard, auto split on (the flags below override each).
+    #[arg(long)]
+    service_quotas: bool,
+    /// Raw bytes a project takes per minute (403 WriteQuotaExceed past it).
+    #[arg(long)]
+    project_write_bytes_per_min: Option<u64>,
+    /// PutLogs requests a project takes per minute (403 WriteQuotaExceed past it).
+    #[arg(long)]
+    project_writes_per_min: Option<u64>,
+    /// Raw bytes a shard takes per second (403 ShardWriteQuotaExceed past it).
+    #[arg(long)]
+    shard_write_bytes_per_sec: Option<u64>,
+    /// PutLogs requests a shard takes per second (403 ShardWriteQuotaExceed past it).
+    #[arg(long)]
+    shard_writes_per_sec: Option<u64>,
+    /// Add a shard to a logstore whose shards refuse a request (at most one a second, up to
+    /// the logstore's maxSplitShard).
+    #[arg(long)]
+    auto_split: bool,
     /// Accept only keys matching [A-Za-z_][A-Za-z0-9_]*.
     #[arg(long)]
     strict_keys: bool,
@@ -154,6 +184,31 @@ pub fn run(args: EmulatorArgs, name: &str) -> u8 {
         }
         _ => None,
     };
+    let mut quotas = if args.service_quotas {
+        QuotaConfig::service()
+    } else {
+        QuotaConfig::default()
+    };
+    for (flag, field) in [
+        (
+            args.project_write_bytes_per_min,
+            &mut quotas.project_write_bytes_per_min,
+        ),
+        (
+            args.project_writes_per_min,
+            &mut quotas.project_writes_per_min,
+        ),
+        (
+            args.shard_write_bytes_per_sec,
+            &mut quotas.shard_write_bytes_per_sec,
+        ),
+        (args.shard_writes_per_sec, &mut quotas.shard_writes_per_sec),
+    ] {
+        if let Some(value) = flag {
+            *field = value;
+        }
+    }
+    quotas.auto_split |= args.auto_split;
     let config = EmulatorConfig {
         tls,
         host: args.host,
@@ -181,6 +236,12 @@ pub fn run(args: EmulatorArgs, name: &str) -> u8 {
         max_logstores: args.max_logstores,
         max_body_buffer_bytes: args.max_body_buffer_mib.saturating_mul(1024 * 1024),
         admin_token: args.admin_token,
+        network: NetworkConfig {
+            latency_ms: args.latency_ms,
+            jitter_ms: args.jitter_ms,
+            bandwidth_bytes_per_sec: args.bandwidth_bytes_per_sec,
+        },
+        quotas,
         ..EmulatorConfig::default()
     };
     crate::emulator::raise_open_file_limit();

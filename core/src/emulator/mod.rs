@@ -16,6 +16,8 @@ mod catalog;
 pub mod embedded;
 pub mod error;
 pub mod faults;
+mod network;
+mod quotas;
 mod search;
 mod server;
 pub mod service;
@@ -33,6 +35,8 @@ use tokio::sync::watch;
 pub use embedded::{EmbeddedEmulator, EmbeddedError};
 pub use error::ApiError;
 pub use faults::{Fault, FaultAction};
+pub use network::NetworkConfig;
+pub use quotas::QuotaConfig;
 pub use server::raise_open_file_limit;
 pub use service::{Counters, Service, ECS_ROLE_NAME};
 pub use store::{LogstoreTotals, StoredLog};
@@ -114,6 +118,10 @@ pub struct EmulatorConfig {
     pub worker_threads: usize,
     /// Serve HTTPS with this certificate instead of HTTP. Default none.
     pub tls: Option<EmulatorTls>,
+    /// The network clients see: latency, jitter, bandwidth. Default none (loopback as it is).
+    pub network: NetworkConfig,
+    /// Write quotas per project and shard, auto split. Default none.
+    pub quotas: QuotaConfig,
     /// A connection that has not sent a whole request head this many milliseconds after it
     /// began one is closed. Default 20 000.
     pub header_read_timeout_ms: u64,
@@ -196,6 +204,8 @@ impl Default for EmulatorConfig {
             clock_offset_secs: 0,
             worker_threads: 2,
             tls: None,
+            network: NetworkConfig::default(),
+            quotas: QuotaConfig::default(),
             header_read_timeout_ms: 20_000,
             body_idle_timeout_ms: 10_000,
             max_connections: 4096,
@@ -435,6 +445,16 @@ impl Emulator {
     /// Removes every fault rule.
     pub fn clear_faults(&self) {
         self.service.faults.clear();
+    }
+
+    /// Changes the network clients see (latency, jitter, bandwidth) from the next request.
+    pub fn set_network(&self, network: NetworkConfig) {
+        self.service.network.replace(network);
+    }
+
+    /// Changes the write quotas; their buckets start full.
+    pub fn set_quotas(&self, quotas: QuotaConfig) {
+        self.service.quotas.replace(quotas);
     }
 
     /// Creates a logstore (needed when auto-create is off); `shards` defaults to the config's

@@ -351,6 +351,13 @@ async fn serve_request(
         // The client went away or stalled mid-body: drop the connection and what it sent.
         Err(BodyError::Stalled | BodyError::Gone) => return Err(InjectedReset),
     };
+    if !parts.uri.path().starts_with("/_emulator/") {
+        // The round trip and the link (network.rs); the emulator's own API is never delayed.
+        let delay = service.network.delay(bytes.len());
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
     let resp = service.handle(Request::from_parts(parts, bytes));
     drop(held);
     match after_store {

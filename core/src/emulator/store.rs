@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 
 use super::catalog::{Index, LogstoreSettings};
 use super::error::ApiError;
+use super::quotas::Throttled;
 use super::stored::{GroupLogs, ViewGroup};
 pub use super::stored::{StoredGroup, StoredLog};
 use super::term_index::TermIndex;
@@ -92,6 +93,19 @@ pub(crate) enum Placement {
     LoadBalance,
     /// The shard whose range holds this hash key.
     HashKey(u128),
+}
+
+/// Why groups were not appended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// No such logstore.
+    Missing(Missing),
+    /// A shard quota refused (every writable shard, without a hash key).
+    Throttled {
+        reason: Throttled,
+        /// The logstore may gain a shard.
+        may_split: bool,
+    },
 }
 
 /// Why a logstore could not be found or made.
@@ -258,6 +272,7 @@ impl Store {
     }
 
     /// Appends groups to one shard of an existing logstore; returns the shard.
+    #[cfg(test)]
     pub(crate) fn append(
         &self,
         project: &str,
@@ -265,19 +280,60 @@ impl Store {
         placement: Placement,
         groups: impl IntoIterator<Item = StoredGroup>,
     ) -> Result<u32, Missing> {
+        self.append_admitted(project, logstore, placement, groups, |_| Ok(()))
+            .map_err(|refused| match refused {
+                Refused::Missing(m) => m,
+                // Nothing refuses here.
+                Refused::Throttled { .. } => Missing::Logstore,
+            })
+    }
+
+    /// Appends groups to the shard `placement` names — without a hash key, the first from the
+    /// round-robin cursor that `admit` lets through; with one, its shard if `admit` lets it
+    /// through. Refused, nothing is stored, and it says whether the logstore may gain a shard
+    /// (its `autoSplit` on and below its `maxSplitShard`).
+    pub(crate) fn append_admitted(
+        &self,
+        project: &str,
+        logstore: &str,
+        placement: Placement,
+        groups: impl IntoIterator<Item = StoredGroup>,
+        mut admit: impl FnMut(u32) -> Result<(), Throttled>,
+    ) -> Result<u32, Refused> {
         let mut inner = self.inner.lock();
         let Some(p) = inner.get_mut(project) else {
-            return Err(Missing::Project);
+            return Err(Refused::Missing(Missing::Project));
         };
         let Some(ls) = p.logstores.get_mut(logstore) else {
-            return Err(Missing::Logstore);
+            return Err(Refused::Missing(Missing::Logstore));
         };
         let count = ls.shards.len() as u32;
+        let may_split = ls.settings.auto_split && count < ls.settings.max_split_shard;
         let index = match placement {
-            Placement::HashKey(key) => hashkey::shard_of(key, count),
+            Placement::HashKey(key) => {
+                let index = hashkey::shard_of(key, count);
+                admit(index).map_err(|reason| Refused::Throttled { reason, may_split })?;
+                index
+            }
             Placement::LoadBalance => {
-                ls.lb_next = ls.lb_next.wrapping_add(1);
-                ls.lb_next % count
+                let mut refusal = None;
+                let mut chosen = None;
+                for step in 1..=count {
+                    let index = ls.lb_next.wrapping_add(step) % count;
+                    match admit(index) {
+                        Ok(()) => {
+                            chosen = Some(index);
+                            ls.lb_next = index;
+                            break;
+                        }
+                        Err(reason) => refusal = Some(reason),
+                    }
+                }
+                match (chosen, refusal) {
+                    (Some(index), _) => index,
+                    (None, Some(reason)) => return Err(Refused::Throttled { reason, may_split }),
+                    (None, None) => return Err(Refused::Missing(Missing::Logstore)),
+                }
             }
         };
         let budget = (self.retention_bytes / count as usize).max(1);
@@ -295,6 +351,23 @@ impl Store {
             }
         }
         Ok(index)
+    }
+
+    /// Adds a shard to a logstore (an auto split), up to its `maxSplitShard`; says whether it
+    /// did.
+    pub(crate) fn add_shard(&self, project: &str, logstore: &str) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(ls) = inner
+            .get_mut(project)
+            .and_then(|p| p.logstores.get_mut(logstore))
+        else {
+            return false;
+        };
+        if (ls.shards.len() as u32) >= ls.settings.max_split_shard.min(MAX_SHARDS_PER_LOGSTORE) {
+            return false;
+        }
+        ls.shards.push(Shard::default());
+        true
     }
 
     /// Runs `f` on every project under the lock (the management API's changes); the count of

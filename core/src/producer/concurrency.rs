@@ -563,7 +563,8 @@ pub(crate) struct Place {
 impl Place {
     /// Tells the gate's controller what the request's answer said.
     pub(crate) fn observe(&self, answer: &Answer, rtt: Duration, raw_bytes: u64) {
-        self.gate.observe(signal_of(answer, rtt, raw_bytes, self.epoch));
+        self.gate
+            .observe(signal_of(answer, rtt, raw_bytes, self.epoch));
     }
 }
 
@@ -591,13 +592,16 @@ pub(crate) fn signal_of(answer: &Answer, rtt: Duration, raw_bytes: u64, epoch: u
     }
 }
 
+/// A destination: project and logstore.
+type DestinationKey = (Arc<str>, Arc<str>);
+
 /// Every destination's gate, made on its first batch.
 #[derive(Debug)]
 pub(crate) struct Gates {
     adaptive: bool,
     min: u32,
     max: u32,
-    by_destination: Mutex<HashMap<(Arc<str>, Arc<str>), Arc<Gate>>>,
+    by_destination: Mutex<HashMap<DestinationKey, Arc<Gate>>>,
 }
 
 impl Gates {
@@ -657,8 +661,8 @@ mod tests {
 
     /// One step of a table: at `t` ms, what happened, and the limit after it.
     enum Step {
-        /// A request was sent with every place taken.
-        Reached(u64),
+        /// A request was sent with every place taken (the time only reads the table).
+        Reached(#[allow(dead_code)] u64),
         /// An answer with this round trip (ms) at `t`.
         Rtt(u64, u64),
         /// A push-back answer at `t` to a request let through in an epoch.
@@ -812,7 +816,12 @@ mod tests {
         let mut c = Controller::new(1, 64, Duration::ZERO);
         run(
             &mut c,
-            &[(Reached(0), 2), (Other(5), 2), (Other(50), 2), (Rtt(60, 10), 2)],
+            &[
+                (Reached(0), 2),
+                (Other(5), 2),
+                (Other(50), 2),
+                (Rtt(60, 10), 2),
+            ],
         );
     }
 
@@ -822,7 +831,10 @@ mod tests {
         run(&mut c, &[(Reached(0), 2), (Rtt(150, 150), 4)]);
         assert_eq!(c.baseline(), Some(ms(150)));
         // Answers within 150 ms of the window's opening do not close it.
-        run(&mut c, &[(Reached(150), 4), (Rtt(200, 150), 4), (Rtt(299, 150), 4)]);
+        run(
+            &mut c,
+            &[(Reached(150), 4), (Rtt(200, 150), 4), (Rtt(299, 150), 4)],
+        );
         run(&mut c, &[(Rtt(300, 150), 8)]);
     }
 
@@ -876,7 +888,10 @@ mod tests {
         }
         // AIMD saws between half the quota and just over it: most answers get through.
         let total = through + pushed;
-        assert!(f64::from(pushed) / f64::from(total) <= 0.10, "{pushed} of {total}");
+        assert!(
+            f64::from(pushed) / f64::from(total) <= 0.10,
+            "{pushed} of {total}"
+        );
         assert!(
             f64::from(through) / 100.0 >= f64::from(quota) * 0.7,
             "{through} answered in 100 rounds"
@@ -964,8 +979,14 @@ mod tests {
             let (delivered, pushed, answers) = simulate(1, quota, batch, rtt, (10, 70))[0];
             let goodput = delivered as f64 / 60.0 / quota as f64;
             let share = pushed as f64 / answers as f64;
-            assert!(goodput >= 0.95, "goodput {goodput:.3} (quota {quota}, rtt {rtt})");
-            assert!(share <= 0.05, "{pushed} of {answers} pushed back (quota {quota}, rtt {rtt})");
+            assert!(
+                goodput >= 0.95,
+                "goodput {goodput:.3} (quota {quota}, rtt {rtt})"
+            );
+            assert!(
+                share <= 0.05,
+                "{pushed} of {answers} pushed back (quota {quota}, rtt {rtt})"
+            );
         }
     }
 
@@ -985,7 +1006,10 @@ mod tests {
         let fair = delivered as f64 / 20.0;
         for (i, s) in seen.iter().enumerate() {
             let share = s.0 as f64 / fair;
-            assert!((0.5..=2.0).contains(&share), "producer {i}: {share:.2} of a fair share");
+            assert!(
+                (0.5..=2.0).contains(&share),
+                "producer {i}: {share:.2} of a fair share"
+            );
         }
     }
 }

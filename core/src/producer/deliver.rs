@@ -227,16 +227,29 @@ impl Delivery {
         let deadline = batch.opened + policy.delivery_timeout;
         let aborted = || self.lifecycle.reached(State::Aborted);
         let mut unauthorized = 0u32;
+        let mut last_failure: Option<BatchFailure> = None;
         let gate = self.gates.of(&batch.dest.project, &batch.dest.logstore);
         let raw_bytes = batch.raw_len as u64;
         loop {
-            // The destination's place (and turn, when paced), then one of the producer's slots.
+            // The destination's place (and turn, when paced), then one of the producer's slots;
+            // a paced wait may outlast the delivery deadline, which ends it.
             let permit = tokio::select! {
                 p = async {
                     let place = gate.acquire(raw_bytes).await;
                     self.send_slots.acquire().await.ok().map(|slot| (slot, place))
                 } => p,
                 _ = aborted() => None,
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    let last = last_failure.as_ref().map_or_else(
+                        || "waited for its turn to send".to_owned(),
+                        |f: &BatchFailure| format!("last error {}: {}", f.code, f.message),
+                    );
+                    return Err(BatchFailure::local(
+                        LocalFailure::DeliveryTimeout,
+                        format!("not delivered within delivery_timeout_ms; {last}"),
+                        last_failure.and_then(|f| f.http_status),
+                    ));
+                }
             };
             let Some((permit, place)) = permit else {
                 return Err(BatchFailure::closed(
@@ -333,6 +346,7 @@ impl Delivery {
                     ));
                 }
             }
+            last_failure = Some(failure);
         }
     }
 

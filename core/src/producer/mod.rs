@@ -38,8 +38,8 @@ mod add;
 mod binding;
 mod budget;
 mod buffer;
-mod config;
 mod concurrency;
+mod config;
 mod deadlines;
 mod deliver;
 mod encode;
@@ -70,8 +70,7 @@ pub use buffer::BatchBuf;
 pub use concurrency::SendLimit;
 pub use config::{
     ConcurrencyMode, ConfigError, Front, FrontOption, OptionKind, OptionSpec, ProducerConfig,
-    SignatureVersion,
-    SpoolSync, TimePrecision, Unit, FRONT_OPTIONS, OPTIONS,
+    SignatureVersion, SpoolSync, TimePrecision, Unit, FRONT_OPTIONS, OPTIONS,
 };
 pub use encode::{check_keys, LogEncoder, RecordError};
 pub use engine::process_id;

@@ -205,7 +205,11 @@ pub(crate) fn backoff(
     if floor_ms == 0 {
         return Duration::from_millis(random(bound));
     }
-    Duration::from_millis(floor_ms.saturating_add(random(bound.max(floor_ms))).min(cap_ms))
+    Duration::from_millis(
+        floor_ms
+            .saturating_add(random(bound.max(floor_ms)))
+            .min(cap_ms),
+    )
 }
 
 #[cfg(test)]

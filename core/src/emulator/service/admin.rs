@@ -1,4 +1,6 @@
-//! The emulator's own JSON API under `/_emulator/`: health, counters, reset, faults,
+//! The emulator's own JSON API under `/_emulator/`: health, counters, reset, faults, the
+//! network (`GET`/`PUT network`: latency, jitter, bandwidth) and the write quotas
+//! (`GET`/`PUT quotas`),
 //! logstores, totals and stored logs, a page at a time; for the console, an overview of every
 //! project and logstore, a search (as GetLogs) and an index made in one call. Unauthenticated unless an admin token
 //! is configured (then `Authorization: Bearer <token>` on every request). Never counted in
@@ -11,6 +13,8 @@ use super::{json_response, missing, unix_now, Head, Service};
 use crate::emulator::catalog::Index;
 use crate::emulator::error::ApiError;
 use crate::emulator::faults::Fault;
+use crate::emulator::network::NetworkConfig;
+use crate::emulator::quotas::QuotaConfig;
 use crate::emulator::store::Missing;
 
 /// Logs in a `/_emulator/logs` page unless `limit` says otherwise.
@@ -68,6 +72,18 @@ impl Service {
             (&Method::DELETE, "faults") => {
                 self.faults.clear();
                 Ok(json_response(&serde_json::json!({ "ok": true })))
+            }
+            (&Method::GET, "network") => Ok(json_response(&self.network.config())),
+            (&Method::PUT, "network") => {
+                let network: NetworkConfig = serde_json::from_slice(body).map_err(bad_json)?;
+                self.network.replace(network);
+                Ok(json_response(&network))
+            }
+            (&Method::GET, "quotas") => Ok(json_response(&self.quotas.config())),
+            (&Method::PUT, "quotas") => {
+                let quotas: QuotaConfig = serde_json::from_slice(body).map_err(bad_json)?;
+                self.quotas.replace(quotas);
+                Ok(json_response(&quotas))
             }
             (&Method::POST, "logstores") => {
                 #[derive(serde::Deserialize)]

@@ -38,6 +38,8 @@ use parking_lot::{Mutex, RwLock};
 
 use super::error::ApiError;
 use super::faults::Faults;
+use super::network::Network;
+use super::quotas::Quotas;
 use super::store::{shorten, Missing, Store};
 use super::{EmulatorConfig, StsKey};
 use crate::wire::compress::CodecError;
@@ -88,6 +90,13 @@ pub struct Counters {
     /// Temporary keys handed out by the emulated STS and ECS metadata service.
     #[serde(default)]
     pub credentials_issued: u64,
+    /// PutLogs requests refused by a write quota, by quota: `project_inflow`, `project_qps`,
+    /// `shard_bytes`, `shard_writes` (also counted in `rejected` under their errorCode).
+    #[serde(default)]
+    pub throttled: BTreeMap<String, u64>,
+    /// Shards added by auto split.
+    #[serde(default)]
+    pub shard_splits: u64,
 }
 
 #[derive(Default)]
@@ -121,6 +130,10 @@ pub struct Service {
     api_keys: HashSet<String>,
     pub(crate) store: Store,
     pub(crate) faults: Faults,
+    /// The network clients see (latency, bandwidth).
+    pub(crate) network: Network,
+    /// The write quotas.
+    pub(crate) quotas: Quotas,
     counters: AtomicCounters,
     pack_ids: Mutex<put_logs::PackIds>,
     /// Live ECS metadata session tokens and when they expire (unix seconds).
@@ -313,6 +326,8 @@ impl Service {
             keys: RwLock::new(keys),
             store,
             faults: Faults::default(),
+            network: Network::new(config.network),
+            quotas: Quotas::new(config.quotas),
             counters: AtomicCounters::default(),
             pack_ids: Mutex::default(),
             metadata_tokens: Mutex::default(),
@@ -330,6 +345,7 @@ impl Service {
     /// A snapshot of the counters.
     pub fn counters(&self) -> Counters {
         let c = &self.counters;
+        let (throttled, shard_splits) = self.quotas.counts();
         Counters {
             requests: c.requests.load(Ordering::Relaxed),
             put_requests: c.put_requests.load(Ordering::Relaxed),
@@ -342,6 +358,8 @@ impl Service {
             faults_injected: self.faults.applied(),
             duplicate_groups: c.duplicate_groups.load(Ordering::Relaxed),
             credentials_issued: c.credentials_issued.load(Ordering::Relaxed),
+            throttled,
+            shard_splits,
         }
     }
 
@@ -349,6 +367,7 @@ impl Service {
     pub fn reset(&self) {
         self.store.reset();
         self.faults.clear();
+        self.quotas.reset();
         let c = &self.counters;
         for a in [
             &c.requests,

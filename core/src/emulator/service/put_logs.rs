@@ -8,7 +8,8 @@ use hyper::http::{Response, StatusCode};
 
 use super::{codec_error, missing, scan_error, unix_now, Head, Service, DECODE_SCRATCH};
 use crate::emulator::error::ApiError;
-use crate::emulator::store::{Placement, StoredGroup};
+use crate::emulator::quotas::Throttled;
+use crate::emulator::store::{Placement, Refused, StoredGroup};
 use crate::wire::compress::{self, Compression};
 use crate::wire::hashkey;
 use crate::wire::limits::MAX_RAW_BODY_BYTES;
@@ -195,9 +196,37 @@ impl Service {
         })?;
         let logs: u64 = groups.iter().map(|g| u64::from(g.logs)).sum();
         let group_count = groups.len() as u64;
-        self.store
-            .append(&project, logstore, placement, groups)
-            .map_err(|m| missing(m, &project, logstore))?;
+        let quotas = &self.quotas;
+        let quota = |reason: Throttled| {
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                reason.code(),
+                reason.message(&quotas.config()),
+            )
+        };
+        let checked = quotas.is_set();
+        if checked {
+            quotas.admit_project(&project, raw_size).map_err(quota)?;
+        }
+        let stored = self
+            .store
+            .append_admitted(&project, logstore, placement, groups, |shard| {
+                if checked {
+                    quotas.admit_shard(&project, logstore, shard, raw_size)
+                } else {
+                    Ok(())
+                }
+            });
+        match stored {
+            Ok(_) => {}
+            Err(Refused::Missing(m)) => return Err(missing(m, &project, logstore)),
+            Err(Refused::Throttled { reason, may_split }) => {
+                if quotas.shards_refused(&project, logstore, reason, may_split) {
+                    self.store.add_shard(&project, logstore);
+                }
+                return Err(quota(reason));
+            }
+        }
 
         let c = &self.counters;
         let duplicates = self.pack_ids.lock().record(&pack_ids);
