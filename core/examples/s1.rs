@@ -11,9 +11,14 @@
 //! second of the producer process, and what a scrape of its metrics costs (`scrape_ms`).
 //! Prints the S1 table (markdown).
 //!
+//! `--latency-ms 50 --jitter-ms 5` has the emulator play a round trip a region away (its
+//! network model), and each row says the 99th percentile of its batches' add-to-delivery
+//! times (`delivery_p99_ms`); `--concurrency-mode fixed` compares the fixed send concurrency.
+//!
 //! `cargo run --release -p loghose --example s1 -- [--rates 1000,200000] [--seconds 10]`
 
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
@@ -66,6 +71,15 @@ struct Args {
     /// this file and exit.
     #[arg(long)]
     s1r_pool_out: Option<std::path::PathBuf>,
+    /// Round trip the emulator plays for every request, in milliseconds (a region away).
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Each round trip is the latency plus or minus up to this many milliseconds.
+    #[arg(long, default_value_t = 0)]
+    jitter_ms: u64,
+    /// `send_concurrency_mode`: adaptive or fixed.
+    #[arg(long, default_value = "adaptive")]
+    concurrency_mode: String,
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
@@ -161,7 +175,13 @@ fn disk_written() -> i64 {
     field("write_bytes:") - field("cancelled_write_bytes:")
 }
 
-fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Producer {
+fn producer(
+    args: &Args,
+    endpoint: &str,
+    logstore: &str,
+    block: bool,
+    latencies: &Latencies,
+) -> Producer {
     let mut config = ProducerConfig::preset(&args.preset).expect("preset");
     config.endpoint = endpoint.into();
     config.project = "bench-s1".into();
@@ -179,12 +199,30 @@ fn producer(args: &Args, endpoint: &str, logstore: &str, block: bool) -> Produce
     config.time_precision =
         serde_json::from_value(serde_json::Value::String(args.time_precision.clone()))
             .expect("--time-precision is s, ms or ns");
+    config.send_concurrency_mode =
+        serde_json::from_value(serde_json::Value::String(args.concurrency_mode.clone()))
+            .expect("--concurrency-mode is adaptive or fixed");
     if let Some(dir) = &args.spool_dir {
         config.spool_dir = Some(dir.join(logstore).display().to_string());
         config.spool_sync = SpoolSync::parse(&args.spool_sync)
             .expect("--spool-sync is none, batch or interval:<ms>");
     }
-    Producer::new(config).expect("producer")
+    let latencies = Arc::clone(latencies);
+    let on_reports: loghose::producer::ReportCallback = Box::new(move |reports| {
+        let mut l = latencies.lock().expect("latencies");
+        l.extend(reports.iter().map(|r| r.latency.as_secs_f64() * 1000.0));
+    });
+    Producer::build(config, None, Some(on_reports)).expect("producer")
+}
+
+/// Each batch's time from its first add to its delivery, in milliseconds, as reported.
+type Latencies = Arc<std::sync::Mutex<Vec<f64>>>;
+
+/// The 99th percentile of the batches' add-to-delivery times, emptying `latencies`.
+fn delivery_p99_ms(latencies: &Latencies) -> f64 {
+    let mut l = std::mem::take(&mut *latencies.lock().expect("latencies"));
+    l.sort_by(f64::total_cmp);
+    harness::percentile(&l, 0.99).unwrap_or(0.0)
 }
 
 struct ReadBack {
@@ -388,6 +426,10 @@ fn main() {
         return;
     }
     let emulator = support::ChildEmulator::start();
+    if args.latency_ms > 0 || args.jitter_ms > 0 {
+        emulator.set_network(args.latency_ms, args.jitter_ms);
+    }
+    let latencies: Latencies = Arc::default();
     // Pinned after the emulator started: it stands in for a remote service, not for the Pi.
     if let Some(core) = args.pin_core {
         pin_to_core(core);
@@ -401,10 +443,13 @@ fn main() {
     let real = matches!(workload, Workload::S1R(_));
     let idle = ProcessSample::now();
     println!(
-        "{} `{}` preset, {} s per rate, emulator in a child process at {endpoint}",
+        "{} `{}` preset, {} s per rate, emulator in a child process at {endpoint}, round trip {} ± {} ms, {} concurrency",
         if real { "S1-R" } else { "S1" },
         args.preset,
-        args.seconds
+        args.seconds,
+        args.latency_ms,
+        args.jitter_ms,
+        args.concurrency_mode
     );
     println!();
     if let Some(dir) = &args.spool_dir {
@@ -424,7 +469,7 @@ fn main() {
         let rate = rate.max(2) / 2 * 2;
         let logstore = format!("rate-{rate}");
         let mut meter = Meter::start(&endpoint, "bench-s1", &logstore).expect("emulator admin");
-        let p = producer(&args, &endpoint, &logstore, false);
+        let p = producer(&args, &endpoint, &logstore, false, &latencies);
         let threads0 = thread_times();
         let disk0 = disk_written();
         meter.begin();
@@ -475,6 +520,7 @@ fn main() {
                     ("disk_b_per_log".into(), disk_per_log.into()),
                     ("read_back_duplicates".into(), check.duplicates.into()),
                     ("read_back_wrong".into(), check.wrong.into()),
+                    ("delivery_p99_ms".into(), delivery_p99_ms(&latencies).into()),
                 ],
             })
             .expect("emulator admin");
@@ -483,7 +529,7 @@ fn main() {
     }
     if args.unthrottled_seconds > 0 {
         let mut meter = Meter::start(&endpoint, "bench-s1", "unthrottled").expect("emulator admin");
-        let p = producer(&args, &endpoint, "unthrottled", true);
+        let p = producer(&args, &endpoint, "unthrottled", true, &latencies);
         let threads0 = thread_times();
         meter.begin();
         let t0 = Instant::now();
@@ -511,7 +557,10 @@ fn main() {
                 sent: n,
                 add_seconds,
                 pending,
-                extra: vec![("scrape_ms".into(), scrape_ms.into())],
+                extra: vec![
+                    ("scrape_ms".into(), scrape_ms.into()),
+                    ("delivery_p99_ms".into(), delivery_p99_ms(&latencies).into()),
+                ],
             })
             .expect("emulator admin");
         failed |= harness::failed(&row);

@@ -74,6 +74,14 @@ impl ChildEmulator {
         }
     }
 
+    /// Every Log Service request's round trip from now on: `latency_ms` ± `jitter_ms`.
+    pub(crate) fn set_network(&self, latency_ms: u64, jitter_ms: u64) {
+        self.child
+            .admin
+            .set_network(latency_ms, jitter_ms)
+            .expect("emulator admin");
+    }
+
     /// Logs stored in a logstore since it was created.
     pub(crate) fn logs(&self, project: &str, logstore: &str) -> u64 {
         self.child

@@ -264,6 +264,24 @@ impl AdminClient {
             .map_err(|e| std::io::Error::other(format!("emulator admin {path}: {e}")))
     }
 
+    /// Sets the emulator's network (`PUT /_emulator/network`): every Log Service request's
+    /// round trip is `latency_ms` plus or minus up to `jitter_ms`.
+    pub fn set_network(&self, latency_ms: u64, jitter_ms: u64) -> std::io::Result<()> {
+        let url = format!("{}/_emulator/network", self.endpoint);
+        let body = json!({"latency_ms": latency_ms, "jitter_ms": jitter_ms});
+        self.runtime
+            .block_on(async {
+                self.http
+                    .put(url)
+                    .json(&body)
+                    .send()
+                    .await?
+                    .error_for_status()
+                    .map(|_| ())
+            })
+            .map_err(|e| std::io::Error::other(format!("emulator admin network: {e}")))
+    }
+
     /// Logs a logstore received since it was made (0 when it was never written).
     pub fn logs(&self, project: &str, logstore: &str) -> std::io::Result<u64> {
         let totals = self.get(&format!("totals?project={project}&logstore={logstore}"))?;

@@ -13,6 +13,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::batch_file::Idle;
 use super::disk::DirChanges;
+use super::faults::Faults;
 use super::file_pool::FilePool;
 use super::files::{allocate, private_file};
 use super::format::FREE_MAGIC;
@@ -55,6 +56,8 @@ pub(super) struct Preparer {
     /// Notes the spares it makes; synced here (off the adding threads) when the spool syncs.
     pub(super) dir_changes: Arc<DirChanges>,
     pub(super) syncs: bool,
+    /// Where a failed sync of its own is counted.
+    pub(super) faults: Arc<Faults>,
 }
 
 impl Preparer {
@@ -80,9 +83,13 @@ impl Preparer {
                 }
             }
             if self.syncs {
-                // The new names made durable ahead of the batches that take the files; a
-                // failure is met (and counted) by the next batch's own sync.
-                let _ = self.dir_changes.sync(&self.dir);
+                // The new names made durable ahead of the batches that take the files. A
+                // failure is counted here (the model of a failing disk showed it otherwise
+                // went unsaid: the next batch's sync of the directory succeeded); that sync
+                // tries again, as the entries stay marked changed.
+                if let Err(e) = self.dir_changes.sync(&self.dir) {
+                    self.faults.sync_failed(&self.dir, &self.dir, &e);
+                }
             }
             self.map_idle_file();
         }

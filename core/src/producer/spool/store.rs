@@ -115,7 +115,7 @@ pub(crate) struct Spool {
     /// Marks of settled batches not yet synced (`batch`, `interval`).
     pub(super) marks: Mutex<PendingMarks>,
     /// Syncs that failed, the files never trusted again, what is not durable.
-    pub(super) faults: Faults,
+    pub(super) faults: Arc<Faults>,
 }
 
 /// What earlier producers left to send again: this producer's slot first, then each
@@ -277,7 +277,7 @@ impl Spool {
             committing: Arc::default(),
             dir_changes: Arc::default(),
             marks: Mutex::default(),
-            faults: Faults::default(),
+            faults: Arc::default(),
         });
         let preparer = Preparer {
             state: spool.state.clone(),
@@ -292,6 +292,7 @@ impl Spool {
             files: spool.files.clone(),
             dir_changes: spool.dir_changes.clone(),
             syncs: sync != SpoolSync::None,
+            faults: spool.faults.clone(),
         };
         *spool.preparer.lock() =
             crate::threads::spawn("loghose-spool-prep", move || preparer.run()).ok();
