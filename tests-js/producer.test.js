@@ -33,6 +33,13 @@ describe('Producer', () => {
     expect(open.delivered).toBe(1)
     expect(open.failuresByCode).toEqual({})
     expect(typeof open.spoolDegraded).toBe('boolean')
+    // Each destination's send limit, camelCase inside too, as its type declares.
+    const limitBody = /export interface SendLimit \{([\s\S]*?)\n\}/.exec(declared)[1]
+    const limitNames = [...limitBody.matchAll(/^ {2}(\w+):/gm)].map((m) => m[1]).sort()
+    expect(open.sendLimits.length).toBe(1)
+    expect(Object.keys(open.sendLimits[0]).sort()).toEqual(limitNames)
+    expect(open.sendLimits[0]).toMatchObject({ project: 'loghose', logstore: 'logs', sending: 0, pushedBack: 0 })
+    expect(open.sendLimits[0].limit).toBeGreaterThanOrEqual(1)
     await p.close()
     const closed = p.stats()
     expect(Object.keys(closed).sort()).toEqual(names)
