@@ -264,22 +264,34 @@ impl AdminClient {
             .map_err(|e| std::io::Error::other(format!("emulator admin {path}: {e}")))
     }
 
-    /// Sets the emulator's network (`PUT /_emulator/network`): every Log Service request's
-    /// round trip is `latency_ms` plus or minus up to `jitter_ms`.
-    pub fn set_network(&self, latency_ms: u64, jitter_ms: u64) -> std::io::Result<()> {
-        let url = format!("{}/_emulator/network", self.endpoint);
-        let body = json!({"latency_ms": latency_ms, "jitter_ms": jitter_ms});
+    /// `PUT /_emulator/{path}` with a JSON body (the network, the quotas).
+    pub fn put(&self, path: &str, body: &Value) -> std::io::Result<()> {
+        let url = format!("{}/_emulator/{path}", self.endpoint);
         self.runtime
             .block_on(async {
                 self.http
                     .put(url)
-                    .json(&body)
+                    .json(body)
                     .send()
                     .await?
                     .error_for_status()
                     .map(|_| ())
             })
-            .map_err(|e| std::io::Error::other(format!("emulator admin network: {e}")))
+            .map_err(|e| std::io::Error::other(format!("emulator admin {path}: {e}")))
+    }
+
+    /// Sets the emulator's network: every Log Service request's round trip is `latency_ms`
+    /// plus or minus up to `jitter_ms`.
+    pub fn set_network(&self, latency_ms: u64, jitter_ms: u64) -> std::io::Result<()> {
+        self.put(
+            "network",
+            &json!({"latency_ms": latency_ms, "jitter_ms": jitter_ms}),
+        )
+    }
+
+    /// The emulator's counters (`GET /_emulator/counters`).
+    pub fn counters(&self) -> std::io::Result<Value> {
+        self.get("counters")
     }
 
     /// Logs a logstore received since it was made (0 when it was never written).
