@@ -228,10 +228,7 @@ fn fleet_mode(args: &Args, count: usize, emulator: &support::ChildEmulator, admi
             counter(&v, &["pushed_back"]),
         ));
     }
-    // A fresh client: the first one's connection has been idle since the start.
-    let counters = AdminClient::new(&emulator.endpoint)
-        .and_then(|a| a.counters())
-        .expect("counters");
+    let counters = admin.counters().expect("counters");
     let sent: u64 = rows.iter().map(|r| r.0).sum();
     let received: u64 = rows.iter().map(|r| r.1).sum();
     // S1-R's records are alike in size on average: records delivered stand for bytes.

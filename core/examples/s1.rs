@@ -80,6 +80,9 @@ struct Args {
     /// `send_concurrency_mode`: adaptive or fixed.
     #[arg(long, default_value = "adaptive")]
     concurrency_mode: String,
+    /// `send_concurrency` instead of the preset's.
+    #[arg(long)]
+    send_concurrency: Option<usize>,
     /// Internal: run the emulator and print its endpoint.
     #[arg(long, hide = true)]
     emulator_child: bool,
@@ -202,6 +205,9 @@ fn producer(
     config.send_concurrency_mode =
         serde_json::from_value(serde_json::Value::String(args.concurrency_mode.clone()))
             .expect("--concurrency-mode is adaptive or fixed");
+    if let Some(n) = args.send_concurrency {
+        config.send_concurrency = n;
+    }
     if let Some(dir) = &args.spool_dir {
         config.spool_dir = Some(dir.join(logstore).display().to_string());
         config.spool_sync = SpoolSync::parse(&args.spool_sync)

@@ -114,6 +114,12 @@ metrics! {
         "The buffer's bound (buffer_max_bytes): send waits or refuses beyond it.";
     BATCHES_IN_FLIGHT: Gauge "loghose_batches_in_flight" "" []
         "Batches being sent or waiting to retry.";
+    SEND_LIMIT: Gauge "loghose_send_limit" "" ["project", "logstore"]
+        "Batches a destination may have in flight now (adaptive send concurrency; send_concurrency when fixed).";
+    SEND_PACE: Gauge "loghose_send_pace" "bytes" ["project", "logstore"]
+        "Raw bytes per second a destination's requests are paced to after the service pushed back; 0 when not paced.";
+    REQUESTS_PUSHED_BACK: Counter "loghose_requests_pushed_back" "" ["project", "logstore"]
+        "Answers that pushed back: a quota or throttling answer (403, 429), 503, or none within the request timeout.";
     SPOOL_USED: Gauge "loghose_spool" "bytes" []
         "Bytes of spool files on disk.";
     SPOOL_FILES: Gauge "loghose_spool_files" "" []

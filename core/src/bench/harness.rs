@@ -244,6 +244,9 @@ impl AdminClient {
             http: reqwest::Client::builder()
                 .no_proxy()
                 .timeout(std::time::Duration::from_secs(60))
+                // The emulator closes a connection idle past its header read timeout (20 s);
+                // one kept longer fails the next request (a long flush between two reads).
+                .pool_idle_timeout(std::time::Duration::from_secs(5))
                 .build()
                 .map_err(std::io::Error::other)?,
         })

@@ -650,6 +650,19 @@ impl Producer {
                         .collect(),
                 }
             };
+        // The first destinations by name, as many as the meters keep by name.
+        let gates: Vec<_> = stats
+            .send_limits
+            .iter()
+            .take(meters::MAX_DESTINATIONS)
+            .collect();
+        let per_gate = |spec: &'static m::MetricSpec, value: &dyn Fn(&SendLimit) -> u64| Family {
+            spec,
+            samples: gates
+                .iter()
+                .map(|l| Sample::value(vec![l.project.clone(), l.logstore.clone()], value(l)))
+                .collect(),
+        };
         let mut failed = Vec::new();
         let mut requests = Vec::new();
         let mut delivery = Vec::new();
@@ -704,6 +717,9 @@ impl Producer {
                 self.inner.config.buffer_max_bytes as u64,
             ),
             one(&m::BATCHES_IN_FLIGHT, stats.in_flight_batches),
+            per_gate(&m::SEND_LIMIT, &|l| u64::from(l.limit)),
+            per_gate(&m::SEND_PACE, &|l| l.pace),
+            per_gate(&m::REQUESTS_PUSHED_BACK, &|l| l.pushed_back),
             one(&m::SPOOL_USED, stats.spool_bytes),
             one(
                 &m::SPOOL_FILES,
