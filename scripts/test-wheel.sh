@@ -23,8 +23,9 @@ echo "native module: $so_kb KB"
 # A guard against bloat, not a target (the wheel's size is: ≤ 4 MB). Raised from 6 MB when the
 # default credential chain (STS, the metadata service, the profile files) and the emulator's
 # STS and metadata service came in: about 300 KB; from 6.5 MB when the emulator's management
-# and query APIs, its term index and Producer.sender came in: about 100 KB.
-[ "$so_kb" -le 6912 ] || { echo "the native module is over 6.75 MB" >&2; exit 1; }
+# and query APIs, its term index and Producer.sender came in: about 100 KB; from 6.75 MB when
+# adaptive send concurrency and the emulator's network and quotas came in: about 120 KB.
+[ "$so_kb" -le 7168 ] || { echo "the native module is over 7 MB" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
