@@ -1,7 +1,7 @@
 //! The spool's side of batch files: the default destination's batches are written straight
 //! into files of their own (`batch_file`), indexed here so a kill loses nothing; a compressed
 //! batch's body is committed to a segment (in groups, off the I/O threads) before its file is
-//! given back for reuse. Runs on the adding threads (take, index) and the I/O threads
+//! given back for reuse. The pool's data (`FilePool`, `Committing`) lives in `state`. Runs on the adding threads (take, index) and the I/O threads
 //! (compressed, give back).
 
 use std::collections::BTreeMap;
@@ -9,62 +9,17 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use super::batch_file::{self, BatchFile, Idle, Shape};
 use super::files::{is_disk_full, SpoolError};
 use super::format::{encode_open, Compressed};
+use super::state::{FilePool, COMMIT_GROUP};
 use super::store::{Spool, SpoolMark};
 use crate::producer::buffer::BatchBuf;
 use crate::producer::config::SpoolSync;
 use crate::producer::routing::Destination;
-
-/// The batch files of the default destination's batches (see `batch_file`).
-pub(super) struct FilePool {
-    pub(super) shape: Shape,
-    /// The default destination and the tags, as every file's header holds them.
-    pub(super) open: Vec<u8>,
-    /// Files no batch uses; the mapped ones are taken first.
-    pub(super) idle: Mutex<Vec<Idle>>,
-    /// Files of batches not yet done, by sequence: what `interval` syncs.
-    pub(super) live: Mutex<BTreeMap<u64, (PathBuf, Arc<File>)>>,
-    /// Syncs that took the live files (`sync_all`: the timer's, and those before old files
-    /// are deleted), counted under `live`'s lock, where a file taken reads the count: whether
-    /// a file's records may be durable only in that file.
-    pub(super) ticks: AtomicU64,
-    /// Names new files.
-    pub(super) made: AtomicU64,
-    /// The most files in use at once so far: how many are kept idle.
-    pub(super) peak: AtomicUsize,
-    /// Bytes of idle files: on disk (in `used`) but room for the next batches.
-    pub(super) idle_bytes: AtomicUsize,
-    /// Data mappings kept after their batch was compressed (in flight or idle).
-    pub(super) retained: AtomicUsize,
-    /// At most this many are.
-    pub(super) retain_max: usize,
-    pub(super) closed: AtomicBool,
-}
-
-/// Batch files whose compressed bodies wait for a sync (`spool_sync = interval`, files a timed
-/// sync took while their batch filled): given back only once the segments holding the bodies
-/// are durable, so that a power loss never finds a file reused (or marked free) before its
-/// records are on disk in another form.
-#[derive(Default)]
-pub(super) struct Committing {
-    pub(super) files: Mutex<Vec<(BatchFile, Vec<u64>)>>,
-    pub(super) wake: Condvar,
-    /// Files whose bodies' sync failed: their records may be durable only there, so they are
-    /// never reused; deleted when the spool closes with everything settled, else left for
-    /// the next producer (a recovery skips the batches their `Done` entries settle).
-    pub(super) stranded: Mutex<Vec<BatchFile>>,
-}
-
-/// How long the sync thread gathers files waiting for a commit before it syncs their bodies,
-/// and how many it syncs for at once at most: one `fdatasync` per group, not per file.
-pub(super) const COMMIT_GATHER: Duration = Duration::from_millis(10);
-pub(super) const COMMIT_GROUP: usize = 16;
 
 /// Idle batch files kept mapped at rest: the next batch takes it with no page faults (a file
 /// mapped again takes a fault per page); the preparer thread maps another ahead while batches

@@ -73,6 +73,7 @@ mod prepare;
 mod recovery;
 mod replay_ledger;
 mod segment;
+mod state;
 mod store;
 
 #[cfg(test)]

@@ -14,10 +14,9 @@ use parking_lot::{Condvar, Mutex};
 use super::batch_file::Idle;
 use super::disk::DirChanges;
 use super::faults::Faults;
-use super::file_pool::FilePool;
 use super::files::{allocate, private_file};
 use super::format::FREE_MAGIC;
-use super::segment::{map_segment, Free, State};
+use super::state::{map_segment, FilePool, Free, State};
 
 /// Wakes the preparer thread; shared with it so that it holds no reference to the spool
 /// while it waits (the spool, and its directory lock, go when the producer does).

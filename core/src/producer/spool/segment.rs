@@ -1,147 +1,28 @@
-//! The segment writer: each shard appends entries (opens, records, seals, bodies, dones) to
-//! its own mapped segment file, takes a new one (ready-made by the preparer) when it is full,
-//! and retires segments whose batches are all settled (kept mapped for reuse, or deleted).
+//! What the spool does with segments: each shard appends entries (opens, records, seals,
+//! bodies, dones) to its own mapped segment file, takes a new one (ready-made by the preparer)
+//! when it is full, and retires segments whose batches are all settled (kept mapped for reuse,
+//! or deleted). The segments' data (`State`, `Writer`, ...) lives in `state`.
 //! Runs on the adding threads (records) and the I/O threads (seals, bodies, dones); each
 //! shard's writer is behind the spool's lock.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-use memmap2::MmapMut;
 
 use super::disk;
 use super::files::{allocate, io, is_disk_full, private_file, SpoolError};
 use super::format::{
-    align8, body_head, encode_open, Compressed, CopyOrigin, Kind, ENTRY_HEADER, ENTRY_MAGIC,
-    FREE_MAGIC, SEGMENT_HEADER, SEGMENT_MAGIC,
+    align8, body_head, encode_open, Compressed, CopyOrigin, Kind, ENTRY_HEADER, FREE_MAGIC,
+    SEGMENT_HEADER, SEGMENT_MAGIC,
 };
+use super::state::{map_segment, Free, Segment, State, Writer};
 use super::store::{BatchPlace, Spool, SpoolMark};
 use crate::producer::config::SpoolSync;
 
 /// How many times a batch whose sync failed is written again on a fresh segment before it is
 /// sent as not durable.
 const RESPOOL_ATTEMPTS: usize = 2;
-
-/// The segments' state, behind the spool's lock: every segment by sequence, each shard's chain,
-/// the free ones kept for reuse.
-pub(super) struct State {
-    pub(super) segments: BTreeMap<u64, Segment>,
-    /// Per shard, its segments in order.
-    pub(super) chains: Vec<VecDeque<u64>>,
-    /// Settled segments kept for reuse (see `Spool::keeps`). Not cleared: a scan of the
-    /// next use ends at the first entry of an earlier use (its segment sequence differs).
-    pub(super) free: Vec<Free>,
-    /// Bytes of `free` files (on disk, not in `used`).
-    pub(super) spare_bytes: usize,
-    /// The most segments in use at once so far.
-    pub(super) peak: usize,
-    /// The spool closed: spares still being cleared are deleted instead of kept.
-    pub(super) closed: bool,
-}
-
-/// Files holding marks of settled batches (a batch file's free mark, a segment's `Done`
-/// entries) written since the last sync: made durable with the next one, so that a power loss
-/// brings back only the batches settled since, to be sent again.
-#[derive(Default)]
-pub(super) struct PendingMarks {
-    files: Vec<(PathBuf, Arc<File>)>,
-}
-
-impl PendingMarks {
-    pub(super) fn add(&mut self, path: PathBuf, file: Arc<File>) {
-        if !self.files.iter().any(|(p, _)| *p == path) {
-            self.files.push((path, file));
-        }
-    }
-
-    /// A file deleted: its marks need no sync.
-    pub(super) fn forget(&mut self, path: &Path) {
-        if !self.files.is_empty() {
-            self.files.retain(|(p, _)| p != path);
-        }
-    }
-
-    fn take(&mut self) -> Vec<(PathBuf, Arc<File>)> {
-        std::mem::take(&mut self.files)
-    }
-}
-
-/// One open segment of one shard, mapped.
-pub(super) struct Writer {
-    pub(super) seq: u64,
-    pub(super) map: MmapMut,
-    pub(super) pos: usize,
-}
-
-impl Writer {
-    /// Appends one entry, or answers `false` when it does not fit.
-    fn append(&mut self, kind: Kind, run: u64, batch: u64, parts: &[&[u8]]) -> bool {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        let size = ENTRY_HEADER + align8(len);
-        if self.pos + size > self.map.len() || len > u32::MAX as usize {
-            return false;
-        }
-        let at = self.pos;
-        let entry = &mut self.map[at..at + ENTRY_HEADER + len];
-        let mut o = ENTRY_HEADER;
-        for p in parts {
-            entry[o..o + p.len()].copy_from_slice(p);
-            o += p.len();
-        }
-        entry[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-        entry[12..16].copy_from_slice(&[kind as u8, 0, 0, 0]);
-        entry[16..24].copy_from_slice(&run.to_le_bytes());
-        entry[24..32].copy_from_slice(&batch.to_le_bytes());
-        entry[32..40].copy_from_slice(&self.seq.to_le_bytes());
-        // One pass over everything after the CRC: length, kind, run, batch, segment, payload.
-        let crc = crc32fast::hash(&entry[8..]);
-        entry[4..8].copy_from_slice(&crc.to_le_bytes());
-        // The next entry's header zeroed (a reused segment holds older bytes there): where a
-        // scan finds it, this use's entries end.
-        let next = at + size;
-        let zeroed = (next + ENTRY_HEADER).min(self.map.len());
-        self.map[next.min(zeroed)..zeroed].fill(0);
-        // The magic last: a scan that finds it finds the rest written (and checks the CRC).
-        self.map[at..at + 4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
-        self.pos += size;
-        true
-    }
-}
-
-/// What the spool knows of one segment.
-pub(super) struct Segment {
-    pub(super) path: PathBuf,
-    pub(super) file: Arc<File>,
-    /// Batches with an entry in it that are not done.
-    pub(super) live: u32,
-    /// Its writer moved on (no more entries will come); its mapping, kept for reuse.
-    pub(super) full: Option<MmapMut>,
-}
-
-/// A settled segment kept mapped for the next one a shard needs: its pages are already in
-/// memory, so writing into it costs no page faults.
-pub(super) struct Free {
-    pub(super) path: PathBuf,
-    pub(super) file: Arc<File>,
-    pub(super) size: usize,
-    /// Kept mapped: a segment mapped again takes a fault per page (the file system's write
-    /// notification) that costs more than its records.
-    pub(super) map: MmapMut,
-}
-
-/// Maps a whole segment file and makes every page writable in one call: a fault per 4 KiB
-/// page taken on the add path (each ~10 records) costs more than the records' own copies.
-pub(super) fn map_segment(file: &File) -> std::io::Result<MmapMut> {
-    // SAFETY: the file belongs to this producer, which holds the directory's lock; nothing
-    // else maps or truncates it while this mapping lives.
-    let map = unsafe { MmapMut::map_mut(file)? };
-    #[cfg(target_os = "linux")]
-    let _ = map.advise(memmap2::Advice::PopulateWrite);
-    Ok(map)
-}
 
 impl Spool {
     /// Appends a batch's entry through `shard`'s writer, opening a new segment when the

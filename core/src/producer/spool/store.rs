@@ -1,9 +1,9 @@
 //! The store: one producer's spool — its slot directory, segments, batch files, preparer and
 //! sync threads — and what it does at each point of a batch's life (see the module's face,
 //! `spool`, for the layout, recovery and durability it keeps). The parts live beside it:
-//! `segment` (entries), `file_pool` (batch files), `prepare` (files made ahead), `recovery`
-//! (scans), `faults` (failed syncs), `disk` (the durability seam), `files` (the error and how
-//! files are made).
+//! `state` (the plain data every part shares), `segment` (entries), `file_pool` (batch
+//! files), `prepare` (files made ahead), `recovery` (scans), `faults` (failed syncs), `disk`
+//! (the durability seam), `files` (the error and how files are made).
 //!
 //! Runs on whichever thread calls: adding threads, the I/O runtime, the timer and preparer
 //! threads, the opening thread; its state is behind short locks.
@@ -22,13 +22,14 @@ use crate::producer::routing::Destination;
 use super::batch_file::BatchFile;
 use super::disk::{self, DirChanges};
 use super::faults::Faults;
-use super::file_pool::{Committing, FilePool, COMMIT_GATHER, COMMIT_GROUP};
 use super::files::SpoolError;
 use super::lock::{self, DirLock, Held};
 use super::prepare::{PrepSignal, Preparer};
 use super::recovery::{drop_copies_of_what_is_still_there, scan_dir, Leftover, Recovered};
 use super::replay_ledger::LedgerWriter;
-use super::segment::{PendingMarks, State, Writer};
+use super::state::{
+    Committing, FilePool, PendingMarks, State, Writer, COMMIT_GATHER, COMMIT_GROUP,
+};
 
 /// The segment size for a spool of `max_bytes` written by `shards` writers: so that every
 /// shard's open segment together take at most a quarter of it; 64 to 256 KiB. Small
