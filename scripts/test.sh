@@ -6,7 +6,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s ==\n' "$*"; }
+step() {
+  printf '\n== %s ==\n' "$*"
+  df -h . | sed -n '2s/^/disk: /p'
+}
+
+# Disk: builds no later step uses are deleted as the run goes (a CI machine once ran out of
+# space at the last step, with 10 GB of earlier builds behind it). LOGHOSE_KEEP_BUILDS=1
+# keeps them (a developer's incremental builds).
+free_disk() {
+  [ "${LOGHOSE_KEEP_BUILDS:-0}" = 1 ] && return 0
+  local before
+  before=$(df -BM --output=avail . | tail -1)
+  for path in "$@"; do
+    case $path in
+      test-binaries)
+        # Test and example executables (not the libraries, build scripts or proc macros
+        # later builds reuse).
+        find target/debug/deps -maxdepth 1 -type f -executable ! -name '*.*' -delete 2>/dev/null || true
+        rm -rf target/debug/examples
+        ;;
+      *) rm -rf --one-file-system "$path" ;;
+    esac
+  done
+  echo "disk: freed $(( $(df -BM --output=avail . | tail -1 | tr -dc 0-9) - $(echo "$before" | tr -dc 0-9) )) MB ($*)"
+}
 
 # Disk: without incremental caches, with line tables only in test builds and no debug info in
 # release builds, the whole run writes about 3 GB instead of 6.3 GB (a CI machine once ran out
@@ -61,6 +85,7 @@ cargo test --quiet --release -p loghose --test spool -- sigkill
 
 step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
 cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
+free_disk target/release target/x86_64-pc-windows-gnu test-binaries
 
 step "Node: npm ci, the addon built from source (npm run build), tsc --noEmit, jest"
 if ! command -v npm >/dev/null; then
@@ -90,6 +115,7 @@ step "ruff"
 step "the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
 bash scripts/test-wheel.sh
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wheels/loghose-*.whl
+free_disk target/x86_64-unknown-linux-gnu
 
 step "pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
 cargo build --quiet -p loghose --bin loghose-emulator
@@ -99,4 +125,5 @@ step "the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest
 bash scripts/test-runtimes.sh
 
 step "32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
+free_disk target/debug target/free-threaded
 PYTHONS=3.13 bash scripts/test-platforms.sh armv7
