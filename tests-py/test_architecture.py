@@ -142,3 +142,30 @@ def test_the_circle_finder_finds_one(tmp_path):
     mods = module_files(tmp_path)
     assert referenced_files(tmp_path / "a.rs", tmp_path, mods) == {tmp_path / "b.rs"}
     assert referenced_files(tmp_path / "b.rs", tmp_path, mods) == {tmp_path / "a.rs"}
+
+
+# Module docs: a design note longer than about a screen's paragraph is read by its headings.
+LONG_MODULE_DOC = 20
+
+
+def module_doc(path: Path) -> list[str]:
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("//!"):
+            break
+        lines.append(line)
+    return lines
+
+
+def test_every_module_opens_with_a_design_note_and_long_ones_have_headings():
+    unheaded, undocumented = [], []
+    for crate in CRATES:
+        for path in sorted((ROOT / crate).rglob("*.rs")):
+            doc = module_doc(path)
+            name = str(path.relative_to(ROOT))
+            if not doc:
+                undocumented.append(name)
+            elif len(doc) > LONG_MODULE_DOC and not any(line.startswith("//! #") for line in doc):
+                unheaded.append(f"{name} ({len(doc)} lines)")
+    assert not undocumented, f"modules without a design note: {undocumented}"
+    assert not unheaded, f"module docs over {LONG_MODULE_DOC} lines without headings: {unheaded}"

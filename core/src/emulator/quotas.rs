@@ -2,12 +2,16 @@
 //! bucket that a PutLogs request draws from, refused with the service's status, code and
 //! message when empty.
 //!
+//! # The quotas
+//!
 //! | quota | service's figure | refused with |
 //! |---|---|---|
 //! | project raw bytes per minute | 100 GB | 403 `WriteQuotaExceed`, "Project write quota exceed: inflow: …" |
 //! | project writes per minute | 600 000 | 403 `WriteQuotaExceed`, "Project write quota exceed: qps: …" |
 //! | shard raw bytes per second | 5 MB (10 MB without an index) | 403 `ShardWriteQuotaExceed`, "shard write quota exceed, please split shard" |
 //! | shard writes per second | 500 | the same |
+//!
+//! # Buckets and shards
 //!
 //! Each bucket holds one second of its rate (a per-minute quota refills at a sixtieth of it per
 //! second) and starts full; a request is let through when its bucket holds its size, or is
@@ -17,11 +21,15 @@
 //! (as the service answers "all writable shards over limit"); one with a hash key goes to its
 //! shard only. A refused request takes nothing from any bucket.
 //!
-//! **Auto split**: with `auto_split` on, a logstore whose own `autoSplit` setting is on (the
+//! # Auto split
+//!
+//! With `auto_split` on, a logstore whose own `autoSplit` setting is on (the
 //! default) gains a shard when a request is refused for its shards, at most one per
 //! `split_interval_ms` and up to its `maxSplitShard`. The service splits a hot shard's key
 //! range in two; the emulator spreads the ranges over the new count (hash keys move between
 //! shards; what a shard already holds stays).
+//!
+//! # Set, counted, locked
 //!
 //! Nothing is set by default (no quota). Set by flags (`--shard-write-bytes-per-sec`,
 //! …, `--service-quotas` for the service's figures) and the admin API (`PUT /_emulator/quotas`);

@@ -18,10 +18,12 @@
 //!
 //! The baseline is a moving mean of the windows' mean round trips. A quota is a rate, which
 //! places alone cannot meet (one place at a time can send far more than a shard takes), so a
-//! push back also starts a **pace**: requests are spaced to 90 % of the raw bytes per second the
-//! destination delivered in its last second (or of the pace, if lower). While requests wait
-//! for the pace and nothing pushes back, the pace grows by `0.5 % × (1 + s)` per second, `s`
-//! seconds after the last push back: slowly near the rate that was too much, faster away from
+//! push back also starts a **pace**: requests are spaced to half the raw bytes per second the
+//! destination was sending at the first push back ([`FIRST_PACE_CUT`]), and to 85 % of the
+//! pace at each later one ([`PACE_CUT`]). While requests wait for the pace and nothing pushes
+//! back, the pace closes a fifth of the gap to the rate that was too much per second
+//! ([`PACE_APPROACH`]), then probes past it by 1 % per second times `1 + s/4`, `s` seconds
+//! since it passed ([`PACE_PROBE`]): slowly near the rate that was too much, faster away from
 //! it. A pace nobody waited for in a minute is dropped.
 //!
 //! # The gate
