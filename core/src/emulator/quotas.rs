@@ -175,6 +175,16 @@ struct Buckets {
     writes: Bucket,
 }
 
+impl Buckets {
+    /// A quota's two buckets, full.
+    fn full(bytes_rate: f64, writes_rate: f64, now: Instant) -> Buckets {
+        Buckets {
+            bytes: Bucket::new(bytes_rate, now),
+            writes: Bucket::new(writes_rate, now),
+        }
+    }
+}
+
 /// The quotas and their buckets.
 #[derive(Debug)]
 pub(crate) struct Quotas {
@@ -240,10 +250,7 @@ impl Quotas {
         let buckets = state
             .projects
             .entry(project.to_owned())
-            .or_insert_with(|| Buckets {
-                bytes: Bucket::new(bytes_rate, now),
-                writes: Bucket::new(writes_rate, now),
-            });
+            .or_insert_with(|| Buckets::full(bytes_rate, writes_rate, now));
         let verdict = draw(
             buckets,
             (bytes_rate, raw_bytes as f64),
@@ -283,10 +290,7 @@ impl Quotas {
         let buckets = state
             .shards
             .entry((project.to_owned(), logstore.to_owned(), shard))
-            .or_insert_with(|| Buckets {
-                bytes: Bucket::new(bytes_rate, now),
-                writes: Bucket::new(writes_rate, now),
-            });
+            .or_insert_with(|| Buckets::full(bytes_rate, writes_rate, now));
         draw(
             buckets,
             (bytes_rate, raw_bytes as f64),
