@@ -110,7 +110,7 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests-py/requirements.txt
 
 step "ruff"
-.venv/bin/ruff check tests-py python benches-py
+.venv/bin/ruff check tests-py python benches-py benches/rows.py
 
 step "the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
 bash scripts/test-wheel.sh

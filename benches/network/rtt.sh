@@ -59,23 +59,10 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r done"
 done
 
-python3 - "$OUT" "$ROUNDS" "$RTTS" "$WORKLOADS" "$C" <<'PY'
-import os, re, statistics, sys
+PYTHONPATH="$(dirname "$0")/.." python3 - "$OUT" "$ROUNDS" "$RTTS" "$WORKLOADS" "$C" <<'PY'
+import statistics, sys
+from rows import kv, rust_rows
 out, rounds, rtts, workloads, c = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
-
-def kv(path):
-    text = open(path).read() if os.path.exists(path) else ""
-    return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", text)}
-
-def rust_rows(path):
-    rows, header = [], None
-    for line in (open(path).read().splitlines() if os.path.exists(path) else []):
-        cells = [x.strip() for x in line.strip().strip("|").split("|")]
-        if line.startswith("| preset"):
-            header = cells
-        elif header and line.startswith("| ") and not line.startswith("|---"):
-            rows.append(dict(zip(header, cells)))
-    return rows
 
 def rust(w, rtt, r):
     """(delivered per s unthrottled, per CPU-second, p99 add-to-delivery ms at 200 000/s, lost)"""

@@ -68,26 +68,13 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r done"
 done
 
-python3 - "$OUT" "$ROUNDS" "$PRODUCERS" "$WORKLOADS" "$URL" <<'PY'
-import json, os, re, statistics, sys, urllib.request
+PYTHONPATH="$(dirname "$0")/.." python3 - "$OUT" "$ROUNDS" "$PRODUCERS" "$WORKLOADS" "$URL" <<'PY'
+import json, os, statistics, sys, urllib.request
+from rows import kv, rust_rows
 out, rounds, producers, workloads, url = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
 # What the emulator received of each of the C producer's logstores (its own check is by batch).
 overview = json.load(urllib.request.urlopen(f"{url}/_emulator/overview"))
 received = {ls["name"]: ls["logs"] for p in overview["projects"] if p["name"] == "bench" for ls in p["logstores"]}
-
-def kv(path):
-    text = open(path).read() if os.path.exists(path) else ""
-    return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", text)}
-
-def rust_rows(path):
-    rows, header = [], None
-    for line in (open(path).read().splitlines() if os.path.exists(path) else []):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| preset"):
-            header = cells
-        elif header and line.startswith("| ") and not line.startswith("|---"):
-            rows.append(dict(zip(header, cells)))
-    return rows
 
 def run(p, w, r):
     """(µs per add at 200 000/s, CPU %, RSS MB, logs per CPU-second unthrottled, lost)"""
