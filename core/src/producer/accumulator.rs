@@ -42,11 +42,11 @@ use super::config::ProducerConfig;
 use super::encode::{LogEncoder, RecordError};
 use super::error::ProducerError;
 use super::lifecycle::Lifecycle;
+use super::report::Track;
 use super::report::{Completion, DeliveryReport};
 use super::routing::Destination;
 use super::spool::Spooling;
 use super::spool::{BatchPlace, SpoolMark};
-use super::Track;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::proto::put_len_field;
 

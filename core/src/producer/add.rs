@@ -14,10 +14,20 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::accumulator::InPlace;
+use super::encode::{LogEncoder, RecordError};
+use super::error::ProducerError;
+use super::handle::Producer;
+use super::report::{Completion, Track};
+use super::routing::SendOptions;
 use super::routing::{self, Destination};
-use super::{
-    Completion, LogEncoder, Prepared, Producer, ProducerError, RecordError, SendOptions, Track,
-};
+
+/// What every add resolves first: the record's destination (`None`: the producer's own) and
+/// its time (seconds, and the sub-second part at the configured precision).
+pub(super) struct Prepared {
+    pub(super) dest: Option<Arc<Destination>>,
+    pub(super) seconds: u32,
+    pub(super) nanos: Option<u32>,
+}
 
 impl Producer {
     /// Sends one record of text fields (fire and forget; the outcome arrives in reports and
@@ -97,7 +107,11 @@ impl Producer {
     #[inline]
     pub(super) fn add_in_place<D, F>(
         &self,
-        (dest, secs, nanos): Prepared,
+        Prepared {
+            dest,
+            seconds: secs,
+            nanos,
+        }: Prepared,
         track: Track,
         fill: F,
     ) -> Result<Result<Option<Completion>, D>, ProducerError>
@@ -151,7 +165,11 @@ impl Producer {
             }
         };
         let nanos = inner.config.time_precision.apply(nanos);
-        Ok((dest, secs, nanos))
+        Ok(Prepared {
+            dest,
+            seconds: secs,
+            nanos,
+        })
     }
 
     /// Refuses an add when the producer is not running (counted as dropped) or was inherited
@@ -173,7 +191,11 @@ impl Producer {
         self.check_open()?;
         let precision = inner.config.time_precision;
         let (secs, nanos) = routing::now_for(precision);
-        Ok((None, secs, precision.apply(Some(nanos))))
+        Ok(Prepared {
+            dest: None,
+            seconds: secs,
+            nanos: precision.apply(Some(nanos)),
+        })
     }
 
     /// Appends an encoded record to its batch (see [`Accumulator::append`]).

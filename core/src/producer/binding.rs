@@ -16,9 +16,13 @@
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use super::{
-    BatchBuf, Completion, LogEncoder, Producer, ProducerError, RecordError, SendOptions, Track,
-};
+use super::add::Prepared;
+use super::buffer::BatchBuf;
+use super::encode::{LogEncoder, RecordError};
+use super::error::ProducerError;
+use super::handle::Producer;
+use super::report::{Completion, Track};
+use super::routing::SendOptions;
 
 thread_local! {
     static SCRATCH: RefCell<BatchBuf> = RefCell::new(BatchBuf::with_capacity(4096));
@@ -124,7 +128,11 @@ impl BindingAdds for Producer {
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), E>,
     {
         let inner = &*self.inner;
-        let (dest, secs, nanos) = self.prepare(opts).map_err(ScratchError::Producer)?;
+        let Prepared {
+            dest,
+            seconds: secs,
+            nanos,
+        } = self.prepare(opts).map_err(ScratchError::Producer)?;
         let result = SCRATCH.with(|scratch| {
             // A fill that re-enters the producer finds the scratch buffer busy and gets a
             // buffer of its own.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::ProducerError;
+use super::error::ProducerError;
 
 struct Engine {
     runtime: tokio::runtime::Runtime,

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use super::buffer::BatchBuf;
 use super::encode::{LogEncoder, RecordError};
 use super::error::{ErrorKind, ProducerError};
+use super::handle::Producer;
+use super::report::Track;
 use super::routing::{self, SendOptions};
-use super::{Producer, Track};
 
 /// Records encoded apart, to be queued all together or not at all by
 /// [`Producer::send_all`] (what the fronts' `send_many` does). Encoding runs no lock, so a

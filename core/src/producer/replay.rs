@@ -13,82 +13,85 @@
 
 use std::sync::atomic::Ordering;
 
+use super::handle::Inner;
 use super::spool::{Replay, Requeue, Spooling};
-use super::Inner;
 
-/// Sends again what `left` holds; ends when it is all queued or the producer stops.
-pub(super) fn run(inner: &Inner, left: Replay) {
-    let tally = inner.tally();
-    let lifecycle = &inner.delivery.lifecycle;
-    left.run(
-        || lifecycle.is_running(),
-        |recovered| {
-            let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
-            if inner.budget().reserve_replay(bytes, lifecycle).is_err() {
-                return Requeue::Stopped;
-            }
-            match inner.accumulator.replay(recovered) {
-                Ok(batch) => {
-                    tally.replayed_batches.fetch_add(1, Ordering::Relaxed);
-                    tally
-                        .replayed_records
-                        .fetch_add(u64::from(batch.records), Ordering::Relaxed);
-                    Requeue::Queued(batch)
+impl Inner {
+    /// Sends again what `left` holds; ends when it is all queued or the producer stops.
+    pub(super) fn replay(&self, left: Replay) {
+        let inner = self;
+        let tally = inner.tally();
+        let lifecycle = &inner.delivery.lifecycle;
+        left.run(
+            || lifecycle.is_running(),
+            |recovered| {
+                let bytes: usize = recovered.records.iter().map(|r| r.len()).sum();
+                if inner.budget().reserve_replay(bytes, lifecycle).is_err() {
+                    return Requeue::Stopped;
                 }
-                Err(_) => {
-                    // Still in the old files, which are kept.
-                    inner.budget().release(bytes);
-                    Requeue::Failed
+                match inner.accumulator.replay(recovered) {
+                    Ok(batch) => {
+                        tally.replayed_batches.fetch_add(1, Ordering::Relaxed);
+                        tally
+                            .replayed_records
+                            .fetch_add(u64::from(batch.records), Ordering::Relaxed);
+                        Requeue::Queued(batch)
+                    }
+                    Err(_) => {
+                        // Still in the old files, which are kept.
+                        inner.budget().release(bytes);
+                        Requeue::Failed
+                    }
                 }
-            }
-        },
-        |batch| inner.dispatch(vec![batch]),
-    );
-}
+            },
+            |batch| inner.dispatch(vec![batch]),
+        );
+    }
 
-/// Every `Spooling::ORPHAN_CHECK` while the producer runs: takes what producers that died
-/// under the same `spool_dir` left (a pre-fork server's worker killed beside this one) and
-/// replays it on a `loghose-replay` thread, as at open. One replay at a time: while one runs,
-/// the next check waits. The directories are scanned on the runtime's blocking pool. Holds
-/// the producer weakly; ends once it closes or is dropped.
-pub(super) async fn watch_orphans(weak: std::sync::Weak<Inner>) {
-    loop {
-        tokio::time::sleep(Spooling::ORPHAN_CHECK).await;
-        {
+    /// Every `Spooling::ORPHAN_CHECK` while the producer runs: takes what producers that died
+    /// under the same `spool_dir` left (a pre-fork server's worker killed beside this one) and
+    /// replays it on a `loghose-replay` thread, as at open. One replay at a time: while one runs,
+    /// the next check waits. The directories are scanned on the runtime's blocking pool. Holds
+    /// the producer weakly; ends once it closes or is dropped.
+    pub(super) async fn watch_orphans(weak: std::sync::Weak<Inner>) {
+        loop {
+            tokio::time::sleep(Spooling::ORPHAN_CHECK).await;
+            {
+                let Some(inner) = weak.upgrade() else { return };
+                if !inner.delivery.lifecycle.is_running() {
+                    return;
+                }
+                let mut slot = inner.replay.lock();
+                match slot.as_ref() {
+                    Some(thread) if !thread.is_finished() => continue,
+                    Some(_) => {
+                        if let Some(thread) = slot.take() {
+                            let _ = thread.join();
+                        }
+                    }
+                    None => {}
+                }
+            }
+            let scanning = weak.clone();
+            let adopted = tokio::task::spawn_blocking(move || {
+                scanning
+                    .upgrade()
+                    .and_then(|inner| inner.accumulator.spooling().adopt_orphans())
+            })
+            .await;
+            let Ok(Some(left)) = adopted else { continue };
+            // Dropped unreplayed (the producer closed meanwhile), the directories are let go for
+            // the next producer.
             let Some(inner) = weak.upgrade() else { return };
+            let mut slot = inner.replay.lock();
             if !inner.delivery.lifecycle.is_running() {
                 return;
             }
-            let mut slot = inner.replay.lock();
-            match slot.as_ref() {
-                Some(thread) if !thread.is_finished() => continue,
-                Some(_) => {
-                    if let Some(thread) = slot.take() {
-                        let _ = thread.join();
-                    }
-                }
-                None => {}
+            if slot.is_some() {
+                continue;
             }
+            let replaying = inner.clone();
+            *slot = crate::threads::spawn("loghose-replay", move || replaying.replay(left)).ok();
         }
-        let scanning = weak.clone();
-        let adopted = tokio::task::spawn_blocking(move || {
-            scanning
-                .upgrade()
-                .and_then(|inner| inner.accumulator.spooling().adopt_orphans())
-        })
-        .await;
-        let Ok(Some(left)) = adopted else { continue };
-        // Dropped unreplayed (the producer closed meanwhile), the directories are let go for
-        // the next producer.
-        let Some(inner) = weak.upgrade() else { return };
-        let mut slot = inner.replay.lock();
-        if !inner.delivery.lifecycle.is_running() {
-            return;
-        }
-        if slot.is_some() {
-            continue;
-        }
-        let replaying = inner.clone();
-        *slot = crate::threads::spawn("loghose-replay", move || run(&replaying, left)).ok();
     }
 }

@@ -270,3 +270,16 @@ pub struct Stats {
     /// flight now, its pace after a push back, push backs and cuts so far, its round trip.
     pub send_limits: Vec<SendLimit>,
 }
+
+/// How a caller learns a record's outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Track {
+    /// Only through stats and the report callback.
+    #[default]
+    None,
+    /// A [`Completion`] resolved with the batch's report.
+    Completion,
+    /// The caller's number, listed in the batch report's `tickets` (for bindings that resolve
+    /// their own futures in bulk when reports arrive).
+    Ticket(u64),
+}

@@ -182,9 +182,9 @@ pub fn split_unix_seconds(time: f64) -> Result<(u32, u32), RecordError> {
 /// written, Linux's coarse clock (the time of the last scheduler tick, a few milliseconds old,
 /// read without the hardware counter: about a quarter of the cost); otherwise [`now_parts`].
 #[inline]
-pub(crate) fn now_for(precision: super::TimePrecision) -> (u32, u32) {
+pub(crate) fn now_for(precision: super::config::TimePrecision) -> (u32, u32) {
     #[cfg(target_os = "linux")]
-    if precision == super::TimePrecision::Seconds {
+    if precision == super::config::TimePrecision::Seconds {
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 
 use super::spec::{self, Front, FrontOption, OptionKind, OptionSpec, Unit};
-use super::{ConcurrencyMode, SignatureVersion, SpoolSync, TimePrecision, MAX_BATCH_BYTES};
+use super::values::{ConcurrencyMode, SignatureVersion, SpoolSync, TimePrecision, MAX_BATCH_BYTES};
 use crate::wire::compress::Compression;
 use crate::wire::keys::KeyPolicy;
 use crate::wire::limits::{MAX_LOGS_PER_GROUP, MAX_SOURCE_BYTES, MAX_TOPIC_BYTES};

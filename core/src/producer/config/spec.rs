@@ -152,10 +152,10 @@ impl OptionValue for Vec<(String, String)> {}
 impl OptionValue for Option<std::net::SocketAddr> {}
 impl OptionValue for crate::wire::compress::Compression {}
 impl OptionValue for crate::wire::keys::KeyPolicy {}
-impl OptionValue for super::SignatureVersion {}
-impl OptionValue for super::ConcurrencyMode {}
-impl OptionValue for super::TimePrecision {}
-impl OptionValue for super::SpoolSync {}
+impl OptionValue for super::values::SignatureVersion {}
+impl OptionValue for super::values::ConcurrencyMode {}
+impl OptionValue for super::values::TimePrecision {}
+impl OptionValue for super::values::SpoolSync {}
 
 /// Generates [`ProducerConfig`](super::ProducerConfig) (fields, doc comments, `Default`), the
 /// table [`OPTIONS`](super::OPTIONS) and the accessor validation reads values through, from
