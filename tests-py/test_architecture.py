@@ -76,6 +76,8 @@ def module_files(root: Path) -> dict[tuple[str, ...], Path]:
 def referenced_files(path: Path, root: Path, mods: dict[tuple[str, ...], Path]) -> set[Path]:
     text = re.split(r"#\[cfg\(test\)\]\s*mod tests", path.read_text())[0]
     text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("//"))
+    # `pub(in crate::a)` names where an item is visible, not what it uses.
+    text = re.sub(r"\bpub\(in [^)]*\)", "pub", text)
     here = ("crate", *path.relative_to(root).with_suffix("").parts)
     if here[-1] in ("mod", "lib", "main"):
         here = here[:-1]
@@ -89,6 +91,9 @@ def referenced_files(path: Path, root: Path, mods: dict[tuple[str, ...], Path]) 
                 if rest[0] == "super":
                     base = base[:-1]
                 rest = rest[1:]
+        elif (*here, segments[0]) in mods:
+            # A child module named without `self::` (`use store::Spool;` in its parent).
+            base, rest = list(here), segments
         else:
             return None
         full = base + rest
@@ -134,6 +139,18 @@ def import_circles() -> set[tuple[str, str]]:
 
 def test_no_file_imports_a_file_that_imports_it_back():
     assert import_circles() == set(), "import circles (a file imports a file that imports it back)"
+
+
+def test_the_circle_finder_sees_a_parent_and_its_child(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "mod.rs").write_text("mod b;\npub use b::B;\npub struct A;\n")
+    (tmp_path / "a" / "b.rs").write_text("pub(in crate::a) struct C;\nuse super::A;\n")
+    (tmp_path / "c.rs").write_text("pub(in crate::a) fn f() {}\n")
+    mods = module_files(tmp_path)
+    assert referenced_files(tmp_path / "a" / "mod.rs", tmp_path, mods) == {tmp_path / "a" / "b.rs"}
+    assert referenced_files(tmp_path / "a" / "b.rs", tmp_path, mods) == {tmp_path / "a" / "mod.rs"}
+    # A visibility names where an item is seen, not what the file uses.
+    assert referenced_files(tmp_path / "c.rs", tmp_path, mods) == set()
 
 
 def test_the_circle_finder_finds_one(tmp_path):

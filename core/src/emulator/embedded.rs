@@ -9,7 +9,12 @@
 
 use std::sync::Mutex;
 
-use super::{Counters, Emulator, EmulatorConfig, EmulatorError, Fault, LogstoreTotals, StoredLog};
+use super::config::{EmulatorConfig, StsKey};
+use super::error::{ApiError, EmulatorError};
+use super::faults::Fault;
+use super::instance::Emulator;
+use super::service::Counters;
+use super::store::{LogstoreTotals, StoredLog};
 
 /// Why an embedded emulator call failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +33,7 @@ pub enum EmbeddedError {
     Start(#[from] EmulatorError),
     /// The emulator refused the call as the service would (a shard count out of range).
     #[error("{}: {}", .0.code, .0.message)]
-    Refused(super::ApiError),
+    Refused(ApiError),
     /// The emulator was closed.
     #[error("the emulator is stopped")]
     Stopped,
@@ -146,7 +151,7 @@ impl EmbeddedEmulator {
     /// Replaces the temporary (STS) keys with those given as JSON (a list of
     /// `{"id", "secret", "token"}`): requests signed with a replaced key are refused.
     pub fn replace_sts_keys_json(&self, keys_json: &str) -> Result<(), EmbeddedError> {
-        let keys: Vec<super::StsKey> =
+        let keys: Vec<StsKey> =
             serde_json::from_str(keys_json).map_err(|e| EmbeddedError::Config {
                 what: "sts_keys",
                 message: e.to_string(),

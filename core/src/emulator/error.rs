@@ -43,3 +43,32 @@ impl ApiError {
             .into_bytes()
     }
 }
+
+/// The emulator could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmulatorError {
+    /// The runtime's threads could not be started.
+    #[error("cannot start the emulator's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("cannot serve HTTPS: {0}")]
+    Tls(String),
+    /// A configuration value outside what the service allows.
+    #[error("`{key}` is invalid: {reason}")]
+    Config {
+        /// The option.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}

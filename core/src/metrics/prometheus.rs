@@ -15,7 +15,7 @@ use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType as PromType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::{Family, MetricType, Sample};
+use super::table::{Family, MetricType, Sample};
 use crate::producer::Producer;
 
 /// The content type of [`encode_text`]'s output.
@@ -109,7 +109,7 @@ pub fn check_const_labels(const_labels: &[(String, String)]) -> Result<(), Const
             return Err(ConstLabelError::InvalidName(name.clone()));
         }
         let taken = name == "le"
-            || super::METRICS
+            || super::table::METRICS
                 .iter()
                 .any(|spec| spec.labels.contains(&name.as_str()));
         if taken {

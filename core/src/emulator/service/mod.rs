@@ -36,12 +36,12 @@ use bytes::Bytes;
 use hyper::http::{HeaderValue, Method, Request, Response, StatusCode};
 use parking_lot::{Mutex, RwLock};
 
+use super::config::{EmulatorConfig, StsKey};
 use super::error::ApiError;
 use super::faults::Faults;
 use super::network::Network;
 use super::quotas::Quotas;
 use super::store::{shorten, Missing, Store};
-use super::{EmulatorConfig, StsKey};
 use crate::wire::compress::CodecError;
 use crate::wire::names::NameKind;
 use crate::wire::scan::ScanError;
@@ -49,9 +49,8 @@ use crate::wire::sign;
 
 mod admin;
 mod auth;
-mod identity;
+pub(super) mod identity;
 mod manage;
-pub use identity::ECS_ROLE_NAME;
 mod put_logs;
 mod query;
 mod read;
