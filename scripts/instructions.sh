@@ -13,12 +13,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=16000
 count() {
-  local out
+  local out n
   out=$(mktemp)
   valgrind --tool=callgrind --callgrind-out-file="$out" $TOGGLE "$@" >/dev/null 2>&1 ||
     { echo "failed: $*" >&2; rm -f "$out"; return 1; }
-  awk '/^summary:/ {print $2}' "$out"
+  n=$(awk '/^summary:/ {print $2}' "$out")
   rm -f "$out"
+  # A toggle that names no function of the build counts nothing: say so rather than print 0.
+  if [ -n "$TOGGLE" ] && [ "${n:-0}" -eq 0 ] && [ "${@: -1}" != 0 ]; then
+    echo "nothing counted inside ${TOGGLE#--toggle-collect=} (renamed?): $*" >&2
+    return 1
+  fi
+  echo "$n"
 }
 TOGGLE=
 per_add() {
@@ -47,7 +53,7 @@ for t in "${targets[@]}"; do
       N=8000 per_add "rust add, a topic of its own" target/release/examples/destination_cost topic
       N=8000 per_add "rust add, 100 topics in turn" target/release/examples/destination_cost topics ;;
     # 8 000 sends stay within one batch (at most 4 MiB), so nothing seals while they are counted.
-    python) N=8000 TOGGLE="--toggle-collect=*::send_one" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
+    python) N=8000 TOGGLE="--toggle-collect=*::send_one_body" per_add "python send (native call)" .venv/bin/python scripts/cost/send_cost.py ;;
     node) N=8000 TOGGLE="--toggle-collect=*::send_fields_callback" per_add "node send (native call)" node scripts/cost/send-cost.js ;;
     *) echo "unknown target $t (rust, python, node)" >&2; exit 2 ;;
   esac
