@@ -209,6 +209,51 @@ def test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_th
     assert took < 10
 
 
+FORKED_STUCK = """
+    import ctypes, os, sys, loghose
+    endpoint, key_id, secret, logstore = sys.argv[1:5]
+    p = loghose.Producer(endpoint=endpoint, project="proj", logstore=logstore, access_key_id=key_id,
+                         access_key_secret=secret)
+    pid = os.fork()
+    if pid == 0:
+        # A forked child that makes no producer of its own (a pool worker waiting for its first
+        # task), stuck where Python's handler cannot run.
+        libc = ctypes.CDLL(None)
+        mutex = ctypes.create_string_buffer(64)
+        libc.pthread_mutex_lock(mutex)
+        sys.stdout.write(f"stuck {os.getpid()}\\n")
+        sys.stdout.flush()
+        libc.pthread_mutex_lock(mutex)
+    _, status = os.waitpid(pid, 0)
+    sys.stdout.write(f"child ended {os.waitstatus_to_exitcode(status)}\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a zeroed buffer is a mutex with glibc or musl")
+def test_a_forked_child_without_a_producer_still_ends_by_the_signal():
+    with loghose.Emulator() as emu:
+        parent = subprocess.Popen([*PYTHON, "-c", textwrap.dedent(FORKED_STUCK), emu.endpoint,
+                                   emu.access_key_id, emu.access_key_secret, "forked"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        assert parent.stdout is not None
+        try:
+            stuck = parent.stdout.readline()
+            assert stuck.startswith("stuck "), stuck
+            started = time.monotonic()
+            os.kill(int(stuck.split()[1]), signal.SIGTERM)
+            out, stderr = parent.communicate(timeout=30)
+        finally:
+            if parent.poll() is None:
+                os.killpg(parent.pid, signal.SIGKILL)
+                parent.wait()
+    # The child inherited the handler, not the parent's watchdog thread: it arms its own at the
+    # fork, so the signal ends it as the default would have (it was never ended before).
+    assert out == f"child ended {-signal.SIGTERM}\n", stderr
+    assert time.monotonic() - started < 10
+
+
 EXITING = """
     import sys, loghose
     endpoint, key_id, secret, logstore = sys.argv[1:5]

@@ -37,7 +37,7 @@ asleep in a system call that the signal just missed (a multiprocessing pool work
 ``terminate()``, waiting on the task queue's lock) would never run it, where the default would
 have ended the process. If this handler has not started a quarter of a second after the
 signal, the watchdog delivers natively within the same bound and ends the process by the
-signal.
+signal. A forked child keeps the handler and gets a watchdog of its own at the fork.
 """
 
 from __future__ import annotations
@@ -197,3 +197,21 @@ def _quietly(action: Callable[..., object], *args: object) -> None:
         action(*args)
     except Exception:  # noqa: BLE001 - a signal handler must reach the previous handler
         pass
+
+
+def _arm_in_child() -> None:
+    """A forked child keeps this handler but not the parent's watchdog thread: it gets its own
+    at once, not when it first makes a producer. A pool worker forked before it logs anything
+    (a forkserver's, whose server imported the application) and stopped by ``terminate()``
+    while it sleeps on the task queue's lock would otherwise never end."""
+    for signum, previous in list(_previous.items()):
+        try:
+            if previous is signal.SIG_DFL and signal.getsignal(signum) is _on_signal:
+                _native.arm_signal(signum)
+        except (ValueError, OSError):
+            continue
+
+
+# Only where the platform forks (not on Windows).
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_arm_in_child)

@@ -37,7 +37,8 @@
 //! # Threads
 //!
 //! The watchdog thread blocks every asynchronous signal; it belongs to the process that armed
-//! it (a forked child arms its own). Unix only.
+//! it: a forked child arms its own at the fork (`_signals`), before it makes any producer.
+//! Unix only.
 
 use std::sync::{Arc, Weak};
 
