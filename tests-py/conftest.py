@@ -8,14 +8,19 @@ that carries a port, the SDK connects to `{project}.{endpoint}`, a name nothing 
 fixture makes the emulator the SDK's HTTP proxy instead, and the emulator serves proxy-form
 requests like any other, taking the project from the Host header as the service does. No name
 resolution, no privileged port and no /etc/hosts edit are needed, so it works the same in CI.
+
+`reaped` keeps a test's child process from outliving the test when an assertion or a timeout
+ends it early.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +32,28 @@ ACCESS_KEY_SECRET = "py-interop-secret"
 STS_ID = "STS.py-interop"
 STS_SECRET = "py-sts-secret"
 STS_TOKEN = "py-sts-token-CAIS+/=="
+
+
+@contextlib.contextmanager
+def reaped(process: subprocess.Popen, *, group: bool = False) -> Iterator[subprocess.Popen]:
+    """Yields `process`; one still running when the block ends (an assertion failed, a wait
+    timed out) is killed and waited for, so it cannot hold ports, files or a CPU into the next
+    test. With `group`, its whole process group goes (a server's workers too): start it with
+    `start_new_session=True`."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            if group:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            else:
+                process.kill()
+            process.wait()
+        elif group:
+            # The leader is gone; workers it left behind are not.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
 
 @dataclass

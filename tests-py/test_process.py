@@ -12,6 +12,7 @@ import time
 
 import loghose
 import pytest
+from conftest import reaped
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -56,11 +57,12 @@ def test_ctrl_c_interrupts_flush():
                 sys.exit(0)
             sys.exit(3)
         """)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "flushing"
-        time.sleep(0.5)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        with reaped(proc):
+            assert proc.stdout.readline().strip() == "flushing"
+            time.sleep(0.5)
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         assert "interrupted" in out
         assert time.monotonic() - sent < 5

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import loghose
 import pytest
+from conftest import reaped
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform == "win32", reason="needs fork and signals")]
 
@@ -106,19 +107,21 @@ def test_celery_prefork_children_recycled_every_two_tasks_deliver_every_record(t
         worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "celery_app", "worker", "--pool=prefork",
                                    "--concurrency=2", "--max-tasks-per-child=2", "--loglevel=WARNING",
                                    "--without-heartbeat", "--without-mingle", "--without-gossip"],
-                                  env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            deadline = time.monotonic() + 60
-            while any(broker.iterdir()) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert not any(broker.iterdir()), "the worker did not take every task"
-            # The last tasks taken are done, and their child recycled, within a few seconds.
-            deadline = time.monotonic() + 30
-            while sum(messages(emu, "celery").values()) < 4000 and time.monotonic() < deadline:
-                time.sleep(0.2)
-        finally:
-            worker.send_signal(signal.SIGTERM)
-            output, _ = worker.communicate(timeout=60)
+                                  env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+        with reaped(worker, group=True):
+            try:
+                deadline = time.monotonic() + 60
+                while any(broker.iterdir()) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert not any(broker.iterdir()), "the worker did not take every task"
+                # The last tasks taken are done, and their child recycled, within a few seconds.
+                deadline = time.monotonic() + 30
+                while sum(messages(emu, "celery").values()) < 4000 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+            finally:
+                worker.send_signal(signal.SIGTERM)
+                output, _ = worker.communicate(timeout=60)
         seen = messages(emu, "celery")
     tasks = Counter(message for message in seen if message.startswith("task "))
     assert sum(tasks.values()) == 4000, output[-3000:]
@@ -137,14 +140,16 @@ def test_uvicorn_workers_deliver_what_requests_in_flight_and_the_shutdown_log_af
         env = environment(emu, "uvicorn", **({"LOGHOSE_TEST_SPOOL": str(spool)} if spooled else {}))
         server = subprocess.Popen([sys.executable, "-m", "uvicorn", "asgi_app:app", "--workers", "2", "--port",
                                    str(port), "--log-level", "warning"], env=env,
-                                  cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            wait_until_serving(port, server)
-            in_flight = requests(port, 20)
-            time.sleep(0.5)  # every request started, none ended
-        finally:
-            server.send_signal(signal.SIGTERM)
-            output, _ = server.communicate(timeout=60)
+                                  cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+        with reaped(server, group=True):
+            try:
+                wait_until_serving(port, server)
+                in_flight = requests(port, 20)
+                time.sleep(0.5)  # every request started, none ended
+            finally:
+                server.send_signal(signal.SIGTERM)
+                output, _ = server.communicate(timeout=60)
         for thread in in_flight:
             thread.join(timeout=30)
         seen = kinds(messages(emu, "uvicorn"))
@@ -226,28 +231,31 @@ def test_gunicorn_workers_share_one_spool_dir_and_a_killed_workers_records_arriv
                           LOGHOSE_TEST_TRACE=str(trace))
         server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "3", "-b", f"127.0.0.1:{port}",
                                    "--graceful-timeout", "30", *(["--preload"] if preload else []), "wsgi_app:app"],
-                                  env=env, cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            wait_until_serving(port, server)
-            for n in range(300):
-                get(port, n)
-            workers = children(server.pid)
-            assert len(workers) == 3, workers
-            os.kill(workers[0], signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while (len(children(server.pid)) < 3 or workers[0] in children(server.pid)) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            for n in range(300, 600):
-                get(port, n)
-            served = dict(reversed(line.split()) for line in trace.read_text().splitlines())
-            dead = {f"request {n}" for n in range(300) if served[str(n)] == str(workers[0])}
-            deadline = time.monotonic() + 20
-            while not dead <= set(messages(emu, "gunicorn")) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            late = dead - set(messages(emu, "gunicorn"))
-        finally:
-            server.send_signal(signal.SIGTERM)
-            output, _ = server.communicate(timeout=60)
+                                  env=env, cwd=SERVERS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+        with reaped(server, group=True):
+            try:
+                wait_until_serving(port, server)
+                for n in range(300):
+                    get(port, n)
+                workers = children(server.pid)
+                assert len(workers) == 3, workers
+                os.kill(workers[0], signal.SIGKILL)
+                deadline = time.monotonic() + 30
+                while ((len(children(server.pid)) < 3 or workers[0] in children(server.pid))
+                       and time.monotonic() < deadline):
+                    time.sleep(0.1)
+                for n in range(300, 600):
+                    get(port, n)
+                served = dict(reversed(line.split()) for line in trace.read_text().splitlines())
+                dead = {f"request {n}" for n in range(300) if served[str(n)] == str(workers[0])}
+                deadline = time.monotonic() + 20
+                while not dead <= set(messages(emu, "gunicorn")) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                late = dead - set(messages(emu, "gunicorn"))
+            finally:
+                server.send_signal(signal.SIGTERM)
+                output, _ = server.communicate(timeout=60)
         seen = messages(emu, "gunicorn")
     assert "Logging error" not in output, output
     assert server.returncode == 0, output

@@ -16,6 +16,7 @@ import time
 
 import loghose
 import pytest
+from conftest import reaped
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")]
 
@@ -63,14 +64,15 @@ def run_child(emu: loghose.Emulator, tmp_path, logstore: str, mode: str, signum:
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD), emu.endpoint, emu.access_key_id,
                               emu.access_key_secret, str(ack), logstore, mode],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    assert child.stdout.readline() == "ready\n"
-    # Signalled once it has sent more than 10 000 records (about 1 s; longer on a loaded machine).
-    deadline = time.monotonic() + 30
-    while struct.unpack("<Q", ack.read_bytes())[0] <= 10_000 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.kill(child.pid, signum)
-    _, stderr = child.communicate(timeout=30)
+    with reaped(child):
+        assert child.stdout is not None
+        assert child.stdout.readline() == "ready\n"
+        # Signalled once it has sent more than 10 000 records (about 1 s; longer on a loaded machine).
+        deadline = time.monotonic() + 30
+        while struct.unpack("<Q", ack.read_bytes())[0] <= 10_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(child.pid, signum)
+        _, stderr = child.communicate(timeout=30)
     acknowledged = struct.unpack("<Q", ack.read_bytes())[0]
     seen = {int(dict(log["contents"])["i"]) for log in emu.logs("proj", logstore)}
     lost = sum(1 for i in range(acknowledged) if i not in seen)
@@ -158,13 +160,14 @@ def test_a_second_signal_ends_a_stuck_delivery_at_once():
             time.sleep(60)
         """)
         child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-        assert child.stdout is not None and child.stdout.readline() == "ready\n"
-        os.kill(child.pid, signal.SIGTERM)
-        time.sleep(0.5)
-        assert child.poll() is None, "the first SIGTERM waits for delivery (up to 30 s here)"
-        second = time.monotonic()
-        os.kill(child.pid, signal.SIGTERM)
-        child.wait(timeout=20)
+        with reaped(child):
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+            os.kill(child.pid, signal.SIGTERM)
+            time.sleep(0.5)
+            assert child.poll() is None, "the first SIGTERM waits for delivery (up to 30 s here)"
+            second = time.monotonic()
+            os.kill(child.pid, signal.SIGTERM)
+            child.wait(timeout=20)
         assert child.returncode == -signal.SIGTERM
         assert time.monotonic() - second < 5
 
@@ -194,12 +197,13 @@ def test_a_main_thread_that_cannot_run_the_handler_still_delivers_and_ends_by_th
         child = subprocess.Popen([*PYTHON, "-c", textwrap.dedent(STUCK), emu.endpoint, emu.access_key_id,
                                   emu.access_key_secret, "stuck"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert child.stdout is not None
-        assert child.stdout.readline() == "stuck\n"
-        started = time.monotonic()
-        os.kill(child.pid, signal.SIGTERM)
-        _, stderr = child.communicate(timeout=30)
-        took = time.monotonic() - started
+        with reaped(child):
+            assert child.stdout is not None
+            assert child.stdout.readline() == "stuck\n"
+            started = time.monotonic()
+            os.kill(child.pid, signal.SIGTERM)
+            _, stderr = child.communicate(timeout=30)
+            took = time.monotonic() - started
         seen = {int(dict(log["contents"])["i"]) for log in emu.logs("proj", "stuck")}
     # The watchdog delivered the open batch (the linger was a minute away) and the process ended
     # by SIGTERM, as the default would have ended it.
@@ -238,16 +242,12 @@ def test_a_forked_child_without_a_producer_still_ends_by_the_signal():
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   start_new_session=True)
         assert parent.stdout is not None
-        try:
+        with reaped(parent, group=True):
             stuck = parent.stdout.readline()
             assert stuck.startswith("stuck "), stuck
             started = time.monotonic()
             os.kill(int(stuck.split()[1]), signal.SIGTERM)
             out, stderr = parent.communicate(timeout=30)
-        finally:
-            if parent.poll() is None:
-                os.killpg(parent.pid, signal.SIGKILL)
-                parent.wait()
     # The child inherited the handler, not the parent's watchdog thread: it arms its own at the
     # fork, so the signal ends it as the default would have (it was never ended before).
     assert out == f"child ended {-signal.SIGTERM}\n", stderr
@@ -280,7 +280,7 @@ def test_a_second_signal_ends_the_watchdogs_delivery_at_once():
         child = subprocess.Popen([*PYTHON, "-c", textwrap.dedent(script), emu.endpoint, emu.access_key_id,
                                   emu.access_key_secret, "stuck"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+        with reaped(child):
             assert child.stdout is not None
             assert child.stdout.readline() == "stuck\n"
             os.kill(child.pid, signal.SIGTERM)
@@ -290,9 +290,6 @@ def test_a_second_signal_ends_the_watchdogs_delivery_at_once():
             os.kill(child.pid, signal.SIGTERM)
             child.communicate(timeout=20)
             took = time.monotonic() - second
-        finally:
-            child.kill()  # a stuck child never outlives the test
-            child.wait()
     assert child.returncode == -signal.SIGTERM
     assert took < 5, f"the second SIGTERM took {took:.1f} s to end the process"
 
@@ -303,11 +300,12 @@ def test_a_signal_during_the_exit_time_close_waits_for_that_delivery():
         child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXITING), emu.endpoint,
                                   emu.access_key_id, emu.access_key_secret, "exiting"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert child.stdout is not None
-        assert child.stdout.readline() == "exiting\n"
-        time.sleep(0.5)
-        os.kill(child.pid, signal.SIGTERM)
-        _, stderr = child.communicate(timeout=30)
+        with reaped(child):
+            assert child.stdout is not None
+            assert child.stdout.readline() == "exiting\n"
+            time.sleep(0.5)
+            os.kill(child.pid, signal.SIGTERM)
+            _, stderr = child.communicate(timeout=30)
         seen = {int(dict(log["contents"])["i"]) for log in emu.logs("proj", "exiting")}
     # Ended by the signal, as it would have been, and only once the close it interrupted was done.
     assert child.returncode == -signal.SIGTERM, stderr
