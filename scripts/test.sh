@@ -59,6 +59,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "the producer alone (no emulator, bench or command: cargo build --no-default-features)"
 cargo clippy --quiet -p loghose --no-default-features -- -D warnings
+# Its unit tests compile without the emulator too (one that needs it is gated on the feature).
+cargo test --quiet -p loghose --no-default-features --lib --no-run
 
 step "the declared rust-version builds the workspace"
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)

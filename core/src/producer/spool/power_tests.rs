@@ -452,6 +452,7 @@ fn the_model_disk_keeps_only_what_was_synced() {
 /// spool stays healthy), then every one (batches are sent from memory, counted as not durable,
 /// the spool is degraded), then none again (healthy). Every record is delivered throughout,
 /// and the stats say what happened.
+#[cfg(feature = "emulator")]
 #[test]
 fn a_producer_on_a_failing_disk_delivers_everything_and_says_what_was_not_durable() {
     use crate::producer::{Producer, ProducerConfig, SendOptions};
