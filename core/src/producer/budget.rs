@@ -255,7 +255,8 @@ impl Budget {
 /// dropped it runs at most every 100 ms, and once more, `at_rest`, when the last batch in
 /// flight completes (at most every 10 ms).
 fn release_free_memory(at_rest: bool) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // Not under Miri, which cannot call into glibc (`scripts/miri.sh`).
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
     {
         use std::sync::atomic::AtomicU64;
         use std::time::SystemTime;
@@ -277,7 +278,7 @@ fn release_free_memory(at_rest: bool) {
             }
         }
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    #[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
     let _ = at_rest;
 }
 

@@ -547,19 +547,26 @@ unsafe fn copy_key_8_to_16(src: *const u8, dst: *mut u8, klen: usize) -> bool {
     debug_assert!((8..=16).contains(&klen));
     #[cfg(target_arch = "x86_64")]
     // SAFETY: both loads and both stores are eight bytes at 0 and at `klen - 8`, within the
-    // key and the destination; SSE2 is always present on x86-64.
+    // key and the destination; SSE2 is always present on x86-64. A key lies at any address:
+    // the key and the destination are touched only by unaligned reads and writes
+    // (`_mm_loadl_epi64`, `_mm_storel_epi64`, `read_unaligned`, `write_unaligned`), never through
+    // `_mm_loadh_pd`/`_mm_storeh_pd`, which dereference an `f64` pointer that must be aligned
+    // (given one into the key, they were undefined behaviour; Miri runs these tests).
     unsafe {
         use std::arch::x86_64::{
             _mm_add_epi8, _mm_castpd_si128, _mm_castsi128_pd, _mm_cmpgt_epi8, _mm_loadh_pd,
             _mm_loadl_epi64, _mm_movemask_epi8, _mm_set1_epi8, _mm_storeh_pd, _mm_storel_epi64,
         };
         let head = _mm_loadl_epi64(src.cast());
-        let both = _mm_castpd_si128(_mm_loadh_pd(
-            _mm_castsi128_pd(head),
-            src.add(klen - 8).cast(),
-        ));
+        // Read unaligned, then put in the high lane from an aligned local: the compiler folds
+        // both into one `movhps` from the key (which takes any address), as it does the store
+        // below: the same instructions as before, without the undefined behaviour.
+        let tail = std::ptr::read_unaligned(src.add(klen - 8).cast::<f64>());
+        let both = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(head), &tail));
         _mm_storel_epi64(dst.cast(), both);
-        _mm_storeh_pd(dst.add(klen - 8).cast(), _mm_castsi128_pd(both));
+        let mut high = 0f64;
+        _mm_storeh_pd(&mut high, _mm_castsi128_pd(both));
+        std::ptr::write_unaligned(dst.add(klen - 8).cast::<f64>(), high);
         // Shifted by 0x60, the printable bytes 0x20..=0x7e are exactly the signed bytes
         // -128..=-34, so one signed comparison takes both bounds.
         let shifted = _mm_add_epi8(both, _mm_set1_epi8(0x60));
