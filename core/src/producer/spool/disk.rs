@@ -5,7 +5,9 @@
 //! What it guarantees: an error is answered, never swallowed; the callers decide what a failed
 //! sync means (`Spool::sync_batch`: the batch is written again on a fresh file; a file whose
 //! sync failed is never trusted again, as Linux may have dropped its dirty pages and a later
-//! sync of the same file answers success without them).
+//! sync of the same file answers success without them). The spool's data files are synced only
+//! through `Faults::sync_file`, one sync of a file at a time, as Linux tells a failed
+//! writeback to only one of two syncs of a file description running at once.
 //!
 //! Runs on whichever thread calls (the I/O runtime's blocking pool, the sync and preparer
 //! threads, the opening thread). Blocks for as long as the disk takes.
@@ -48,11 +50,14 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// A counter of changes to a directory's entries and of those made durable: files are made
 /// and removed on several threads, and one directory sync covers every change made before it
-/// began, so a sync is needed only when something changed since the last one began.
+/// began, so a sync is needed only when something changed since the last one began. Its syncs
+/// go one at a time, so that one that starts after another failed syncs again (the failure
+/// left the changes unsynced) rather than relying on it.
 #[derive(Debug, Default)]
 pub(crate) struct DirChanges {
     changed: std::sync::atomic::AtomicU64,
     synced: std::sync::atomic::AtomicU64,
+    syncing: parking_lot::Mutex<()>,
 }
 
 impl DirChanges {
@@ -65,6 +70,7 @@ impl DirChanges {
     /// Syncs `dir` when an entry changed since the last sync began.
     pub(crate) fn sync(&self, dir: &Path) -> io::Result<()> {
         use std::sync::atomic::Ordering;
+        let _one_syncer = self.syncing.lock();
         let changed = self.changed.load(Ordering::Acquire);
         if self.synced.load(Ordering::Acquire) >= changed {
             return Ok(());

@@ -64,16 +64,20 @@ pub(crate) struct Claim {
     pub(crate) own: Held,
     /// Unheld places that still hold files, to send again and let go.
     pub(crate) orphans: Vec<Held>,
+    /// Directories this made whose names could not be made durable: the parent whose sync
+    /// failed, and why (the spool counts and says them).
+    pub(crate) unsynced_parents: Vec<(PathBuf, std::io::Error)>,
 }
 
 /// Takes a slot under `root` (made, private, if missing), and every orphan it can.
 pub(crate) fn claim(root: &Path, slots: u32) -> Result<Claim, SpoolError> {
-    make_private_dir(root)?;
+    let mut unsynced_parents = Vec::new();
+    make_private_dir(root, &mut unsynced_parents)?;
     let mut own = None;
     let mut holder = String::new();
     for n in 0..slots {
         let dir = root.join(slot_name(n));
-        make_private_dir(&dir)?;
+        make_private_dir(&dir, &mut unsynced_parents)?;
         match lock_dir(&dir) {
             Ok(lock) => {
                 own = Some(Held { dir, lock });
@@ -91,7 +95,11 @@ pub(crate) fn claim(root: &Path, slots: u32) -> Result<Claim, SpoolError> {
         });
     };
     let orphans = orphans(root, &own.dir)?;
-    Ok(Claim { own, orphans })
+    Ok(Claim {
+        own,
+        orphans,
+        unsynced_parents,
+    })
 }
 
 /// Takes every unheld place under `root` but `own` that still holds files: slots whose
@@ -144,20 +152,35 @@ fn holds_files(dir: &Path) -> bool {
 }
 
 /// Makes `dir` (and its parents) if missing; a directory this makes is private to the user.
-fn make_private_dir(dir: &Path) -> Result<(), SpoolError> {
+/// Each one's name is then made durable in its parent, outermost first: files synced in it are
+/// otherwise not found after a power loss. A parent that cannot be synced (it failed, or this
+/// user may enter it but not read it) is no reason to refuse the spool: it goes into
+/// `unsynced`, to be counted and said.
+fn make_private_dir(
+    dir: &Path,
+    unsynced: &mut Vec<(PathBuf, std::io::Error)>,
+) -> Result<(), SpoolError> {
     if dir.is_dir() {
         return Ok(());
     }
+    let made: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir).map_err(io(dir, "cannot create it"))?;
-    // Its name made durable in its parent: files synced in it later are otherwise not
-    // found after a power loss. Best effort: a parent this user may enter but not read
-    // cannot be opened to be synced, and that is no reason to refuse the spool.
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        let _ = super::disk::sync_dir(parent);
+    for new in made.iter().rev() {
+        // A relative name's parent is the working directory.
+        let parent = match new.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Err(e) = super::disk::sync_dir(parent) {
+            unsynced.push((parent.to_owned(), e));
+        }
     }
     Ok(())
 }

@@ -11,7 +11,10 @@
 //!   bytes (a file never synced comes back empty);
 //! - a sync can be made to fail ([`ModelDisk::fail_next`]); the file is then *poisoned* as
 //!   Linux leaves it: its failed pages are never written, and its later syncs answer success
-//!   without making anything durable.
+//!   without making anything durable — including one that runs while the failing one is still
+//!   under way, as Linux tells a failed writeback to only one of two syncs of a file description
+//!   ([`ModelDisk::hold_failing_syncs`] holds a failing sync until another of the same file
+//!   begins, to interleave them).
 //!
 //! [`ModelDisk::crash`] writes what a cut at that instant leaves into a new directory, where
 //! a producer recovers as it would after a reboot.
@@ -21,8 +24,9 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::disk::model::{self, Served};
 
@@ -32,6 +36,8 @@ const PAGE: usize = 4096;
 pub(crate) struct ModelDisk {
     root: PathBuf,
     state: Mutex<State>,
+    /// Signalled when a file's sync begins.
+    sync_begun: Condvar,
 }
 
 #[derive(Default)]
@@ -44,6 +50,10 @@ struct State {
     failed: u64,
     /// Successful syncs so far.
     synced: u64,
+    /// Syncs begun, per file.
+    begun: HashMap<PathBuf, u64>,
+    /// How long a failing sync waits for another sync of its file to begin.
+    hold_failing: Option<Duration>,
 }
 
 impl ModelDisk {
@@ -53,6 +63,7 @@ impl ModelDisk {
         let disk = Arc::new(ModelDisk {
             root: root.to_owned(),
             state: Mutex::new(State::default()),
+            sync_begun: Condvar::new(),
         });
         disk.state
             .lock()
@@ -66,6 +77,17 @@ impl ModelDisk {
     /// The next `n` syncs (of files or directories) fail with EIO.
     pub(crate) fn fail_next(&self, n: usize) {
         self.state.lock().fail = n;
+    }
+
+    /// From now on a failing sync of a file answers only once another sync of the same file
+    /// has begun, or `wait` has passed.
+    pub(crate) fn hold_failing_syncs(&self, wait: Duration) {
+        self.state.lock().hold_failing = Some(wait);
+    }
+
+    /// Syncs of `path` begun so far.
+    pub(crate) fn syncs_begun(&self, path: &Path) -> u64 {
+        self.state.lock().begun.get(path).copied().unwrap_or(0)
     }
 
     /// Syncs failed so far.
@@ -136,8 +158,21 @@ fn eio() -> io::Error {
 impl Served for ModelDisk {
     fn sync_file(&self, path: &Path) -> io::Result<()> {
         let mut state = self.state.lock();
+        let begun = {
+            let n = state.begun.entry(path.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        self.sync_begun.notify_all();
         if state.fails() {
             state.poisoned.insert(path.to_owned());
+            if let Some(wait) = state.hold_failing {
+                let deadline = Instant::now() + wait;
+                while state.begun.get(path) == Some(&begun)
+                    && !self.sync_begun.wait_until(&mut state, deadline).timed_out()
+                {
+                }
+            }
             return Err(eio());
         }
         state.synced += 1;

@@ -447,6 +447,114 @@ fn the_model_disk_keeps_only_what_was_synced() {
     }
 }
 
+/// Two threads sync one file at once and the disk fails the first sync: Linux tells only
+/// that one, and the other answers success for pages that never reached the disk. The spool's
+/// syncs of a file go one at a time, so the second sees the first's failure and fails too.
+#[test]
+fn two_syncs_of_one_file_at_once_both_see_its_failure() {
+    let root = temp_dir("interleaved");
+    let disk = ModelDisk::serve(&root);
+    let path = root.join("seg-1.spl");
+    std::fs::write(&path, b"records").unwrap();
+    let file = Arc::new(File::open(&path).unwrap());
+    let faults = Arc::new(super::faults::Faults::default());
+    disk.fail_next(1);
+    disk.hold_failing_syncs(Duration::from_millis(500));
+    let sync = |faults: Arc<super::faults::Faults>| {
+        let (root, path, file) = (root.clone(), path.clone(), file.clone());
+        std::thread::spawn(move || faults.sync_file(&root, &path, &file))
+    };
+    let first = sync(faults.clone());
+    // The second starts while the first is inside its (failing) sync.
+    let started = std::time::Instant::now();
+    while disk.syncs_begun(&path) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the first sync began"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let second = sync(faults.clone());
+    assert!(
+        !first.join().unwrap(),
+        "the failing sync answers its failure"
+    );
+    assert!(
+        !second.join().unwrap(),
+        "a sync running beside a failed one must not answer success"
+    );
+    assert_eq!(disk.failed(), 1);
+    assert_eq!(faults.health().sync_failures, 1);
+    // And every later sync of the file fails too: it is poisoned.
+    assert!(!faults.sync_file(&root, &path, &file));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A spool directory made under a parent whose sync fails: the spool opens (the directory's
+/// name may not survive a power loss, which is no reason to refuse records), and the failed
+/// sync is counted.
+#[test]
+fn a_failed_sync_of_a_new_spool_directorys_parent_is_counted() {
+    let root = temp_dir("parent");
+    let disk = ModelDisk::serve(&root);
+    disk.fail_next(1);
+    let (spool, _) = open(&root.join("new").join("spool"), SpoolSync::Batch);
+    assert_eq!(disk.failed(), 1);
+    assert_eq!(spool.faults().health().sync_failures, 1);
+    drop(spool);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A clean close deletes its files and makes their removal durable: a power cut just after
+/// brings back no delivered batch.
+#[test]
+fn a_clean_close_makes_its_removals_durable() {
+    let root = temp_dir("clean-close");
+    let disk = ModelDisk::serve(&root);
+    let (spool, _) = open(&root, SpoolSync::Batch);
+    let mut mark = SpoolMark::default();
+    let place = BatchPlace {
+        shard: 0,
+        batch: 1,
+        dest: &dest(1),
+        tags: &[],
+    };
+    for i in 0..10 {
+        spool.record(place, &encoded(1, i, 100), &mut mark).unwrap();
+    }
+    spool.sealed(0, 1, "pack-1", &mut mark);
+    assert!(spool.sync_batch(&mark));
+    spool.done(0, 1, &mut mark);
+    spool.close();
+    let image = temp_dir("clean-close-cut");
+    disk.crash(&image, &mut || true);
+    let left: Vec<_> = walk(&image)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "spl" || x == "spb"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "a power cut after a clean close brings back {left:?}"
+    );
+    drop(spool);
+    for d in [&root, &image] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 /// A producer (`spool_sync = batch`) against the emulator on a disk that fails its syncs:
 /// first a few (each batch whose sync failed is written again on a fresh file and sent, the
 /// spool stays healthy), then every one (batches are sent from memory, counted as not durable,

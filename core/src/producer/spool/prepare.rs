@@ -87,7 +87,7 @@ impl Preparer {
                 // went unsaid: the next batch's sync of the directory succeeded); that sync
                 // tries again, as the entries stay marked changed.
                 if let Err(e) = self.dir_changes.sync(&self.dir) {
-                    self.faults.sync_failed(&self.dir, &self.dir, &e);
+                    self.faults.entries_sync_failed(&self.dir, &self.dir, &e);
                 }
             }
             self.map_idle_file();

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::disk;
 use super::files::{allocate, io, is_disk_full, private_file, SpoolError};
 use super::format::{
     align8, body_head, encode_open, Compressed, CopyOrigin, Kind, ENTRY_HEADER, FREE_MAGIC,
@@ -328,23 +327,18 @@ impl Spool {
     }
 
     /// Syncs `targets` and the directory's entries; false when one of the first `needed` or
-    /// the directory failed (every failure is counted and its file poisoned).
+    /// the directory failed (every failure is counted and its file poisoned). A file already
+    /// poisoned, or being synced by another thread that fails, counts as failed: its syncs go
+    /// one at a time through [`Faults::sync_file`](super::faults::Faults::sync_file).
     pub(super) fn sync_files(&self, targets: &[(PathBuf, Arc<File>)], needed: usize) -> bool {
         let mut ok = true;
         for (i, (path, file)) in targets.iter().enumerate() {
-            if self.faults.is_poisoned(path) {
-                // An earlier sync of it failed (another batch's, or a mark's): a sync now
-                // would answer success without the pages it lost.
-                ok &= i >= needed;
-                continue;
-            }
-            if let Err(e) = disk::sync_file(file, path) {
-                self.faults.sync_failed(&self.dir, path, &e);
+            if !self.faults.sync_file(&self.dir, path, file) {
                 ok &= i >= needed;
             }
         }
         if let Err(e) = self.dir_changes.sync(&self.dir) {
-            self.faults.sync_failed(&self.dir, &self.dir, &e);
+            self.faults.entries_sync_failed(&self.dir, &self.dir, &e);
             ok = false;
         }
         ok

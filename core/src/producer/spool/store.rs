@@ -280,6 +280,9 @@ impl Spool {
             marks: Mutex::default(),
             faults: Arc::default(),
         });
+        for (parent, error) in &claim.unsynced_parents {
+            spool.faults.entries_sync_failed(root, parent, error);
+        }
         let preparer = Preparer {
             state: spool.state.clone(),
             signal: spool.prepare.clone(),
@@ -428,7 +431,7 @@ impl Spool {
         }
         if syncs && !from.old_files.is_empty() {
             if let Err(e) = disk::sync_dir(&from.dir) {
-                self.faults.sync_failed(&self.dir, &from.dir, &e);
+                self.faults.entries_sync_failed(&self.dir, &from.dir, &e);
             }
         }
     }
@@ -477,6 +480,7 @@ impl Spool {
         state.spare_bytes = 0;
         for spare in std::mem::take(&mut state.free) {
             let _ = std::fs::remove_file(&spare.path);
+            self.dir_changes.note();
         }
         drop(state);
         let pending = std::mem::take(&mut *self.committing.files.lock());
@@ -497,6 +501,11 @@ impl Spool {
             }
         }
         self.stop_preparer();
+        // The removals made durable, whatever `spool_sync` says: a power loss soon after would
+        // otherwise bring the delivered batches' files back, and they would be sent again.
+        if let Err(e) = self.dir_changes.sync(&self.dir) {
+            self.faults.entries_sync_failed(&self.dir, &self.dir, &e);
+        }
         // Every batch is settled and no file is left: the slot is free for the next producer
         // (of this process or another) at once, not when this one is dropped.
         drop(self.dir_lock.lock().take());
