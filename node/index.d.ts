@@ -241,7 +241,9 @@ export interface ProducerOptions {
   spoolMaxBytes?: number
   /** How far the spool is synced to disk: `none` (survives the process's death, not a power loss),
    *  `batch` (each batch synced before it is sent; when the disk fails the sync, written again on a
-   *  fresh file) or `interval:<ms>` (a power loss loses at most the last interval). Default `none`.
+   *  fresh file) or `interval:<ms>` (a power loss loses at most the last interval). Whatever it
+   *  says, a close that leaves records in the spool syncs them first, and a clean close syncs the
+   *  directory after deleting its files. Default `none`.
    */
   spoolSync?: 'none' | 'batch' | `interval:${number}`
   /** How long the Python and Node fronts spend delivering what is held when the process gets
@@ -289,8 +291,12 @@ export interface SendOptions {
 export interface CloseResult {
   /** Records neither delivered nor kept: failed for good, or given up without a spool (0: nothing lost). */
   undelivered: number
-  /** Records not delivered before the timeout and left in the spool for the next producer on `spoolDir`. */
+  /** Records not delivered before the timeout and left in the spool for the next producer on `spoolDir`
+   *  (the close syncs them to disk, whatever `spoolSync` says). */
   kept: number
+  /** Of the `kept` records, those not known to be durable: the disk failed a sync of the files that hold
+   *  them, so a power loss could lose them. Nothing was lost when `undelivered + keptNotDurable` is 0. */
+  keptNotDurable: number
   /** The reports of the batches that failed. */
   failed: DeliveryReport[]
   /** Records sent while no copy of them in the spool was durable (the disk failed its syncs;

@@ -384,9 +384,11 @@ class Producer extends EventEmitter {
   }
 
   /** Refuses new records, waits up to timeoutMs, abandons the rest; resolves with
-   * `{ undelivered, kept, failed, notDurable }`: records neither delivered nor kept (0:
-   * nothing lost), records left in the spool for the next producer on `spoolDir`, failed
-   * reports, records sent while their spool copy was not durable (a failing disk). */
+   * `{ undelivered, kept, keptNotDurable, failed, notDurable }`: records neither delivered nor
+   * kept (failed for good, or given up without a spool), records left in the spool for the
+   * next producer on `spoolDir`, of those the ones not known durable (the disk failed their
+   * syncs), failed reports, records sent while their spool copy was not durable. Nothing was
+   * lost when `undelivered + keptNotDurable` is 0. */
   async close({ timeoutMs = 10000 } = {}) {
     this._beginClose()
     return this._endClose(await this._native.close(timeoutMs))
@@ -418,7 +420,13 @@ class Producer extends EventEmitter {
     this._undelivered.flush(atOnce)
     if (result.statsJson) this._finalStats = statsFromJson(result.statsJson)
     const notDurable = result.statsJson ? this._finalStats.spoolNotDurable : 0
-    return { undelivered: result.undelivered, kept: result.kept, failed: result.failed, notDurable }
+    return {
+      undelivered: result.undelivered,
+      kept: result.kept,
+      keptNotDurable: result.keptNotDurable,
+      failed: result.failed,
+      notDurable,
+    }
   }
 
   /** Counters (camelCase): accepted, delivered, failed, retried, dropped, invalid, queuedBytes,

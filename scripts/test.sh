@@ -51,6 +51,12 @@ if ! command -v python3 >/dev/null; then
   apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip
 fi
 
+if ! command -v strace >/dev/null; then
+  # The command's exit statuses on a disk whose syncs fail (strace injects the errors).
+  step "installing strace"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -112,7 +112,7 @@ test('records a close leaves in the spool are kept, not failed, and the next pro
     for (let i = 0; i < 99; i++) p.send({ i: String(i) })
     await new Promise((resolve) => setTimeout(resolve, 300))
     const closed = await p.close({ timeoutMs: 1000 })
-    expect([closed.undelivered, closed.kept, closed.failed.length, closed.notDurable]).toEqual([0, 100, 0, 0])
+    expect([closed.undelivered, closed.kept, closed.keptNotDurable, closed.failed.length, closed.notDurable]).toEqual([0, 100, 0, 0, 0])
     const stats = p.stats()
     expect([stats.failed, stats.kept, stats.failuresByCode]).toEqual([0, 100, {}])
     // A healthy disk: no sync failed, nothing sent without a durable copy.

@@ -162,7 +162,12 @@ def test_records_a_close_leaves_in_the_spool_are_kept_not_failed(tmp_path, caplo
             producer.send({"i": str(i)})
         time.sleep(0.3)
         with caplog.at_level("WARNING", logger="loghose"):
-            assert producer.close(1) == 0
+            closed = producer.close(1)
+        # Nothing lost: everything kept, and synced to disk by the close.
+        assert closed == 0 and isinstance(closed, loghose.CloseResult)
+        assert (closed.undelivered, closed.kept, closed.kept_not_durable) == (0, 100, 0)
+        assert repr(closed).startswith("CloseResult(lost=0, undelivered=0, kept=100,"), repr(closed)
+        assert str(closed) == "0"
         stats = producer.stats()
         assert (stats["failed"], stats["kept"], stats["failures_by_code"]) == (0, 99 + 1, {})
         with pytest.raises(loghose.DeliveryError) as failed:
@@ -179,3 +184,18 @@ def test_records_a_close_leaves_in_the_spool_are_kept_not_failed(tmp_path, caplo
         del producer
         got = Counter(dict(log["contents"])["i"] for log in emu.logs("proj", "kept"))
     assert len(got) == 100 and set(got.values()) == {1}
+
+
+def test_a_close_without_a_spool_counts_what_it_gave_up_as_lost():
+    # The same hang without a spool: what close gives up on is lost, and the result says so
+    # both as its int and by name.
+    with loghose.Emulator() as emu:
+        emu.inject("hang", ms=20_000, window_ms=3_000)
+        producer = loghose.Producer(**emu.producer_options("proj", "lost"), linger_ms=50,
+                                    request_timeout_ms=20_000)
+        for i in range(40):
+            producer.send({"i": str(i)})
+        time.sleep(0.3)
+        closed = producer.close(1)
+        assert (int(closed), closed.undelivered, closed.kept, closed.kept_not_durable) == (40, 40, 0, 0)
+        assert closed.lost == 40 and closed.failed and closed.failed[0].records > 0

@@ -657,3 +657,87 @@ fn pipe_serves_its_metrics_while_it_runs_and_refuses_a_bad_address() {
     assert!(stderr(&out).contains(&taken_addr), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// `pipe` with a spool (`spool_sync=batch`) against a service that never answers, so that
+/// every line is still held when the close timeout ends, run as `cmd` (the command itself, or
+/// under strace); what it printed.
+fn pipe_into_a_hung_service(
+    mut cmd: Command,
+    emu: &Emulator,
+    spool: &Path,
+    lines: usize,
+) -> Output {
+    emu.inject(loghose::emulator::Fault::during(
+        FaultAction::Hang { ms: Some(20_000) },
+        Duration::from_secs(60),
+    ));
+    cmd.arg("pipe").args(to(emu, "kept")).args([
+        "--option",
+        &format!("spool_dir={}", spool.display()),
+        "--option",
+        "spool_sync=batch",
+        "--close-timeout-ms",
+        "1500",
+    ]);
+    let input: String = (0..lines).map(|i| format!("kept {i}\n")).collect();
+    let out = run_with_input(cmd, input.as_bytes());
+    emu.clear_faults();
+    out
+}
+
+/// The exit status never vouches for a line that is not durable: lines kept in the spool at
+/// the close timeout exit 75 ("kept for the next run", which delivers them), and the same
+/// lines kept where every `fdatasync` fails (strace's fault injection) exit 1, counted as not
+/// durable. Without strace on the machine the second half is skipped, except in CI (which
+/// installs it: scripts/test.sh).
+#[cfg(target_os = "linux")]
+#[test]
+fn pipe_exits_75_for_lines_kept_durably_and_1_for_lines_kept_where_syncs_fail() {
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("kept");
+    let spool = home.join("spool");
+    let out = pipe_into_a_hung_service(loghose(&home), &emu, &spool, 300);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(75), "{err}");
+    assert!(
+        err.contains("300 kept in the spool for the next run") && !err.contains("not durable"),
+        "{err}"
+    );
+    // The next run on the directory delivers what was kept, then what it reads.
+    let mut next = loghose(&home);
+    next.arg("pipe").args(to(&emu, "kept")).args([
+        "--option",
+        &format!("spool_dir={}", spool.display()),
+        "--option",
+        "spool_sync=batch",
+    ]);
+    let out = run_with_input(next, b"after\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(wait_for_logs(&emu, "kept", 301).len(), 301);
+
+    let strace = Command::new("strace").arg("-V").output();
+    if strace.is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "strace is needed in CI (scripts/test.sh installs it)"
+        );
+        eprintln!("skipped the failing-disk half: no strace here");
+        return;
+    }
+    let failing = home.join("failing-spool");
+    let mut cmd = Command::new("strace");
+    cmd.env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=fdatasync"])
+        .args(["-e", "inject=fdatasync:error=EIO", "--", BIN]);
+    let out = pipe_into_a_hung_service(cmd, &emu, &failing, 300);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("a sync failed"), "{err}");
+    assert!(
+        err.contains("300 kept in the spool for the next run (300 of them not durable"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -453,6 +453,7 @@ impl CloseTask {
             return NativeCloseResult {
                 undelivered: 0.0,
                 kept: 0.0,
+                kept_not_durable: 0.0,
                 failed: Vec::new(),
                 stats_json: None,
             };
@@ -464,6 +465,7 @@ impl CloseTask {
         NativeCloseResult {
             undelivered: report.undelivered as f64,
             kept: report.kept as f64,
+            kept_not_durable: report.kept_not_durable as f64,
             failed: report.failed.iter().map(|r| r.view().into()).collect(),
             stats_json: Some(stats_json(p)),
         }

@@ -74,6 +74,9 @@ pub struct NativeCloseResult {
     /// Records not delivered before the timeout and left in the spool for the next producer
     /// on `spoolDir`.
     pub kept: f64,
+    /// Of the kept records, those not known to be durable (the disk failed a sync of their
+    /// files): a power loss could lose them.
+    pub kept_not_durable: f64,
     /// The reports of the batches that failed.
     pub failed: Vec<DeliveryReport>,
     /// The counters once closed, as the engine's JSON (none when the producer was closed

@@ -25,7 +25,7 @@ from ._async_producer import AsyncProducer
 from ._emulator import Emulator
 from ._native import DeliveryReport, engine_version
 from ._options import ProducerOptions
-from ._producer import Producer
+from ._producer import CloseResult, Producer
 from .errors import (
     BufferFullError,
     ConfigError,
@@ -45,13 +45,14 @@ __version__ = engine_version()
 EXIT_TIMEOUT = 5.0
 
 # The public classes are documented, and shown, as this package's.
-for _public in (Producer, AsyncProducer, Emulator):
+for _public in (Producer, AsyncProducer, Emulator, CloseResult):
     _public.__module__ = __name__
 del _public
 
 __all__ = [
     "AsyncProducer",
     "BufferFullError",
+    "CloseResult",
     "ConfigError",
     "DeliveryError",
     "DeliveryReport",

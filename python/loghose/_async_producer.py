@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._native import DeliveryReport
-from ._producer import Contents, Producer
+from ._producer import CloseResult, Contents, Producer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -47,7 +47,8 @@ class AsyncProducer:
     async def flush(self, timeout: float | None = None) -> int:
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.flush, timeout)
 
-    async def close(self, timeout: float | None = None) -> int:
+    async def close(self, timeout: float | None = None) -> CloseResult:
+        """:meth:`Producer.close` off the event loop: its :class:`CloseResult`."""
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.close, timeout)
 
     @property

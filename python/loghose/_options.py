@@ -160,7 +160,8 @@ class ProducerOptions(TypedDict, total=False):
 
     #: How far the spool is synced to disk: `none` (survives the process's death, not a power loss), `batch` (each batch
     #: synced before it is sent; when the disk fails the sync, written again on a fresh file) or `interval:<ms>` (a
-    #: power loss loses at most the last interval). Default `none`.
+    #: power loss loses at most the last interval). Whatever it says, a close that leaves records in the spool syncs
+    #: them first, and a clean close syncs the directory after deleting its files. Default `none`.
     spool_sync: str
 
     #: How long the Python and Node fronts spend delivering what is held when the process gets SIGTERM or SIGINT, before

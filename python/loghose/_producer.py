@@ -86,6 +86,58 @@ def _config_json(options: dict[str, Any]) -> str:
 
 
 
+class CloseResult(int):
+    """What :meth:`Producer.close` left. As an ``int``: the records lost, neither delivered nor
+    durably kept (``undelivered + kept_not_durable``; 0 means nothing was lost), so
+    ``if producer.close(): ...`` reads as "something was lost". By name:
+
+    - ``undelivered``: failed for good, or given up at the timeout without a spool;
+    - ``kept``: left in the spool (``spool_dir``) for the next producer on it, synced to disk;
+    - ``kept_not_durable``: of ``kept``, those whose files the disk failed to sync — they
+      survive the process, but a power loss could lose them;
+    - ``not_durable``: records delivered while their spool copy was not durable (a failing
+      disk; ``stats()["spool_not_durable"]``): nothing lost, said for monitoring;
+    - ``failed``: the reports of the batches that failed (the most recent 10 000).
+    """
+
+    undelivered: int
+    kept: int
+    kept_not_durable: int
+    not_durable: int
+    failed: list[DeliveryReport]
+
+    def __new__(
+        cls,
+        undelivered: int,
+        kept: int = 0,
+        kept_not_durable: int = 0,
+        not_durable: int = 0,
+        failed: Sequence[DeliveryReport] = (),
+    ) -> CloseResult:
+        result = super().__new__(cls, undelivered + kept_not_durable)
+        result.undelivered = undelivered
+        result.kept = kept
+        result.kept_not_durable = kept_not_durable
+        result.not_durable = not_durable
+        result.failed = list(failed)
+        return result
+
+    @property
+    def lost(self) -> int:
+        """Records neither delivered nor durably kept (the ``int`` itself)."""
+        return int(self)
+
+    def __str__(self) -> str:
+        return str(int(self))
+
+    def __repr__(self) -> str:
+        return (
+            f"CloseResult(lost={int(self)}, undelivered={self.undelivered}, kept={self.kept}, "
+            f"kept_not_durable={self.kept_not_durable}, not_durable={self.not_durable}, "
+            f"failed={len(self.failed)} reports)"
+        )
+
+
 class Producer:
     """Batches, compresses, signs and ships records; see ``ProducerConfig`` for every option.
 
@@ -251,19 +303,22 @@ class Producer:
     def _flush_accepted(self, timeout: float) -> int:
         return self._native.flush_accepted(timeout)
 
-    def close(self, timeout: float | None = None) -> int:
+    def close(self, timeout: float | None = None) -> CloseResult:
         """Refuses new records, waits up to ``timeout`` seconds for delivery, and gives up on the
-        rest. Returns how many records were neither delivered nor kept: failed for good, or
-        given up (their futures fail with ``ProducerClosed``); 0 means nothing was lost. With a
-        ``spool_dir``, records given up stay in the spool for the next producer on it: they are
-        kept, not failed (``stats()["kept"]``; their futures fail with ``KeptInSpool``)."""
+        rest. Returns a :class:`CloseResult`: an ``int``, how many records were lost — neither
+        delivered nor durably kept (0 means nothing was lost) — with the counts by name. Records
+        given up without a spool fail with ``ProducerClosed``. With a ``spool_dir``, records
+        given up stay in the spool for the next producer on it: they are kept, not failed
+        (``CloseResult.kept``, ``stats()["kept"]``; their futures fail with ``KeptInSpool``),
+        and the close syncs them to disk; those whose files the disk failed to sync are counted
+        in ``kept_not_durable`` (and in the ``int``)."""
         # Still live while it closes: a signal that ends the process meanwhile waits for this
         # delivery too (its handler runs inside the wait) instead of cutting it short.
         with _signals.waiting():
-            undelivered, _kept, _failed = self._native.close(timeout)
+            undelivered, kept, kept_not_durable, not_durable, failed = self._native.close(timeout)
         _live.discard(self)
         self._undelivered.flush()
-        return undelivered
+        return CloseResult(undelivered, kept, kept_not_durable, not_durable, failed)
 
     @property
     def closed(self) -> bool:

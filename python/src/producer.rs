@@ -120,6 +120,10 @@ impl Drop for NativeProducer {
     }
 }
 
+/// What `NativeProducer.close` answers: undelivered, kept, kept not durable, sent not durable
+/// (the engine's `CloseReport`), and the failed reports; `loghose.CloseResult` names them.
+type NativeClosed = (u64, u64, u64, u64, Vec<PyDeliveryReport>);
+
 /// The producer behind `loghose.Producer`.
 #[pyclass(frozen, module = "loghose._native", name = "NativeProducer")]
 pub(crate) struct NativeProducer {
@@ -484,14 +488,10 @@ impl NativeProducer {
     /// returns (records neither delivered nor kept, records kept in the spool for the next
     /// producer, failed reports). Ctrl-C interrupts the wait.
     #[pyo3(signature = (timeout=None))]
-    fn close(
-        &self,
-        py: Python<'_>,
-        timeout: Option<f64>,
-    ) -> PyResult<(u64, u64, Vec<PyDeliveryReport>)> {
+    fn close(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<NativeClosed> {
         let producer = &self.producer;
         if producer.is_inherited() {
-            return Ok((0, 0, Vec::new()));
+            return Ok((0, 0, 0, 0, Vec::new()));
         }
         let deadline = deadline_of(timeout);
         flush_until(py, producer, deadline)?;
@@ -505,6 +505,8 @@ impl NativeProducer {
         Ok((
             report.undelivered,
             report.kept,
+            report.kept_not_durable,
+            report.not_durable,
             report.failed.into_iter().map(PyDeliveryReport).collect(),
         ))
     }

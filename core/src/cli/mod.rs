@@ -40,11 +40,16 @@ enum Command {
 
 /// Exit status: everything was delivered (or the command served until stopped).
 pub const EXIT_DELIVERED: u8 = 0;
-/// Exit status: something was not delivered (counted on standard error), or the command
-/// could not run.
+/// Exit status: something was lost — not delivered and not durably kept (refused, invalid,
+/// failed for good, or kept in a spool whose disk failed its syncs; counted on standard
+/// error) — or the command could not run.
 pub const EXIT_NOT_DELIVERED: u8 = 1;
 /// Exit status: bad arguments or configuration.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status (`pipe`): every line was delivered or kept durably in the spool, and some were
+/// kept: the next run on the same `spool_dir` delivers them. 75 is `EX_TEMPFAIL` of
+/// `sysexits.h` ("try again later"); a systemd unit may list it in `SuccessExitStatus=`.
+pub const EXIT_KEPT: u8 = 75;
 
 /// Runs the `loghose` command with `args` (the program name first) and answers its exit
 /// status. The binary calls it; so do the Python and Node packages' `loghose` commands.

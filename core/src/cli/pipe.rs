@@ -5,9 +5,16 @@
 //!
 //! Threads: a reader thread reads and sends; the calling thread waits for the end of input, or
 //! for SIGTERM or SIGINT, then closes the producer, delivering what it holds within
-//! `--close-timeout-ms`. The exit status says whether every line read was delivered (0), or
-//! not (1: refused as invalid, failed, or left undelivered at the timeout, each counted on
-//! standard error); 2 for bad arguments or configuration. Nothing is dropped silently: a line
+//! `--close-timeout-ms`. The exit status says what became of the lines read:
+//! - 0: every line was delivered;
+//! - 75: every line was delivered or is kept durably in the spool (`spool_dir`), some kept:
+//!   the next run on the directory delivers them;
+//! - 1: some line is lost — refused, invalid, failed for good, left undelivered at the timeout
+//!   without a spool, or kept in a spool whose disk failed its syncs (a power loss could lose
+//!   it) — never 0 nor 75 then;
+//! - 2: bad arguments or configuration.
+//!
+//! Unless it is 0, standard error says the counts. Nothing is dropped silently: a line
 //! that cannot be a record is named (the first few) and counted. Input faster than the sends
 //! waits for room in the buffer (`max_block_ms` an hour unless configured) rather than being
 //! refused.
@@ -352,21 +359,107 @@ pub fn run(args: PipeArgs) -> u8 {
         counts.invalid.load(Ordering::Relaxed),
         counts.refused.load(Ordering::Relaxed),
     );
-    let delivered = sent.saturating_sub(closed.undelivered);
-    if closed.undelivered + invalid + refused > 0 {
+    let outcome = PipeOutcome {
+        lines,
+        delivered: sent.saturating_sub(closed.undelivered + closed.kept),
+        kept: closed.kept,
+        kept_not_durable: closed.kept_not_durable,
+        undelivered: closed.undelivered,
+        invalid,
+        refused,
+    };
+    if outcome.status() != super::EXIT_DELIVERED {
         let cause = closed
             .failed
             .last()
             .and_then(|r| r.error_message().map(str::to_owned))
             .map(|m| format!(" (last failure: {m})"))
             .unwrap_or_default();
-        eprintln!(
-            "loghose pipe: {lines} lines, {delivered} delivered, {} undelivered{cause}, \
-             {invalid} invalid, {refused} refused",
-            closed.undelivered
-        );
-        super::EXIT_NOT_DELIVERED
-    } else {
-        super::EXIT_DELIVERED
+        eprintln!("loghose pipe: {}{cause}", outcome.summary());
+    }
+    outcome.status()
+}
+
+/// What became of the lines read, once the producer closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PipeOutcome {
+    lines: u64,
+    delivered: u64,
+    /// Left in the spool for the next run, of which `kept_not_durable` where the disk failed
+    /// its syncs.
+    kept: u64,
+    kept_not_durable: u64,
+    /// Failed for good, or (without a spool) abandoned at the close timeout.
+    undelivered: u64,
+    invalid: u64,
+    refused: u64,
+}
+
+impl PipeOutcome {
+    /// Lines neither delivered nor durably kept.
+    fn lost(&self) -> u64 {
+        self.undelivered + self.invalid + self.refused + self.kept_not_durable
+    }
+
+    /// The exit status: 1 whenever a line is lost, 75 when some are kept (durably), else 0.
+    fn status(&self) -> u8 {
+        if self.lost() > 0 {
+            super::EXIT_NOT_DELIVERED
+        } else if self.kept > 0 {
+            super::EXIT_KEPT
+        } else {
+            super::EXIT_DELIVERED
+        }
+    }
+
+    fn summary(&self) -> String {
+        let kept = match self.kept_not_durable {
+            0 => format!("{} kept in the spool for the next run", self.kept),
+            n => format!(
+                "{} kept in the spool for the next run ({n} of them not durable: the disk \
+                 failed its syncs, a power loss could lose them)",
+                self.kept
+            ),
+        };
+        format!(
+            "{} lines, {} delivered, {kept}, {} undelivered, {} invalid, {} refused",
+            self.lines, self.delivered, self.undelivered, self.invalid, self.refused
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(kept: u64, kept_not_durable: u64, undelivered: u64) -> PipeOutcome {
+        PipeOutcome {
+            lines: 10,
+            delivered: 10 - kept - undelivered,
+            kept,
+            kept_not_durable,
+            undelivered,
+            ..PipeOutcome::default()
+        }
+    }
+
+    #[test]
+    fn the_exit_status_never_vouches_for_a_line_that_is_not_durable() {
+        assert_eq!(outcome(0, 0, 0).status(), crate::cli::EXIT_DELIVERED);
+        assert_eq!(outcome(4, 0, 0).status(), crate::cli::EXIT_KEPT);
+        assert_eq!(outcome(4, 4, 0).status(), crate::cli::EXIT_NOT_DELIVERED);
+        assert_eq!(outcome(4, 1, 0).status(), crate::cli::EXIT_NOT_DELIVERED);
+        assert_eq!(outcome(2, 0, 1).status(), crate::cli::EXIT_NOT_DELIVERED);
+        let invalid = PipeOutcome {
+            invalid: 1,
+            ..outcome(0, 0, 0)
+        };
+        assert_eq!(invalid.status(), crate::cli::EXIT_NOT_DELIVERED);
+        let refused = PipeOutcome {
+            refused: 1,
+            ..outcome(3, 0, 0)
+        };
+        assert_eq!(refused.status(), crate::cli::EXIT_NOT_DELIVERED);
+        assert!(outcome(4, 3, 0).summary().contains("3 of them not durable"));
     }
 }

@@ -52,8 +52,14 @@ pub struct CloseReport {
     /// abandoned at the timeout. 0 means nothing was lost.
     pub undelivered: u64,
     /// Records not delivered before the timeout and left in the spool: the next producer on
-    /// `spool_dir` sends them (see [`Outcome::Kept`]).
+    /// `spool_dir` sends them (see [`Outcome::Kept`]). Whatever `spool_sync` says, the close
+    /// syncs what it leaves there; `kept_not_durable` counts those of them that sync could
+    /// not make durable.
     pub kept: u64,
+    /// Of the `kept` records, those not known to be durable: the disk failed a sync of the
+    /// files that hold them, so they survive the process but a power loss could lose them.
+    /// 0 means every kept record is safely on disk.
+    pub kept_not_durable: u64,
     /// The reports of the batches that failed (the most recent 10 000).
     pub failed: Vec<Arc<DeliveryReport>>,
     /// Records this producer sent while no copy of them in the spool was durable (the disk
@@ -421,7 +427,11 @@ impl Producer {
         }
         delivery.lifecycle.advance(State::Closed);
         inner.accumulator.return_credits(&delivery.budget);
-        inner.accumulator.spooling().producer_closed(pending == 0);
+        let leaves_records = pending > 0 || delivery.tally.kept.load(Ordering::Acquire) > 0;
+        let kept_durably = inner
+            .accumulator
+            .spooling()
+            .producer_closed(pending == 0, leaves_records);
         // The reporter passes on the last reports; bounded by what is left of the timeout.
         delivery.reporter.finish(
             timeout
@@ -442,9 +452,11 @@ impl Producer {
             .saturating_sub(failed + kept + delivered);
         // Unsettled records are still in the spool, when there is one; without, they are lost.
         let spooled = inner.accumulator.spooling().is_on();
+        let kept = kept + if spooled { unsettled } else { 0 };
         CloseReport {
             undelivered: failed + if spooled { 0 } else { unsettled },
-            kept: kept + if spooled { unsettled } else { 0 },
+            kept,
+            kept_not_durable: if kept_durably { 0 } else { kept },
             failed: tally.failed_reports(),
             not_durable: inner.accumulator.spooling().health().not_durable,
         }

@@ -170,7 +170,8 @@ spec::producer_options! {
     /// How far the spool is synced to disk: `none` (survives the process's death, not a
     /// power loss), `batch` (each batch synced before it is sent; when the disk fails the
     /// sync, written again on a fresh file) or `interval:<ms>` (a power loss loses at most
-    /// the last interval).
+    /// the last interval). Whatever it says, a close that leaves records in the spool syncs
+    /// them first, and a clean close syncs the directory after deleting its files.
     spool_sync: SpoolSync = SpoolSync::None,
         OptionKind::Choice(&["none", "batch", "interval:<ms>"]);
     /// How long the Python and Node fronts spend delivering what is held when the process

@@ -47,6 +47,9 @@
 //!   and counted as not durable (`faults`).
 //! - `interval:<ms>`: every file on a timer thread; a batch file a timed sync took goes back
 //!   only once its body's segment is synced too (a group commit).
+//! - At close, whatever the setting: what a close leaves (kept for the next producer) is
+//!   synced first, and a clean close syncs the directory after deleting its files (a power
+//!   loss would otherwise bring delivered batches back).
 //! - Every sync goes through `disk`, the seam a model file system takes in tests
 //!   (`model_disk`, `power_tests`). Directories are synced once entries recovery relies on
 //!   were made or removed; the marks that settle batches (free marks, `Done` entries) with the
@@ -361,15 +364,19 @@ impl Spooling {
     }
 
     /// The producer closed: with everything settled the spool is closed (its current files
-    /// hold only finished batches); otherwise only its preparer stops, and what is left stays.
-    pub(crate) fn producer_closed(&self, everything_settled: bool) {
-        if let Some(spool) = &self.0 {
-            if everything_settled {
-                spool.close();
-            } else {
-                spool.stop_preparer();
-            }
+    /// hold only finished batches, and are deleted); otherwise only its preparer stops, and
+    /// what is left stays. When the producer `leaves_records` (kept, or unsettled at the
+    /// timeout), every file and the directory are synced first, whatever `spool_sync` says:
+    /// answers whether what is left is durable (true without a spool, where nothing is kept).
+    pub(crate) fn producer_closed(&self, everything_settled: bool, leaves_records: bool) -> bool {
+        let Some(spool) = &self.0 else { return true };
+        let durable = !leaves_records || spool.sync_all();
+        if everything_settled {
+            spool.close();
+        } else {
+            spool.stop_preparer();
         }
+        durable
     }
 
     /// Entries found torn or corrupt when the spool was opened.
