@@ -23,6 +23,7 @@ RTTS=${RTTS:-0 10 50 150}
 WORKLOADS=${WORKLOADS:-s1 s1r}
 MODE=${MODE:-adaptive}
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; echo "out: $OUT"
+bash "$(dirname "$0")/../machine.sh"
 for f in "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see the comment at the top)" >&2; exit 1; }; done
 if [ -n "$C" ]; then
   [ -x "$C" ] || { echo "C_S1=$C is not an executable" >&2; exit 1; }
@@ -58,6 +59,7 @@ for r in $(seq "$ROUNDS"); do
   done
   echo "round $r done"
 done
+bash "$(dirname "$0")/../machine.sh"
 
 PYTHONPATH="$(dirname "$0")/.." python3 - "$OUT" "$ROUNDS" "$RTTS" "$WORKLOADS" "$C" <<'PY'
 import statistics, sys

@@ -27,6 +27,7 @@ RUST=${RUST:-target/release/examples/s1}
 PRODUCERS=${PRODUCERS:-c rust python python-sender node node-sender}
 WORKLOADS=${WORKLOADS:-s1 s1r}
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; echo "out: $OUT"
+bash "$(dirname "$0")/../machine.sh"
 case " $PRODUCERS " in *" c "*) [ -x "$C" ] || { echo "set C_S1 to the C driver built outside this checkout (docs/vs-c.md), or leave c out of PRODUCERS" >&2; exit 1; } ;; esac
 for f in "$EMU" "$RUST"; do [ -x "$f" ] || { echo "missing $f (see the comment at the top)" >&2; exit 1; }; done
 grep -q 'bench.sls.local' /etc/hosts || { echo "add '127.0.0.1 bench.sls.local sls.local' to /etc/hosts" >&2; exit 1; }
@@ -67,6 +68,7 @@ for r in $(seq "$ROUNDS"); do
   done
   echo "round $r done"
 done
+bash "$(dirname "$0")/../machine.sh"
 
 PYTHONPATH="$(dirname "$0")/.." python3 - "$OUT" "$ROUNDS" "$PRODUCERS" "$WORKLOADS" "$URL" <<'PY'
 import json, os, statistics, sys, urllib.request

@@ -537,6 +537,7 @@ fn main() {
         let mut meter = Meter::start(&endpoint, "bench-s1", "unthrottled").expect("emulator admin");
         let p = producer(&args, &endpoint, "unthrottled", true, &latencies);
         let threads0 = thread_times();
+        let usage0 = support::usage();
         meter.begin();
         let t0 = Instant::now();
         let mut n = 0u64;
@@ -550,6 +551,7 @@ fn main() {
         let add_seconds = t0.elapsed().as_secs_f64();
         let pending = p.flush(Duration::from_secs(300));
         meter.stop();
+        let switches = support::usage().per_1k_logs_since(&usage0, n);
         eprintln!(
             "threads unthrottled: {}",
             thread_report(&threads0, &thread_times())
@@ -563,10 +565,13 @@ fn main() {
                 sent: n,
                 add_seconds,
                 pending,
-                extra: vec![
+                extra: [
                     ("scrape_ms".into(), scrape_ms.into()),
                     ("delivery_p99_ms".into(), delivery_p99_ms(&latencies).into()),
-                ],
+                ]
+                .into_iter()
+                .chain(switches)
+                .collect(),
             })
             .expect("emulator admin");
         failed |= harness::failed(&row);

@@ -26,6 +26,55 @@ pub(crate) fn unsealed_config() -> loghose::producer::ProducerConfig {
     }
 }
 
+/// This process's context switches (voluntary: a thread waited; involuntary: it was
+/// preempted) and minor page faults so far, from `getrusage` (all threads): what a saturated,
+/// multi-threaded run pays that instruction counts do not show.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Usage {
+    pub(crate) voluntary_switches: i64,
+    pub(crate) involuntary_switches: i64,
+    pub(crate) minor_faults: i64,
+}
+
+pub(crate) fn usage() -> Usage {
+    // SAFETY: getrusage writes one rusage into the zeroed struct it is handed.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Usage::default();
+    }
+    Usage {
+        voluntary_switches: ru.ru_nvcsw as i64,
+        involuntary_switches: ru.ru_nivcsw as i64,
+        minor_faults: ru.ru_minflt as i64,
+    }
+}
+
+impl Usage {
+    /// Each count since `before`, per 1 000 of `logs`, as table columns.
+    pub(crate) fn per_1k_logs_since(
+        &self,
+        before: &Usage,
+        logs: u64,
+    ) -> Vec<(String, serde_json::Value)> {
+        let per = |now: i64, then: i64| (now - then).max(0) as f64 * 1000.0 / logs.max(1) as f64;
+        vec![
+            (
+                "vol_cs_per_1k".into(),
+                per(self.voluntary_switches, before.voluntary_switches).into(),
+            ),
+            (
+                "invol_cs_per_1k".into(),
+                per(self.involuntary_switches, before.involuntary_switches).into(),
+            ),
+            (
+                "minflt_per_1k".into(),
+                per(self.minor_faults, before.minor_faults).into(),
+            ),
+        ]
+    }
+}
+
 /// CPU seconds (user + system) of this process, all threads.
 pub(crate) fn proc_cpu_seconds() -> f64 {
     harness::cpu_seconds()
