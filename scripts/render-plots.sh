@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Renders the plots of examples/throughput.ipynb to docs/img/*.png (the README shows them):
+# Renders the plots of examples/throughput.ipynb to docs/img/*.png (the guides show them):
 # executes the notebook headlessly with full durations (about 5 minutes), saving only the
 # PNGs; the notebook in the repository stays without outputs.
 # Needs the test environment (bash scripts/test.sh, or .venv with tests-py/requirements.txt and

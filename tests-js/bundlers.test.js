@@ -1,8 +1,8 @@
-// Bundling a service that uses loghose, as the README's "Bundlers" section says: esbuild with
+// Bundling a service that uses loghose, as the Node.js guide's "Bundlers" section (docs/guides/node.md) says: esbuild with
 // the package left external (by name or --packages=external), esbuild with the addon copied
 // beside the bundle (`--loader:.node=copy`, which runs with no node_modules at all), and
 // webpack with loghose in `externals`. Each bundle is run and its record read back; the two
-// ways that fail are checked to fail as the README says, so the section stays true.
+// ways that fail are checked to fail as the guide says, so the section stays true.
 'use strict'
 
 const fs = require('node:fs')
@@ -73,7 +73,7 @@ test('esbuild with the addon copied beside the bundle runs with no node_modules'
   }
 })
 
-test('esbuild without a way for the addon stops at the .node file, as the README says', async () => {
+test('esbuild without a way for the addon stops at the .node file, as the guide says', async () => {
   await expect(bundleWithEsbuild({ outfile: path.join(work, 'dist', 'plain.js') })).rejects.toThrow(/No loader is configured for "\.node" files/)
 })
 
@@ -88,7 +88,7 @@ test('webpack with loghose in externals runs', async () => {
   runBundle(path.join(work, 'dist', 'webpack.js'), 'webpack')
 })
 
-test('webpack without externals stops at the addon, as the README says', async () => {
+test('webpack without externals stops at the addon, as the guide says', async () => {
   const built = await bundleWithWebpack('webpack-plain', undefined)
   expect(built.errors.map((e) => e.message).join('\n')).toMatch(/Module parse failed/)
 })

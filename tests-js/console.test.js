@@ -2,7 +2,7 @@
 // The emulator's console in a real browser: headless Chromium (Debian's `chromium`, driven by
 // puppeteer-core, which downloads no browser). The page loads with no console errors, lists a
 // logstore once a producer sent to it, makes its index and finds a given record, injects a
-// fault that makes the next sends retry, and shows the rejection. It also takes the README's
+// fault that makes the next sends retry, and shows the rejection. It also takes the emulator guide's
 // screenshot (docs/img/console.png).
 
 const fs = require('node:fs')
@@ -96,7 +96,7 @@ maybe('the emulator console in headless Chromium', () => {
     await page.waitForFunction(() => document.getElementById('faults-applied').textContent === 'faults injected: 2', { timeout: 10000 })
     await producer.close({ timeoutMs: 5000 })
 
-    // The README's picture of it.
+    // The emulator guide's picture of it (docs/guides/emulator.md).
     await page.screenshot({ path: path.join(ROOT, 'docs', 'img', 'console.png'), fullPage: true })
     expect(problems).toEqual([])
   }, 60000)

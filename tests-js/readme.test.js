@@ -1,5 +1,8 @@
-// Every JavaScript code block of README.md runs as pasted (```js as CommonJS, ```mjs as an ES
-// module), in a fresh process whose `loghose` is this package, and ends well.
+// Every JavaScript code block of README.md and of the guides (docs/guides/*.md) runs as pasted
+// (```js as CommonJS, ```mjs as an ES module), in a fresh process whose `loghose` is this
+// package, and ends well. The blocks that send to the service read their endpoint and keys from
+// the environment (`LOGHOSE_ENDPOINT`, `ALIBABA_CLOUD_ACCESS_KEY_ID`, ...): here it names an
+// emulator.
 'use strict'
 
 const fs = require('node:fs')
@@ -10,8 +13,22 @@ const { execFileSync } = require('node:child_process')
 jest.setTimeout(120000)
 
 const { ROOT } = require('./helpers.js')
-const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
-const BLOCKS = [...README.matchAll(/^```(js|mjs)\n([\s\S]*?)^```/gm)].map((m, i) => [`block ${i} (${m[1]})`, m[1], m[2]])
+const { Emulator } = require('..')
+const GUIDES = path.join(ROOT, 'docs', 'guides')
+const PAGES = ['README.md', ...fs.readdirSync(GUIDES).filter((f) => f.endsWith('.md')).sort().map((f) => path.join('docs', 'guides', f))]
+const BLOCKS = PAGES.flatMap((page) =>
+  [...fs.readFileSync(path.join(ROOT, page), 'utf8').matchAll(/^```(js|mjs)\n([\s\S]*?)^```/gm)].map((m, i) => [
+    `${path.basename(page, '.md')} block ${i} (${m[1]})`,
+    m[1],
+    m[2],
+  ]),
+)
+
+let emu
+beforeAll(() => {
+  emu = new Emulator()
+})
+afterAll(() => emu.close())
 
 let dir
 beforeAll(() => {
@@ -24,13 +41,22 @@ beforeAll(() => {
 })
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
-test('the README has CommonJS and ES module blocks', () => {
+test('the README and the Node.js guide have CommonJS and ES module blocks', () => {
   expect(BLOCKS.map(([, kind]) => kind)).toEqual(expect.arrayContaining(['js', 'mjs']))
+  expect(BLOCKS.filter(([name]) => name.startsWith('README')).length).toBeGreaterThanOrEqual(2)
+  expect(BLOCKS.filter(([name]) => name.startsWith('node ')).length).toBeGreaterThanOrEqual(4)
 })
 
 test.each(BLOCKS)('%s runs as pasted', (name, kind, code) => {
   const file = path.join(dir, `block.${kind}`)
   fs.writeFileSync(file, code)
-  const out = execFileSync(process.execPath, [file], { cwd: dir, timeout: 60000, encoding: 'utf8', env: { ...process.env, NODE_PATH: '' } })
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ALIBABA_CLOUD_|LOGHOSE_)/.test(k)))
+  Object.assign(env, {
+    NODE_PATH: '',
+    LOGHOSE_ENDPOINT: emu.endpoint,
+    ALIBABA_CLOUD_ACCESS_KEY_ID: emu.accessKeyId,
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET: emu.accessKeySecret,
+  })
+  const out = execFileSync(process.execPath, [file], { cwd: dir, timeout: 60000, encoding: 'utf8', env })
   expect(out.trim().length).toBeGreaterThan(0)
 })

@@ -44,3 +44,9 @@ pub mod wire;
 #[cfg(all(doctest, feature = "emulator"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust guide's code blocks (docs/guides/rust.md), run as doctests: each must work as
+/// pasted.
+#[cfg(all(doctest, feature = "emulator", feature = "log", feature = "tracing"))]
+#[doc = include_str!("../../docs/guides/rust.md")]
+pub struct RustGuideDoctests;

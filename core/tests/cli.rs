@@ -411,51 +411,58 @@ fn emulator_serves_on_the_port_given_until_sigterm() {
     let _ = std::fs::remove_dir_all(&home);
 }
 
-/// The code blocks of the README's "The command line" section: the `sh` ones run as pasted
-/// (with `loghose` on PATH and the destination in the environment, as the section says), the
-/// `toml` one holds only option names the engine knows.
-#[cfg(unix)]
-#[test]
-fn the_readme_command_line_blocks_run_as_pasted() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("the README");
-    let start = readme.find("## The command line").expect("the section");
-    let section = &readme[start..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
-    let blocks: Vec<(&str, &str)> = section
-        .split("```")
+/// The fenced blocks of `text`: (language, code).
+fn blocks(text: &str) -> Vec<(&str, &str)> {
+    text.split("```")
         .skip(1)
         .step_by(2)
         .map(|b| b.split_once('\n').unwrap_or((b, "")))
-        .collect();
-    assert!(blocks.iter().any(|(lang, _)| *lang == "sh"));
-    let emu = Emulator::start_default().unwrap();
+        .collect()
+}
+
+/// Runs a `sh` block as pasted: `loghose` on PATH, the destination (the emulator, logstore
+/// `logstore`) and the keys in the environment, as the pages say.
+fn run_sh_block(emu: &Emulator, home: &Path, logstore: &str, code: &str) {
     let c = emu.credentials().unwrap();
-    let home = temp_dir("readme");
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    for (lang, code) in &blocks {
+    let out = Command::new("bash")
+        .env_clear()
+        .env("HOME", home)
+        .current_dir(home)
+        .env("PATH", &path)
+        .env("LOGHOSE_ENDPOINT", emu.endpoint())
+        .env("LOGHOSE_PROJECT", "proj")
+        .env("LOGHOSE_LOGSTORE", logstore)
+        .env("ALIBABA_CLOUD_ACCESS_KEY_ID", &c.access_key_id)
+        .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", &c.access_key_secret)
+        .args(["-c", &format!("set -euo pipefail\n{code}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{code}\n{}", stderr(&out));
+}
+
+/// The code blocks of the command's guide (docs/guides/command.md): the `sh` ones run as
+/// pasted (with `loghose` on PATH and the destination in the environment, as the guide says),
+/// the `toml` one holds only option names the engine knows. And the README's quickstart of the
+/// command line, the same way.
+#[cfg(unix)]
+#[test]
+fn the_command_guide_and_the_readme_quickstart_run_as_pasted() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let guide = std::fs::read_to_string(format!("{root}/docs/guides/command.md"))
+        .expect("the command guide");
+    let guide_blocks = blocks(&guide);
+    assert!(guide_blocks.iter().any(|(lang, _)| *lang == "sh"));
+    let emu = Emulator::start_default().unwrap();
+    let home = temp_dir("readme");
+    for (lang, code) in &guide_blocks {
         match *lang {
-            "sh" => {
-                let out = Command::new("bash")
-                    .env_clear()
-                    .env("HOME", &home)
-                    .current_dir(&home)
-                    .env("PATH", &path)
-                    .env("LOGHOSE_ENDPOINT", emu.endpoint())
-                    .env("LOGHOSE_PROJECT", "proj")
-                    .env("LOGHOSE_LOGSTORE", "readme")
-                    .env("ALIBABA_CLOUD_ACCESS_KEY_ID", &c.access_key_id)
-                    .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", &c.access_key_secret)
-                    .args(["-c", &format!("set -euo pipefail\n{code}")])
-                    .output()
-                    .unwrap();
-                assert!(out.status.success(), "{code}\n{}", stderr(&out));
-            }
+            "sh" => run_sh_block(&emu, &home, "readme", code),
             "toml" => {
                 let table: toml::Table = code.parse().expect("valid TOML");
                 let names = loghose::producer::ProducerConfig::option_names();
@@ -463,7 +470,7 @@ fn the_readme_command_line_blocks_run_as_pasted() {
                     assert!(key == "preset" || names.contains(key), "{key}");
                 }
             }
-            other => panic!("a block of {other:?} in the section"),
+            other => panic!("a block of {other:?} in the guide"),
         }
     }
     // What the blocks sent arrived: the record, three lines, one JSON line, two followed lines.
@@ -476,6 +483,21 @@ fn the_readme_command_line_blocks_run_as_pasted() {
     assert!(logs
         .iter()
         .any(|l| l.get("content") == Some("listening on :8080")));
+
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("the README");
+    let start = readme
+        .find("## Quickstart: the command line")
+        .expect("the section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let quickstart = blocks(section);
+    assert_eq!(quickstart.len(), 1, "one block");
+    assert_eq!(quickstart[0].0, "sh");
+    run_sh_block(&emu, &home, "quickstart", quickstart[0].1);
+    // The record and the two lines.
+    let logs = wait_for_logs(&emu, "quickstart", 3);
+    assert_eq!(logs.len(), 3);
+    assert!(logs.iter().any(|l| l.get("content") == Some("second line")));
     let _ = std::fs::remove_dir_all(&home);
 }
 

@@ -211,25 +211,26 @@ fn a_dropped_producer_leaves_nothing_to_collect() {
     assert!(!after.contains("loghose_"), "{after}");
 }
 
-/// The README's metric table is rendered from [`METRICS`]; `LOGHOSE_REGENERATE=1` rewrites it.
+/// The monitoring guide's metric table (docs/guides/monitoring.md) is rendered from [`METRICS`]; `LOGHOSE_REGENERATE=1` rewrites it.
 #[test]
-fn the_readme_metric_table_is_the_engine_table() {
+fn the_monitoring_guides_metric_table_is_the_engine_table() {
     const BEGIN: &str = "<!-- BEGIN metrics generated from the engine's metric table -->\n";
     const END: &str = "<!-- END metrics generated from the engine's metric table -->\n";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let start = readme.find(BEGIN).expect("the BEGIN marker") + BEGIN.len();
-    let end = readme.find(END).expect("the END marker");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/guides/monitoring.md");
+    let guide = std::fs::read_to_string(&path).unwrap();
+    let start = guide.find(BEGIN).expect("the BEGIN marker") + BEGIN.len();
+    let end = guide.find(END).expect("the END marker");
     let rendered = metrics::markdown_table();
     if std::env::var_os("LOGHOSE_REGENERATE").is_some() {
-        let updated = format!("{}{rendered}{}", &readme[..start], &readme[end..]);
+        let updated = format!("{}{rendered}{}", &guide[..start], &guide[end..]);
         std::fs::write(&path, updated).unwrap();
         return;
     }
     assert_eq!(
-        &readme[start..end],
+        &guide[start..end],
         rendered,
-        "README.md's metric table differs from loghose::metrics::METRICS; run \
+        "docs/guides/monitoring.md's metric table differs from loghose::metrics::METRICS; run \
          `LOGHOSE_REGENERATE=1 cargo test -p loghose --test metrics` and commit the result"
     );
 }

@@ -1,6 +1,6 @@
 """``python -m loghose`` (and the ``loghose`` command the package installs): ``send``, ``pipe``
 and ``emulator`` run the engine's command (``loghose send KEY=VALUE…``, ``loghose pipe``,
-``loghose emulator --port N``; see the README's "The command line"); ``bench`` runs a benchmark
+``loghose emulator --port N``; see docs/guides/command.md); ``bench`` runs a benchmark
 scenario from Python.
 
 ``python -m loghose bench [--scenario s1] [--rates 1000,200000] [--seconds 10] [--json]`` runs a

@@ -192,7 +192,7 @@ pub fn add_to_sample(families: &mut [Family], spec: &'static MetricSpec, more: u
     }
 }
 
-/// The metric table as a Markdown table (the README's, generated).
+/// The metric table as a Markdown table (docs/guides/monitoring.md's, generated).
 pub fn markdown_table() -> String {
     let mut out = String::from("| Metric | Type | Labels | What it counts |\n|---|---|---|---|\n");
     for spec in METRICS {
