@@ -6,6 +6,7 @@
 // nobody was told of.
 
 const { EventEmitter } = require('node:events')
+const util = require('node:util')
 const { isMainThread } = require('node:worker_threads')
 const native = require('./binding.js')
 const signals = require('./signals.js')
@@ -100,6 +101,8 @@ class Producer extends EventEmitter {
     this._closed = false
     this._closeOnSignalMs = this._native.closeOnSignalMs
     this._serverAddress = this._native.serverAddress
+    // Where it sends, for util.inspect and console.log.
+    this._destination = { endpoint: options.endpoint ?? '', project: options.project ?? '', logstore: options.logstore ?? '' }
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
@@ -376,6 +379,15 @@ class Producer extends EventEmitter {
   /** Whether close() was called. */
   get closed() {
     return this._closed
+  }
+
+  /** How `console.log` and `util.inspect` show it: where it sends and whether it is open. */
+  [util.inspect.custom](depth, options, inspect) {
+    const { endpoint, project, logstore } = this._destination
+    const state = this._closed ? 'closed' : 'open'
+    if (depth < 0) return options.stylize(`[Producer ${project}/${logstore}]`, 'special')
+    const pending = this._closed ? '' : `, pending: ${inspect(this._native.pending(), options)}`
+    return `Producer { ${project}/${logstore} at ${endpoint}, ${state}${pending} }`
   }
 
   /** The endpoint's host and port (the scheme's when it names none), for monitoring. */

@@ -608,3 +608,16 @@ describe('Producer', () => {
     expect((after - warm) / 1048576).toBeLessThan(60)
   })
 })
+
+test('console.log and util.inspect show where a producer sends and whether it is open', async () => {
+  const util = require('node:util')
+  const { Emulator, Producer } = require('..')
+  const emu = new Emulator()
+  const p = new Producer(emu.producerOptions('demo', 'inspect'))
+  expect(util.inspect(p)).toBe(`Producer { demo/inspect at ${emu.endpoint}, open, pending: 0 }`)
+  expect(util.inspect({ nested: { deeper: p } }, { depth: 0 })).toBe('{ nested: [Object] }')
+  expect(util.inspect([p], { depth: -1 })).toBe('[Array]')
+  await p.close()
+  expect(util.inspect(p)).toBe(`Producer { demo/inspect at ${emu.endpoint}, closed }`)
+  emu.close()
+})

@@ -407,3 +407,24 @@ def test_producers_no_longer_referenced_are_collected_with_their_threads(emu):
     # Dropping delivers (within drop_timeout_ms) without waiting on the GIL it holds.
     assert time.monotonic() - started < 10
     assert sorted(int(dict(log["contents"])["i"]) for log in emu.logs("proj", "recreated")) == list(range(20))
+
+
+def test_outside_a_notebook_the_objects_read_well_and_a_live_view_prints_lines(capsys):
+    with loghose.Emulator() as emu:
+        producer = loghose.Producer(**emu.producer_options("demo", "plain"), linger_ms=20)
+        assert repr(producer) == f"<loghose.Producer demo/plain at {emu.endpoint}, open>"
+        with pytest.raises(ValueError, match="interval"):
+            producer.live_view(0)
+        with producer.live_view(0.05):
+            for i in range(100):
+                producer.send({"i": str(i)})
+            assert producer.flush(10) == 0
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) >= 2 and lines[0].startswith("LiveView(delivered: 0"), lines
+        assert lines[-1].startswith("LiveView(delivered: 100,"), lines
+        stats = producer.stats()
+        assert isinstance(stats, dict) and stats["delivered"] == 100
+        assert repr(stats).startswith("Stats(accepted=100, delivered=100, failed=0, kept=0")
+        assert "<table>" in stats._repr_html_()
+        producer.close(5)
+        assert repr(producer).endswith(", closed>")

@@ -22,6 +22,7 @@ one there).
 from __future__ import annotations
 
 from ._async_producer import AsyncProducer
+from ._display import LiveView, Stats
 from ._emulator import Emulator
 from ._native import DeliveryReport, engine_version
 from ._options import ProducerOptions
@@ -45,7 +46,7 @@ __version__ = engine_version()
 EXIT_TIMEOUT = 5.0
 
 # The public classes are documented, and shown, as this package's.
-for _public in (Producer, AsyncProducer, Emulator, CloseResult):
+for _public in (Producer, AsyncProducer, Emulator, CloseResult, LiveView, Stats):
     _public.__module__ = __name__
 del _public
 
@@ -58,11 +59,13 @@ __all__ = [
     "DeliveryReport",
     "Emulator",
     "InvalidRecordError",
+    "LiveView",
     "LoghoseError",
     "Producer",
     "ProducerClosedError",
     "ProducerOptions",
     "SpoolLockedError",
+    "Stats",
     "__version__",
     "engine_version",
 ]

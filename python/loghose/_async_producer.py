@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._display import LiveView, Stats
 from ._native import DeliveryReport
 from ._producer import CloseResult, Contents, Producer
 
@@ -55,8 +56,15 @@ class AsyncProducer:
     def server_address(self) -> tuple[str, int]:
         return self._producer.server_address
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         return self._producer.stats()
+
+    def live_view(self, interval: float = 0.5) -> LiveView:
+        """:meth:`Producer.live_view`."""
+        return self._producer.live_view(interval)
+
+    def __repr__(self) -> str:
+        return repr(self._producer).replace("loghose.Producer", "loghose.AsyncProducer", 1)
 
     def metrics(self) -> list[dict[str, Any]]:
         return self._producer.metrics()

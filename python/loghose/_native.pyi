@@ -46,6 +46,7 @@ class DeliveryReport:
     pack_id: str
     tickets: list[int]
     replayed: bool
+    def _repr_html_(self) -> str: ...
 
 class UndeliveredWarnings:
     def __init__(self) -> None: ...

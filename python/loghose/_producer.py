@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _credentials, _exit, _native, _signals, _values
+from ._display import LiveView, Stats
 from ._native import DeliveryReport
 from .errors import DeliveryError
 
@@ -152,7 +153,7 @@ class Producer:
     tokens are picked up; see ``loghose._credentials``); with none of these, Alibaba Cloud's
     default credential chain: ``ALIBABA_CLOUD_ACCESS_KEY_ID`` / ``_SECRET`` /
     ``_SECURITY_TOKEN``, an OIDC role, the CLI's and the shared profile files, the ECS instance
-    role, ``ALIBABA_CLOUD_CREDENTIALS_URI`` (the README's Credentials section).
+    role, ``ALIBABA_CLOUD_CREDENTIALS_URI`` (docs/guides/credentials.md).
 
     ``exit_timeout``: seconds this producer may take, when the process ends with it still
     open, to deliver what it holds (default ``loghose.EXIT_TIMEOUT``, 5).
@@ -181,6 +182,8 @@ class Producer:
         # a bound method there would keep this producer alive forever (a re-run notebook cell
         # would pile up producers and threads). It gets a weak reference instead.
         credentials = None if credentials_provider is None else _credentials.provider_function(credentials_provider)
+        #: Where it sends, for its repr.
+        self._destination = (options.get("endpoint", ""), options.get("project", ""), options.get("logstore", ""))
         self._native = _native.NativeProducer(_config_json(dict(options)), _weak_reports(self), credentials,
                                               _values.converter(default))
         # The hot path goes straight to native code: `send` bound to this producer.
@@ -329,13 +332,26 @@ class Producer:
         """The endpoint's host and port (the scheme's when it names none), for monitoring."""
         return self._native.server_address
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counters: accepted, delivered, failed, kept (left in the spool at close, for the
         next producer), retried, dropped, invalid, queued bytes and records, in-flight
-        batches and their records, failures by code, callback errors."""
-        stats: dict[str, Any] = json.loads(self._native.stats_json())
+        batches and their records, failures by code, callback errors. A ``dict`` (a
+        :class:`Stats`: a notebook shows it as a table)."""
+        stats = Stats(json.loads(self._native.stats_json()))
         stats["callback_errors"] += self._callback_errors
         return stats
+
+    def live_view(self, interval: float = 0.5) -> LiveView:
+        """Shows what this producer has done so far — delivered, refused, queued, in flight, the
+        rate of delivery — in one notebook output updated in place every ``interval`` seconds,
+        until the view's ``stop()`` (or the end of a ``with`` block, or this producer's
+        close). Outside a notebook it prints a line per update to stderr."""
+        return LiveView(self, interval)
+
+    def __repr__(self) -> str:
+        endpoint, project, logstore = self._destination
+        state = "closed" if self.closed else "open"
+        return f"<loghose.Producer {project}/{logstore} at {endpoint}, {state}>"
 
     def metrics(self) -> list[dict[str, Any]]:
         """A snapshot of the producer's metrics: one dict per metric of the engine's table

@@ -105,6 +105,50 @@ impl PyDeliveryReport {
             ),
         }
     }
+
+    /// The report as a notebook shows it: a small table.
+    fn _repr_html_(&self) -> String {
+        let r = &self.0;
+        let outcome = match (r.is_delivered(), r.is_kept(), r.error_code()) {
+            (true, _, _) => "delivered".to_owned(),
+            (_, true, _) => "kept in the spool".to_owned(),
+            (_, _, code) => format!("failed: {}", code.unwrap_or("")),
+        };
+        let mut rows = vec![
+            ("outcome", outcome),
+            ("destination", format!("{}/{}", r.project, r.logstore)),
+            ("records", r.records.to_string()),
+            ("attempts", r.attempts.to_string()),
+            (
+                "raw / compressed bytes",
+                format!("{} / {}", r.raw_bytes, r.compressed_bytes),
+            ),
+            ("latency ms", format!("{:.1}", r.latency_ms())),
+            ("request id", r.request_id.clone().unwrap_or_default()),
+        ];
+        if let Some(message) = r.error_message() {
+            rows.push(("message", message.to_owned()));
+        }
+        let cells: String = rows
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "<tr><th style='text-align:left'>{k}</th><td>{}</td></tr>",
+                    escape(v)
+                )
+            })
+            .collect();
+        format!("<table><caption style='text-align:left'>loghose delivery report, batch {}</caption>{cells}</table>", r.batch_id)
+    }
+}
+
+/// `text` safe inside HTML.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
 }
 
 /// The "failed and nobody was told" warnings of one producer: the engine's policy (one per
