@@ -10,8 +10,10 @@
 #
 # BASE is any commit (main, HEAD~1, a tag). Its binary is built once into target/ab-cache/SHA
 # (a worktree, built with its own Cargo.lock into a shared target/ab-build, then removed) and
-# reused; the working tree's is built fresh. WORKLOAD=s1r runs S1-R; S1_ARGS adds flags to both
-# (e.g. "--spool-dir /tmp/ab-spool --spool-sync batch"). OUT=DIR keeps every run's output
+# reused; the working tree's is built fresh, or AGAINST=COMMIT compares two commits. Each run
+# first adds RATE logs/s for RATE_SECONDS (default 200 000 for 1 s: the µs per add and CPU %
+# columns), then runs unthrottled for SECONDS. WORKLOAD=s1r runs S1-R; S1_ARGS adds flags to
+# both (e.g. "--spool-dir /tmp/ab-spool --spool-sync batch"). OUT=DIR keeps every run's output
 # (default: a temporary directory, printed). Run it before a change to the hot path (add, seal,
 # compress, send, deliver, the runtime's tasks) lands, and put its table in the change's notes:
 # instruction counts (scripts/instructions.sh) do not see wake-ups, contention or cache traffic.
@@ -29,23 +31,37 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 echo "out: $OUT"
 
-base_bin=$CACHE/$sha/s1
-if [ ! -x "$base_bin" ]; then
-  echo "building the S1 example at ${sha:0:12} (once; cached in $CACHE)"
-  tree=$(mktemp -d)
-  git worktree add --detach -q "$tree" "$sha"
-  (cd "$tree" && cargo build --release --quiet -p loghose --example s1 --target-dir "$top/target/ab-build")
-  mkdir -p "$CACHE/$sha"
-  cp "$top/target/ab-build/release/examples/s1" "$base_bin"
-  git worktree remove --force "$tree"
-fi
-echo "building the S1 example of the working tree"
-cargo build --release --quiet -p loghose --example s1
+RATE=${RATE:-200000}
+RATE_SECONDS=${RATE_SECONDS:-1}
+
+built_at() { # COMMIT: the S1 example built at COMMIT, once, into the cache; its path
+  local at=$1 bin=$CACHE/$1/s1 tree
+  if [ ! -x "$bin" ]; then
+    echo "building the S1 example at ${at:0:12} (once; cached in $CACHE)" >&2
+    tree=$(mktemp -d)
+    git worktree add --detach -q "$tree" "$at"
+    (cd "$tree" && cargo build --release --quiet -p loghose --example s1 --target-dir "$top/target/ab-build")
+    mkdir -p "$CACHE/$at"
+    cp "$top/target/ab-build/release/examples/s1" "$bin"
+    git worktree remove --force "$tree"
+  fi
+  echo "$bin"
+}
+base_bin=$(built_at "$sha")
 head_bin=$OUT/s1-working-tree
-cp target/release/examples/s1 "$head_bin"
+if [ -n "${AGAINST:-}" ]; then
+  against=$(git rev-parse --verify "$AGAINST^{commit}")
+  cp "$(built_at "$against")" "$head_bin"
+  tree_label="${against:0:12}"
+else
+  echo "building the S1 example of the working tree"
+  cargo build --release --quiet -p loghose --example s1
+  cp target/release/examples/s1 "$head_bin"
+  tree_label="working tree"
+fi
 
 run() { # NAME BINARY ROUND
-  "$2" --workload "$WORKLOAD" --rates 200000 --seconds 1 --unthrottled-seconds "$S" "${EXTRA[@]}" \
+  "$2" --workload "$WORKLOAD" --rates "$RATE" --seconds "$RATE_SECONDS" --unthrottled-seconds "$S" "${EXTRA[@]}" \
     >"$OUT/$1_$3.txt" 2>"$OUT/$1_$3.err" || echo "$1 round $3 FAILED (see $OUT/$1_$3.err)"
 }
 bash "$top/benches/machine.sh"
@@ -59,46 +75,60 @@ for r in $(seq "$ROUNDS"); do
 done
 
 bash "$top/benches/machine.sh"
-PYTHONPATH="$top/benches" python3 - "$OUT" "$ROUNDS" "${sha:0:12}" "$WORKLOAD" <<'PY'
+PYTHONPATH="$top/benches" python3 - "$OUT" "$ROUNDS" "${sha:0:12}" "$WORKLOAD" "$tree_label" "$RATE" <<'PY'
 import statistics, sys
 from rows import rust_rows
 
-out, rounds, base, workload = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-columns = [("per_cpu_second", "logs per CPU-s", 1e-6, "{:.2f} M"), ("cpu_pct", "CPU %", 1, "{:.0f}"),
-           ("delivered_per_s", "delivered/s", 1e-6, "{:.2f} M"), ("vol_cs_per_1k", "vol. switches/1k", 1, "{:.1f}"),
-           ("invol_cs_per_1k", "invol. switches/1k", 1, "{:.1f}"), ("minflt_per_1k", "minor faults/1k", 1, "{:.2f}")]
+out, rounds, base, workload, tree, rate = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+rated = [("us_per_send", "µs per add", 1, "{:.3f}"), ("cpu_pct", "CPU %", 1, "{:.1f}"), ("rss_mb", "RSS MB", 1, "{:.1f}")]
+unthrottled = [("per_cpu_second", "logs per CPU-s", 1e-6, "{:.2f} M"), ("cpu_pct", "CPU %", 1, "{:.0f}"),
+               ("delivered_per_s", "delivered/s", 1e-6, "{:.2f} M"), ("vol_cs_per_1k", "vol. switches/1k", 1, "{:.1f}"),
+               ("invol_cs_per_1k", "invol. switches/1k", 1, "{:.1f}"), ("minflt_per_1k", "minor faults/1k", 1, "{:.2f}")]
 
-def unthrottled(name, r):
-    for row in rust_rows(f"{out}/{name}_{r}.txt"):
-        if row.get("rate", "").strip() in ("", "unthrottled", "—", "-"):
-            return row
-    return None
+
+def rows_of(name, r):
+    """(the rate row, the unthrottled row) of one run."""
+    found = rust_rows(f"{out}/{name}_{r}.txt")
+    return (next((x for x in found if x.get("rate")), None), next((x for x in found if not x.get("rate")), None))
+
 
 def number(row, key):
     try:
-        return float(row[key].replace(",", "").replace(" ", ""))
-    except (KeyError, ValueError, AttributeError):
+        return float(row[key])
+    except (KeyError, TypeError, ValueError):
         return None
 
-runs = {name: [unthrottled(name, r) for r in range(1, rounds + 1)] for name in ("base", "tree")}
-lost = [f"{n} round {i + 1}" for n, rs in runs.items() for i, row in enumerate(rs)
-        if row is None or any((number(row, k) or 0) != 0 for k in ("lost", "duplicates", "pending"))]
-print(f"\nS1 example unthrottled ({workload}), {rounds} alternated rounds: base {base} against the working tree\n")
-print("| build | " + " | ".join(title for _, title, _, _ in columns) + " |")
-print("|---" * (len(columns) + 1) + "|")
-for name, label in (("base", f"base {base}"), ("tree", "working tree")):
-    cells = []
-    for key, _, scale, fmt in columns:
-        values = [v * scale for v in (number(row, key) for row in runs[name] if row) if v is not None]
-        cells.append(f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
-                     if values else "n/a")
-    print(f"| {label} | " + " | ".join(cells) + " |")
-ratios = [t / b for b, t in ((number(b, "per_cpu_second"), number(t, "per_cpu_second"))
-                             for b, t in zip(runs["base"], runs["tree"]) if b and t) if b and t]
-if ratios:
-    print(f"\nworking tree / base, logs per CPU-second: median {statistics.median(ratios):.3f} "
-          f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
-if lost:
-    print("\nFAILED: a run lost, duplicated or left logs pending, or printed no row: " + ", ".join(lost))
+
+runs = {name: [rows_of(name, r) for r in range(1, rounds + 1)] for name in ("base", "tree")}
+bad = [f"{n} round {i + 1}" for n, rs in runs.items() for i, pair in enumerate(rs) for row in pair
+       if row is None or any((number(row, k) or 0) != 0 for k in ("lost", "duplicates", "pending"))]
+
+
+def table(title, which, columns, ratio_key, better):
+    print(f"\n{title}\n")
+    print("| build | " + " | ".join(t for _, t, _, _ in columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for name, label in (("base", f"base {base}"), ("tree", tree)):
+        cells = []
+        for key, _, scale, fmt in columns:
+            values = [v * scale for v in (number(pair[which], key) for pair in runs[name] if pair[which]) if v is not None]
+            cells.append(f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+                         if values else "n/a")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    ratios = []
+    for b, t in zip(runs["base"], runs["tree"]):
+        x, y = number(b[which], ratio_key), number(t[which], ratio_key)
+        if x and y:
+            ratios.append(y / x)
+    if ratios:
+        print(f"\n{tree} / base, {ratio_key} ({better}): median {statistics.median(ratios):.3f} "
+              f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
+
+
+print(f"\nS1 example ({workload}), {rounds} alternated rounds: base {base} against {tree}")
+table(f"At {rate} logs/s", 0, rated, "us_per_send", "lower is better")
+table("Unthrottled", 1, unthrottled, "per_cpu_second", "higher is better")
+if bad:
+    print("\nFAILED: a run lost, duplicated or left logs pending, or printed no row: " + ", ".join(bad))
     sys.exit(1)
 PY
