@@ -80,6 +80,9 @@ fi
 step "cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
 LOGHOSE_FUZZ_SECS=20 cargo test -p loghose
 cargo test -p loghose-node
+# The user programs of examples/rust, as a user runs them (against the embedded emulator).
+cargo run --quiet -p loghose --example batch_job
+cargo run --quiet -p loghose --example throughput -- 0.5
 
 step "cargo check of the engine for Windows (no fork, no Unix signals: the cfg fences hold)"
 if rustup target add x86_64-pc-windows-gnu >/dev/null 2>&1 &&
@@ -120,7 +123,7 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests-py/requirements.txt
 
 step "ruff"
-.venv/bin/ruff check tests-py python benches-py benches/rows.py
+.venv/bin/ruff check tests-py python benches-py benches/rows.py examples/python
 
 step "the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
 bash scripts/test-wheel.sh
