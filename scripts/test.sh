@@ -68,6 +68,10 @@ cargo clippy --quiet -p loghose --no-default-features -- -D warnings
 # Its unit tests compile without the emulator too (one that needs it is gated on the feature).
 cargo test --quiet -p loghose --no-default-features --lib --no-run
 
+step "API reference: rustdoc of the engine and both modules, free of warnings (missing_docs is denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p loghose
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --document-private-items -p loghose-python -p loghose-node
+
 step "the declared rust-version builds the workspace"
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then

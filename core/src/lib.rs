@@ -18,7 +18,7 @@
 //! examples and the fronts' harnesses) and `cli` (the command, which the Python and Node
 //! packages run too) are public only for those crates: hidden from the documentation and not
 //! part of the API.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 #[cfg(feature = "bench")]
 #[doc(hidden)]

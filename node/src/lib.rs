@@ -1,14 +1,14 @@
 //! The Node.js addon: the thin napi-rs layer between JavaScript and the engine. All producer
 //! logic lives in the engine; one file per concept:
 //!
-//! - [`producer`]: `NativeProducer` (sends, flush and close on the libuv pool, reports as
+//! - `producer`: `NativeProducer` (sends, flush and close on the libuv pool, reports as
 //!   JSON through a weak thread-safe function, an environment cleanup hook).
-//! - [`fields`]: the per-record fast path, a raw Node-API function bound to one producer.
-//! - [`record`]: records given as JSON, the general path.
-//! - [`pino`]: pino's JSON lines, parsed into logs here.
-//! - [`emulator`]: `NativeEmulator`, the engine's embedded emulator.
-//! - [`errors`]: errors raised as instances of the facade's classes, with their `code`.
-//! - [`views`]: stats, reports and the emulator's answers as plain objects, with their types.
+//! - `fields`: the per-record fast path, a raw Node-API function bound to one producer.
+//! - `record`: records given as JSON, the general path.
+//! - `pino`: pino's JSON lines, parsed into logs here.
+//! - `emulator`: `NativeEmulator`, the engine's embedded emulator.
+//! - `errors`: errors raised as instances of the facade's classes, with their `code`.
+//! - `views`: stats, reports and the emulator's answers as plain objects, with their types.
 
 pub mod bench;
 mod emulator;

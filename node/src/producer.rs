@@ -205,7 +205,7 @@ impl NativeProducer {
 
     /// A JavaScript function `(text, count) => boolean` bound to this producer, with the
     /// `Uint32Array` its field lengths go in as its `lengths` property: the per-record fast
-    /// path (see [`fields`](crate::fields)). With `keys`, records of those keys: the text is
+    /// path (see [`crate::fields`]). With `keys`, records of those keys: the text is
     /// their values alone (`Producer.sender`). Without, `register(keys)` names a key list that
     /// a send's `shape` then stands for (the facade's records of a known shape).
     #[napi(

@@ -3,13 +3,13 @@
 //! It converts Python values to engine calls and engine results to Python objects; all
 //! producer logic lives in the engine. One file per concept:
 //!
-//! - [`producer`]: `NativeProducer` and its per-record fastcall entry; every wait releases the
+//! - `producer`: `NativeProducer` and its per-record fastcall entry; every wait releases the
 //!   GIL and checks for signals.
-//! - [`record`]: reading dicts and pairs of Python values into the engine's encoder.
-//! - [`report`]: `DeliveryReport`, a read-only view of the engine's report.
-//! - [`emulator`]: `NativeEmulator`, the engine's embedded emulator.
-//! - [`errors`]: the engine's error kinds raised as `loghose.errors` classes.
-//! - [`bench`]: the engine's benchmark workloads and measures for `loghose.bench`.
+//! - `record`: reading dicts and pairs of Python values into the engine's encoder.
+//! - `report`: `DeliveryReport`, a read-only view of the engine's report.
+//! - `emulator`: `NativeEmulator`, the engine's embedded emulator.
+//! - `errors`: the engine's error kinds raised as `loghose.errors` classes.
+//! - `bench`: the engine's benchmark workloads and measures for `loghose.bench`.
 //!
 //! Report callbacks run on the producer's reporter thread, which attaches to Python once per
 //! batch of reports; an exception raised by the callback is caught and logged there, never

@@ -1,8 +1,8 @@
 //! `NativeProducer`: the engine's producer, held for `loghose.Producer`.
 //!
 //! - `send` runs on the caller's thread holding the GIL only while it reads the record (see
-//!   [`record`](crate::record)); the usual call, `send(contents)` with no keywords, enters
-//!   through a raw fastcall function bound to the producer ([`NativeProducer::sender`]).
+//!   [`crate::record`]); the usual call, `send(contents)` with no keywords, enters
+//!   through a raw fastcall function bound to the producer ([`NativeProducer::bound_send`]).
 //! - Every wait (`flush`, `close`) releases the GIL and waits in 100 ms slices, checking for
 //!   signals between them, so Ctrl-C interrupts it.
 //! - A producer inherited through `fork` refuses adds and flushes (the engine's `Inherited`
@@ -419,7 +419,7 @@ impl NativeProducer {
     }
 
     /// `send` bound to this producer as a plain function: the per-record path (see
-    /// [`send_one`]); it takes the same arguments as `send`.
+    /// [`SEND_ONE`] and [`send_one_body`]); it takes the same arguments as `send`.
     fn bound_send(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         // SAFETY: a static method definition; the new function holds a reference to `slf`.
         unsafe {

@@ -20,6 +20,8 @@ use serde_json::{Map, Value};
 use crate::producer::{Producer, ProducerConfig};
 
 /// Where the producer sends, and how: flags over environment over the configuration file.
+// The fields' doc comments are the command's --help text, where a URL is plain text.
+#[allow(rustdoc::bare_urls)]
 #[derive(clap::Args, Debug, Default, Clone)]
 pub struct ProducerArgs {
     /// Configuration file (TOML, the engine's option names); default

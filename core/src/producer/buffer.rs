@@ -85,7 +85,7 @@ impl BatchBuf {
         }
     }
 
-    /// An empty buffer with room for `capacity` bytes: mapped from [`MAP_THRESHOLD`] up
+    /// An empty buffer with room for `capacity` bytes: mapped from `MAP_THRESHOLD` up
     /// (address space only: pages become resident when written), else on the heap.
     pub fn with_capacity(capacity: usize) -> Self {
         let mut buf = BatchBuf::new();
@@ -100,7 +100,7 @@ impl BatchBuf {
         matches!(self.storage, Storage::Map(_) | Storage::File(_))
     }
 
-    /// Whether its bytes are a batch file's (see [`BatchBuf::in_file`]).
+    /// Whether its bytes are a batch file's (see `BatchBuf::in_file`).
     #[inline]
     pub fn is_file(&self) -> bool {
         matches!(self.storage, Storage::File(_))

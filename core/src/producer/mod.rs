@@ -4,20 +4,20 @@
 //! # Data path, in order
 //!
 //! 1. **add** ([`Producer::send`] and friends, on the caller's thread): the record's
-//!    destination is resolved ([`routing`]) and its time taken.
-//! 2. **batch** ([`accumulator`]): the record is encoded straight at the end of its
-//!    destination's open batch ([`encode`]) and its bytes reserved from the memory budget
-//!    ([`budget`]); a full budget fails the add at once or blocks it up to `max_block_ms`.
-//! 3. **seal**: on `batch_max_bytes`, `batch_max_count`, the linger deadline ([`deadlines`]),
+//!    destination is resolved (`routing`) and its time taken.
+//! 2. **batch** (`accumulator`): the record is encoded straight at the end of its
+//!    destination's open batch (`encode`) and its bytes reserved from the memory budget
+//!    (`budget`); a full budget fails the add at once or blocks it up to `max_block_ms`.
+//! 3. **seal**: on `batch_max_bytes`, `batch_max_count`, the linger deadline (`deadlines`),
 //!    `flush` or `close`; the group's tail and `__pack_id__` are appended.
-//! 4. **compress, sign, send** ([`deliver`], on the shared I/O runtime, [`engine`]): at most
-//!    `send_concurrency` batches at a time, through the [`transport`].
-//! 5. **retry** by the answer's class ([`retry`]), with backoff, until delivered or given up.
-//! 6. **report**: every batch settles once — counted ([`tally`]), its memory released, its
+//! 4. **compress, sign, send** (`deliver`, on the shared I/O runtime, `engine`): at most
+//!    `send_concurrency` batches at a time, through the `transport`.
+//! 5. **retry** by the answer's class (`retry`), with backoff, until delivered or given up.
+//! 6. **report**: every batch settles once — counted (`tally`), its memory released, its
 //!    completions resolved, its [`DeliveryReport`] handed to the callback on the producer's
-//!    own thread ([`reporter`]; it runs only while there are reports to pass on).
+//!    own thread (`reporter`; it runs only while there are reports to pass on).
 //!
-//! With a spool ([`spool`]), what an earlier producer left there is queued again by a
+//! With a spool (`spool`), what an earlier producer left there is queued again by a
 //! `loghose-replay` thread as room in the budget allows, so the constructor never waits for
 //! deliveries; `flush` and `close` wait for that thread within their timeouts. While it runs,
 //! the producer looks every second for slots of the same `spool_dir` whose producer died
@@ -25,7 +25,7 @@
 //!
 //! # Guarantees
 //!
-//! - Memory is bounded by `buffer_max_bytes` ([`budget`]).
+//! - Memory is bounded by `buffer_max_bytes` (`budget`).
 //! - Nothing is lost silently: a record is either refused by `send` (with a typed error, and
 //!   counted as dropped or invalid) or accepted, and every accepted record ends in exactly one
 //!   delivery report, delivered or failed (counted by code).

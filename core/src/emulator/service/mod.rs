@@ -13,13 +13,13 @@
 //! The SLS read APIs (ListShards, GetCursor, PullLogs), the management and query APIs, and
 //! the unauthenticated `/_emulator/`
 //! test API are served here too, and the STS and ECS metadata calls of the default
-//! credential chain ([`identity`]). Every answer carries a lowercase `x-log-requestid`.
+//! credential chain (`identity`). Every answer carries a lowercase `x-log-requestid`.
 //!
 //! # Parts
 //!
-//! One file per part: [`auth`] (signatures, credentials, the request date), [`put_logs`],
-//! [`read`] (ListShards, GetCursor, PullLogs), [`manage`] (projects, logstores, indexes),
-//! [`query`] (GetLogs, GetHistograms) and [`admin`] (`/_emulator/`).
+//! One file per part: `auth` (signatures, credentials, the request date), `put_logs`,
+//! `read` (ListShards, GetCursor, PullLogs), `manage` (projects, logstores, indexes),
+//! `query` (GetLogs, GetHistograms) and `admin` (`/_emulator/`).
 //!
 //! # Threads
 //!

@@ -78,7 +78,7 @@ impl OptionKind {
     }
 }
 
-/// One option of the engine: what [`producer_options!`] records of each field.
+/// One option of the engine: what `producer_options!` records of each field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionSpec {
     /// The engine's (Rust, Python, the command's configuration file) name; Node spells it in
