@@ -62,7 +62,9 @@ export interface Stats {
 
 /** One destination's send concurrency, as `stats().sendLimits` shows it. */
 export interface SendLimit {
+  /** The destination's project. */
   project: string
+  /** The destination's logstore. */
   logstore: string
   /** Batches it may have in flight now (`sendConcurrencyMode` adaptive: learnt; fixed: `sendConcurrency`). */
   limit: number
@@ -83,17 +85,22 @@ export interface SendLimit {
  *  as ISO 8601; an Error as its stack; objects, arrays, Maps and Sets as compact JSON; an
  *  `undefined` field is left out; anything else goes through the `default` option. */
 export type FieldValue = unknown
+/** A record's fields: an object (its own enumerable keys, in order) or `[key, value]` pairs. */
 export type Contents = Record<string, FieldValue> | Array<[string, FieldValue]>
 
 /** Credentials as a provider hands them out (the shape `@alicloud/log` providers resolve to). */
 export interface Credentials {
+  /** The access key id. */
   accessKeyId: string
+  /** Its secret. */
   accessKeySecret: string
+  /** The STS token of a temporary key; none for a long-lived key. */
   securityToken?: string | null
 }
 
 /** Supplies credentials; asked before every attempt to send (see `credentialsProvider`). */
 export interface CredentialsProvider {
+  /** The credentials to sign the next attempt with (may be cached and refreshed by the provider). */
   getCredentials(): Credentials | Promise<Credentials>
 }
 
@@ -277,13 +284,19 @@ export interface ProducerOptions {
   // END options generated from the table of options
 }
 
+/** Per-record options of `send` and `sendAsync`: what differs from the producer's own. */
 export interface SendOptions {
+  /** The record's topic (`__topic__`) instead of the producer's `topic`. */
   topic?: string
+  /** The record's source (`__source__`) instead of the producer's `source`. */
   source?: string
   /** Unix seconds (fractions become the nanosecond part). */
   time?: number
+  /** A hash key: the record goes to the shard whose range holds it (records of one key stay in order). */
   shardKey?: string
+  /** Another project than the producer's. */
   project?: string
+  /** Another logstore than the producer's. */
   logstore?: string
 }
 
@@ -304,25 +317,59 @@ export interface CloseResult {
   notDurable: number
 }
 
+/** Every error loghose throws or rejects with. */
 export declare class LoghoseError extends Error {
+  /** What kind of error: `ConfigError`, `InvalidRecord`, `BufferFull`, the service's error code... */
   code?: string
 }
-export declare class ConfigError extends LoghoseError {}
-export declare class InvalidRecordError extends LoghoseError {}
-export declare class BufferFullError extends LoghoseError {}
-export declare class ProducerClosedError extends LoghoseError {}
+/** An option is unknown or invalid; the message names it, with its type and unit. */
+export declare class ConfigError extends LoghoseError {
+  /** `ConfigError`. */
+  code?: string
+}
+/** A record the service would refuse (a key, a value, a size); the message names what is wrong. Nothing was queued. */
+export declare class InvalidRecordError extends LoghoseError {
+  /** `InvalidRecord`. */
+  code?: string
+}
+/** The buffer (or the spool) had no room, at once or within `maxBlockMs`. Nothing was queued; the record is counted as dropped. */
+export declare class BufferFullError extends LoghoseError {
+  /** `BufferFull`. */
+  code?: string
+}
+/** The producer is closed (or was inherited by a worker thread or process that does not own it). */
+export declare class ProducerClosedError extends LoghoseError {
+  /** `ProducerClosed`. */
+  code?: string
+}
 /** Every slot of `spoolDir` is held by another producer (see `spoolSlots`); the message names
  *  the directory and a holder's pid. */
-export declare class SpoolLockedError extends LoghoseError {}
+export declare class SpoolLockedError extends LoghoseError {
+  /** `SpoolLocked`. */
+  code?: string
+}
+/** A record's batch failed for good (`sendAsync` rejects with it); `code` is the service's error
+ *  code or the producer's own (`RequestTimeout`, `ProducerClosed`, `KeptInSpool`...). */
 export declare class DeliveryError extends LoghoseError {
+  /** The last answer's `x-log-requestid`. */
   requestId: string | null
+  /** The last answer's HTTP status. */
   httpStatus: number | null
+  /** Requests made for the batch. */
   attempts: number
+  /** The batch's report. */
   report: DeliveryReport
+  /** The error code. */
+  code?: string
 }
 
+/** Batches, compresses, signs and ships records to Log Service; see {@link ProducerOptions} for
+ *  every option. Emits `delivery` (batches of reports), `error` (a report listener threw) and
+ *  `stats` (with `statsIntervalMs`). */
 export declare class Producer extends EventEmitter {
+  /** A producer; throws {@link ConfigError} naming an unknown or invalid option. */
   constructor(options: ProducerOptions)
+  /** A producer with the `server` or `pi` batching preset, then `options`. */
   static fromPreset(preset: 'server' | 'pi', options: ProducerOptions): Producer
   /** The options a preset sets, to merge into options given elsewhere. */
   static presetOptions(preset: 'server' | 'pi'): Partial<ProducerOptions>
@@ -331,6 +378,8 @@ export declare class Producer extends EventEmitter {
    * in order, were sent before (the producer remembers 64 key lists) crosses as its values alone.
    */
   send(contents: Contents, opts?: SendOptions): void
+  /** Queues one record; resolves with its batch's report once delivered, or rejects with a
+   *  {@link DeliveryError} when the batch failed for good. */
   sendAsync(contents: Contents, opts?: SendOptions): Promise<DeliveryReport>
   /**
    * Queues every record, or none of them; returns how many were queued. All or nothing: every
@@ -359,8 +408,17 @@ export declare class Producer extends EventEmitter {
   /** Whether `close` was called. */
   readonly closed: boolean
   /** The endpoint's host and port (the scheme's when it names none), for monitoring. */
-  readonly serverAddress: { address: string; port: number }
+  readonly serverAddress: {
+    /** The host. */
+    address: string
+    /** The port. */
+    port: number
+  }
+  /** Refuses new records, waits up to `timeoutMs` (default 10000) for delivery, gives up on the
+   *  rest; resolves with what became of them (nothing was lost when `undelivered +
+   *  keptNotDurable` is 0). */
   close(options?: { timeoutMs?: number }): Promise<CloseResult>
+  /** The counters now. */
   stats(): Stats
   /** A snapshot of the producer's metrics, one entry per metric of the engine's table (after
    *  close: as the close left them). `loghose/prometheus` registers them with prom-client. */
@@ -369,9 +427,13 @@ export declare class Producer extends EventEmitter {
    *  `constLabels` is added to every sample. Throws a TypeError for a label name Prometheus
    *  refuses or the metrics already carry. */
   metricsText(constLabels?: Record<string, string>): string
+  /** Batches of delivery reports, as batches settle. */
   on(event: 'delivery', listener: (reports: DeliveryReport[]) => void): this
+  /** A `delivery` listener threw (the producer lives on; counted in `stats().callbackErrors`). */
   on(event: 'error', listener: (error: unknown) => void): this
+  /** The counters, every `statsIntervalMs`. */
   on(event: 'stats', listener: (stats: Stats) => void): this
+  /** `await using producer = new Producer(...)`: closes it at the end of the scope. */
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -381,63 +443,108 @@ export interface MetricFamily {
   name: string
   /** The name without its unit. */
   stem: string
+  /** The metric's type. */
   type: 'counter' | 'gauge' | 'histogram'
   /** `bytes`, `seconds` or empty. */
   unit: string
+  /** What it counts. */
   help: string
+  /** The names of its labels (`project`, `logstore`, `code`...). */
   labels: string[]
+  /** Its values, one per combination of labels. */
   samples: MetricSample[]
 }
 
 /** One labelled value of a metric. */
 export interface MetricSample {
+  /** The sample's labels by name. */
   labels: Record<string, string>
   /** The count or gauge value (a histogram's count). */
   value: number
   /** A histogram's buckets: cumulative counts at each bound (seconds), all, and their sum. */
-  histogram?: { bounds: number[]; cumulative: number[]; count: number; sum: number }
+  histogram?: {
+    /** The buckets' upper bounds, seconds. */
+    bounds: number[]
+    /** Observations at or below each bound. */
+    cumulative: number[]
+    /** Observations in all. */
+    count: number
+    /** Their sum, seconds. */
+    sum: number
+  }
 }
 
+/** How an {@link Emulator} is set up (every option has a default). */
 export interface EmulatorOptions {
+  /** The port on 127.0.0.1; 0 (the default) picks a free one. */
   port?: number
+  /** Shards of a logstore made on first write. Default 2. */
   shardCount?: number
+  /** Projects and logstores are made on first write. Default true. */
   autoCreate?: boolean
+  /** Bytes of stored groups kept per logstore (the oldest go first). */
   retentionBytes?: number
+  /** Seconds added to the emulator's clock (to test the service's date-skew check). Default 0. */
   clockOffsetSecs?: number
+  /** Field-key checks: the service's (`service`) or stricter ones (`strict`). Default `service`. */
   keyPolicy?: 'service' | 'strict'
   /** Most logstores held at once (auto-create stops there). Default 1 000. */
   maxLogstores?: number
   /** Temporary keys accepted with their tokens. */
-  stsKeys?: Array<{ id: string; secret: string; token: string }>
+  stsKeys?: Array<{
+    /** The temporary key id. */
+    id: string
+    /** Its secret. */
+    secret: string
+    /** Its STS token. */
+    token: string
+  }>
   /** Seconds a key from the emulated STS or ECS metadata service lives. Default 3 600. */
   credentialsLifetimeSecs?: number
 }
 
+/** The embedded SLS emulator, in this process: a local Log Service on 127.0.0.1 that checks
+ *  and stores what it is sent, for tests and offline development. */
 export declare class Emulator {
+  /** Starts an emulator. */
   constructor(config?: EmulatorOptions)
+  /** Its URL (`http://127.0.0.1:PORT`). */
   readonly endpoint: string
+  /** The access key id it accepts. */
   readonly accessKeyId: string
+  /** The secret of {@link Emulator.accessKeyId}. */
   readonly accessKeySecret: string
+  /** Options that point a Producer at this emulator (project `loghose`, logstore `logs` by default). */
   producerOptions(project?: string, logstore?: string): ProducerOptions
+  /** The logs stored in a logstore, oldest first. */
   logs(project: string, logstore: string): StoredLog[]
+  /** How many logs and groups a logstore holds (null when it does not exist). */
   totals(project: string, logstore: string): LogstoreTotals | null
+  /** Requests, logs, bytes, rejects by error code, duplicates. */
   counters(): EmulatorCounters
   /** Adds a fault; `store_then_error` / `store_then_reset` store the batch and then fail the
    *  answer (a retry makes a duplicate, counted in `counters().duplicateGroups`). */
   inject(kind: 'error' | 'latency' | 'reset' | 'hang' | 'store_then_error' | 'store_then_reset', fault?: Record<string, unknown>): void
+  /** Removes every injected fault. */
   clearFaults(): void
   /** Replaces the temporary (STS) keys: requests signed with a key no longer listed get 401. */
   replaceStsKeys(keys: Array<{ id: string; secret: string; token: string }>): void
+  /** Forgets every stored log and counter, and clears the faults. */
   reset(): void
+  /** Creates a logstore with `shards` shards (they are also made on first write). */
   createLogstore(project: string, logstore: string, shards?: number): void
+  /** Stops the emulator. */
   close(): void
+  /** `using emu = new Emulator()`: closes it at the end of the scope. */
   [Symbol.dispose](): void
 }
 
 /** A pino destination on the main thread: `pino(options, pinoDestination(producerOptions))`.
  *  Each line becomes one log (time, level label, every key a field). */
 export declare function pinoDestination(options: ProducerOptions | Producer): {
+  /** The producer it sends with. */
   readonly producer: Producer
+  /** Sends one line pino wrote (pino calls it). */
   write(chunk: string): boolean
   /** Resolves with the records not delivered (0: all delivered). */
   flush(callback?: (err?: unknown) => void): Promise<number>
@@ -445,4 +552,5 @@ export declare function pinoDestination(options: ProducerOptions | Producer): {
   end(callback?: (err?: unknown) => void): Promise<CloseResult>
 }
 
+/** The engine's version (the crate's, the wheel's and this package's: one version). */
 export declare function engineVersion(): string

@@ -115,6 +115,8 @@ if ! command -v chromium >/dev/null; then
 fi
 npm run build
 npm run typecheck
+# The API reference of every export (typedoc: each documented, a warning fails it).
+npm run docs
 npm test
 
 step "npm packages as published (main + linux-x64-gnu), installed with no Rust toolchain on PATH"

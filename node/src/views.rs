@@ -15,24 +15,39 @@ use napi_derive::napi;
 /// The outcome of one batch.
 #[napi(object)]
 pub struct DeliveryReport {
+    /// The batch's number in this producer.
     pub batch_id: f64,
+    /// The project the batch was sent to.
     pub project: String,
+    /// The logstore the batch was sent to.
     pub logstore: String,
+    /// Whether the service stored the batch.
     pub delivered: bool,
     /// Not delivered before the producer closed, and kept in the spool: the next producer on
     /// `spoolDir` sends it (`code` is `'KeptInSpool'`). Not a failure.
     pub kept: bool,
+    /// Why it failed: the service's error code (`Unauthorized`, `WriteQuotaExceed`...) or the
+    /// producer's own (`RequestTimeout`, `ProducerClosed`, `KeptInSpool`...); null when delivered.
     pub code: Option<String>,
+    /// The failure's message, as the service or the producer gave it.
     pub message: Option<String>,
+    /// The last answer's HTTP status, when there was one.
     pub http_status: Option<u32>,
+    /// Requests made for the batch.
     pub attempts: u32,
+    /// The last answer's `x-log-requestid` (what Alibaba Cloud support asks for).
     pub request_id: Option<String>,
+    /// Records in the batch.
     pub records: u32,
+    /// The batch's size before compression, bytes.
     pub raw_bytes: f64,
+    /// The batch's size as sent, bytes.
     pub compressed_bytes: f64,
+    /// From the batch's first record to its outcome, milliseconds.
     pub latency_ms: f64,
     /// From the batch's first request to its outcome, retries and their waits included.
     pub send_ms: f64,
+    /// The batch's `__pack_id__`, the same across retries and replays (the service's duplicate check).
     pub pack_id: String,
     /// The tickets of the records sent with `sendAsync` in this batch.
     pub tickets: Vec<f64>,

@@ -46,7 +46,7 @@ __version__ = engine_version()
 EXIT_TIMEOUT = 5.0
 
 # The public classes are documented, and shown, as this package's.
-for _public in (Producer, AsyncProducer, Emulator, CloseResult, LiveView, Stats):
+for _public in (Producer, AsyncProducer, Emulator, LiveView, Stats):
     _public.__module__ = __name__
 del _public
 

@@ -46,6 +46,9 @@ class AsyncProducer:
         self._producer.send(contents, **options)
 
     async def flush(self, timeout: float | None = None) -> int:
+        """Sends what is open and waits up to ``timeout`` seconds, off the event loop; returns how many records are
+        still pending (0: all settled).
+        """
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.flush, timeout)
 
     async def close(self, timeout: float | None = None) -> CloseResult:
@@ -54,9 +57,11 @@ class AsyncProducer:
 
     @property
     def server_address(self) -> tuple[str, int]:
+        """The endpoint's host and port (:attr:`Producer.server_address`)."""
         return self._producer.server_address
 
     def stats(self) -> Stats:
+        """The counters (:meth:`Producer.stats`)."""
         return self._producer.stats()
 
     def live_view(self, interval: float = 0.5) -> LiveView:
@@ -67,6 +72,7 @@ class AsyncProducer:
         return repr(self._producer).replace("loghose.Producer", "loghose.AsyncProducer", 1)
 
     def metrics(self) -> list[dict[str, Any]]:
+        """A snapshot of the metrics (:meth:`Producer.metrics`)."""
         return self._producer.metrics()
 
     def metrics_text(self, const_labels: Mapping[str, str] | None = None) -> str:

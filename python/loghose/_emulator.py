@@ -19,14 +19,17 @@ class Emulator:
 
     @property
     def endpoint(self) -> str:
+        """The emulator's URL (``http://127.0.0.1:PORT``), for a producer's ``endpoint``."""
         return self._native.endpoint
 
     @property
     def access_key_id(self) -> str:
+        """The access key id the emulator accepts."""
         return self._native.access_key_id
 
     @property
     def access_key_secret(self) -> str:
+        """The secret of :attr:`access_key_id`."""
         return self._native.access_key_secret
 
     def producer_options(self, project: str = "loghose", logstore: str = "logs") -> ProducerOptions:
@@ -40,10 +43,12 @@ class Emulator:
         return logs
 
     def totals(self, project: str, logstore: str) -> dict[str, int] | None:
+        """How many logs and groups the logstore holds (None when it does not exist)."""
         totals: dict[str, int] | None = json.loads(self._native.totals_json(project, logstore))
         return totals
 
     def counters(self) -> dict[str, Any]:
+        """The emulator's counters: requests, logs, bytes, rejects by error code, duplicates."""
         counters: dict[str, Any] = json.loads(self._native.counters_json())
         return counters
 
@@ -57,9 +62,11 @@ class Emulator:
         self._native.inject_json(json.dumps({"kind": kind, **fault}))
 
     def clear_faults(self) -> None:
+        """Removes every fault injected with :meth:`inject`."""
         self._native.clear_faults()
 
     def reset(self) -> None:
+        """Forgets every stored log and counter, and clears the faults."""
         self._native.reset()
 
     def replace_sts_keys(self, keys: list[dict[str, str]]) -> None:
@@ -69,9 +76,13 @@ class Emulator:
         self._native.replace_sts_keys_json(json.dumps(keys))
 
     def create_logstore(self, project: str, logstore: str, shards: int | None = None) -> None:
+        """Creates ``project``/``logstore`` with ``shards`` shards (projects and logstores are also made on first
+        write).
+        """
         self._native.create_logstore(project, logstore, shards)
 
     def close(self) -> None:
+        """Stops the emulator (also at the end of a ``with`` block)."""
         self._native.close()
 
     def __enter__(self) -> Emulator:

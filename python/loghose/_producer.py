@@ -102,10 +102,15 @@ class CloseResult(int):
     """
 
     undelivered: int
+    """Failed for good, or given up at the timeout without a spool."""
     kept: int
+    """Left in the spool for the next producer on it, synced to disk."""
     kept_not_durable: int
+    """Of ``kept``, those whose files the disk failed to sync: a power loss could lose them."""
     not_durable: int
+    """Delivered while their spool copy was not durable (a failing disk): nothing lost."""
     failed: list[DeliveryReport]
+    """The reports of the batches that failed (the most recent 10 000)."""
 
     def __new__(
         cls,
@@ -325,6 +330,7 @@ class Producer:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._native.closed
 
     @property

@@ -176,6 +176,7 @@ class _Progress:
         sys.stderr.flush()
 
     def close(self) -> None:
+        """Ends the progress bars."""
         for bar in self.bars.values():
             bar.close()
 
@@ -283,6 +284,7 @@ def _sample() -> dict[str, float]:
 
 
 def rss_mb() -> float:
+    """This process's resident memory, MB (Linux; 0 elsewhere)."""
     return _sample()["rss_mb"]
 
 
@@ -312,6 +314,7 @@ class ChildEmulator:
         return _Meter(self, logstore, project).result(0)["received"]
 
     def close(self) -> None:
+        """Stops the emulator child process."""
         if self.proc.stdin:
             self.proc.stdin.close()
         self.proc.wait(timeout=30)
@@ -389,6 +392,9 @@ def _rate_row(emu: ChildEmulator, emit: Emit, scenario: str, preset: str, rate: 
 
 
 def s1(emu: ChildEmulator, emit: Emit, p: dict[str, Any], scenario: str = "s1") -> None:
+    """Scenario S1 (and S1-R with ``scenario='s1r'``): the C producer's server benchmark, across rates, then
+    unthrottled.
+    """
     idle = _sample()
     for rate in p["rates"]:
         emit({"row": _rate_row(emu, emit, scenario, p["preset"], rate, p["seconds"], idle, p["api"])})
@@ -440,6 +446,7 @@ def _scrape_ms(producer: loghose.Producer) -> float:
 
 
 def s2(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    """Scenario S2: S1 on a Raspberry Pi's budget (the ``pi`` preset, one core)."""
     # The Pi has four slow cores; one is what a logging library may fairly take. Pinning the
     # producer's process (and its threads) to one core makes CPU % comparable with the vendor's.
     pinned = hasattr(os, "sched_setaffinity")
@@ -495,6 +502,7 @@ def count_sends(preset: str, sends: int, emulator_options: dict[str, str]) -> in
 
 
 def s4(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    """Scenario S4: many open batches waiting for their linger."""
     for n in p["open_batches"]:
         for linger in p["lingers_ms"]:
             emit({"row": _timers(emu, emit, n, linger, p["seconds"])})
@@ -561,6 +569,7 @@ def _timers(emu: ChildEmulator, emit: Emit, n: int, linger_ms: int, seconds: int
 
 
 def s5(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    """Scenario S5: a gateway sending for many devices, each with its own shard key."""
     for rate in p["rates"]:
         emit({"row": _fleet(emu, emit, p["devices"], rate, p["seconds"], p["key"], p["sample_every"])})
     if p["tenants"]:
@@ -665,6 +674,7 @@ def payload(size: int) -> str:
 
 
 def s6(emu: ChildEmulator, emit: Emit, p: dict[str, Any]) -> None:
+    """Scenario S6: add-to-delivery latency per record size."""
     logstore = "s6-payload"
     check = _Meter(emu, logstore)
     producer = loghose.Producer(**emu.options, project="bench", logstore=logstore, linger_ms=0,

@@ -192,6 +192,9 @@ class LoghoseHandler(ProducerSink, logging.Handler):
         return record
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Sends ``record`` (``logging`` calls it); a record that cannot be sent goes to ``handleError`` and is counted
+        in ``failures``.
+        """
         try:
             producer = self._owned.live()
             # The native path writes what `fields` would, straight from the record; it declines

@@ -39,6 +39,7 @@ class LoghoseSink(ProducerSink):
         super().__init__(producer, options, close_timeout)
 
     def write(self, message: Any) -> None:
+        """Sends one loguru message (loguru calls it)."""
         record = message.record
         owned = self._owned
         # Most records are written natively, straight from loguru's record, to a producer of
@@ -84,6 +85,7 @@ class LoghoseSink(ProducerSink):
         return fields
 
     def stop(self) -> None:
+        """Delivers what is pending and closes the producer if this sink made it."""
         self._owned.close(self.close_timeout)
 
 

@@ -242,12 +242,15 @@ class LoghoseLogRecordProcessor(_OtelSink, LogRecordProcessor):
         _OtelSink.__init__(self, producer, close_timeout, options, meter_provider, processor=True)
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        """Sends one OpenTelemetry log record (the SDK calls it)."""
         self._send(log_record)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Delivers what is pending, waiting up to ``timeout_millis``; True when everything was delivered."""
         return self._flush(timeout_millis)
 
     def shutdown(self) -> None:
+        """Delivers what is pending and closes the producer if this made it."""
         self._shutdown()
 
 
@@ -262,6 +265,7 @@ class LoghoseLogExporter(_OtelSink, LogRecordExporter):
         _OtelSink.__init__(self, producer, close_timeout, options, meter_provider, processor=False)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        """Sends a batch of OpenTelemetry log records (the SDK's batch processor calls it)."""
         queued = [self._send(item) for item in batch]
         return LogRecordExportResult.SUCCESS if all(queued) else LogRecordExportResult.FAILURE
 

@@ -86,6 +86,7 @@ class ProducerCollector:
             yield _family(spec, [*self._const, *spec["labels"]])
 
     def collect(self) -> Iterator[Metric]:
+        """The producer's metrics as Prometheus metric families (the registry calls it at scrape time)."""
         producer = self._producer()
         if producer is None:
             return

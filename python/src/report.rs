@@ -12,18 +12,22 @@ pub(crate) struct PyDeliveryReport(pub(crate) Arc<DeliveryReport>);
 
 #[pymethods]
 impl PyDeliveryReport {
+    /// The batch's number in this producer.
     #[getter]
     fn batch_id(&self) -> u64 {
         self.0.batch_id
     }
+    /// The project the batch was sent to.
     #[getter]
     fn project(&self) -> &str {
         &self.0.project
     }
+    /// The logstore the batch was sent to.
     #[getter]
     fn logstore(&self) -> &str {
         &self.0.logstore
     }
+    /// Whether the service stored the batch.
     #[getter]
     fn delivered(&self) -> bool {
         self.0.is_delivered()
@@ -34,50 +38,64 @@ impl PyDeliveryReport {
     fn kept(&self) -> bool {
         self.0.is_kept()
     }
+    /// Why it failed: the service's error code (`Unauthorized`, `WriteQuotaExceed`...) or the
+    /// producer's own (`RequestTimeout`, `ProducerClosed`, `KeptInSpool`...); None when delivered.
     #[getter]
     fn error_code(&self) -> Option<&str> {
         self.0.error_code()
     }
+    /// The failure's message, as the service or the producer gave it.
     #[getter]
     fn error_message(&self) -> Option<&str> {
         self.0.error_message()
     }
+    /// The last answer's HTTP status, when there was one.
     #[getter]
     fn http_status(&self) -> Option<u16> {
         self.0.http_status()
     }
+    /// Requests made for the batch.
     #[getter]
     fn attempts(&self) -> u32 {
         self.0.attempts
     }
+    /// The last answer's `x-log-requestid` (what Alibaba Cloud support asks for).
     #[getter]
     fn request_id(&self) -> Option<&str> {
         self.0.request_id.as_deref()
     }
+    /// Records in the batch.
     #[getter]
     fn records(&self) -> u32 {
         self.0.records
     }
+    /// The batch's size before compression, bytes.
     #[getter]
     fn raw_bytes(&self) -> usize {
         self.0.raw_bytes
     }
+    /// The batch's size as sent, bytes.
     #[getter]
     fn compressed_bytes(&self) -> usize {
         self.0.compressed_bytes
     }
+    /// From the batch's first record to its outcome, milliseconds.
     #[getter]
     fn latency_ms(&self) -> f64 {
         self.0.latency_ms()
     }
+    /// From the first request to the outcome, milliseconds.
     #[getter]
     fn send_ms(&self) -> f64 {
         self.0.send_ms()
     }
+    /// The batch's `__pack_id__`, the same across retries and replays (the service's duplicate
+    /// check).
     #[getter]
     fn pack_id(&self) -> &str {
         &self.0.pack_id
     }
+    /// The tickets of the records tracked in this batch (futures), for the package's own use.
     #[getter]
     fn tickets(&self) -> Vec<u64> {
         self.0.tickets.clone()
