@@ -3,6 +3,10 @@
 # (engine and emulator), S1 at 200 000 logs/s, the Node package (addon build, types, jest),
 # and the Python tests (the package and official-SDK interop) in a project-local virtualenv. Installs what it
 # needs; nothing by hand.
+#
+#   bash scripts/test.sh              every step, in order (what CI runs)
+#   bash scripts/test.sh --list       the steps' names and what each checks
+#   bash scripts/test.sh rust pytest  only those steps (builds are kept between them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,109 +44,190 @@ free_disk() {
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-0}"
-df -h . | sed -n '2s/^/disk: /p'
+# What every run needs first: the toolchains and tools the steps call.
+prepare() {
+  df -h . | sed -n '2s/^/disk: /p'
 
-if ! command -v cargo >/dev/null; then
-  echo "cargo is required (the machine's Rust toolchain)" >&2
-  exit 1
+  if ! command -v cargo >/dev/null; then
+    echo "cargo is required (the machine's Rust toolchain)" >&2
+    exit 1
+  fi
+  if ! command -v python3 >/dev/null; then
+    step "installing python3"
+    apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip
+  fi
+
+  if ! command -v strace >/dev/null; then
+    # The command's exit statuses on a disk whose syncs fail (strace injects the errors).
+    step "installing strace"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
+  fi
+}
+
+step_fmt() {
+  cargo fmt --all -- --check
+}
+
+step_clippy() {
+  cargo clippy --workspace --all-targets -- -D warnings
+}
+
+step_producer_alone() {
+  cargo clippy --quiet -p loghose --no-default-features -- -D warnings
+  # Its unit tests compile without the emulator too (one that needs it is gated on the feature).
+  cargo test --quiet -p loghose --no-default-features --lib --no-run
+}
+
+step_rustdoc() {
+  RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p loghose
+  RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --document-private-items -p loghose-python -p loghose-node
+}
+
+step_msrv() {
+  msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+  if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
+    cargo +"$msrv" check --quiet --workspace --all-targets --target-dir target/msrv
+    rm -rf target/msrv
+  else
+    echo "skipped: Rust $msrv could not be installed here"
+  fi
+}
+
+step_rust() {
+  LOGHOSE_FUZZ_SECS=20 cargo test -p loghose
+  cargo test -p loghose-node
+  # The user programs of examples/rust, as a user runs them (against the embedded emulator).
+  cargo run --quiet -p loghose --example batch_job
+  cargo run --quiet -p loghose --example throughput -- 0.5
+}
+
+step_windows() {
+  if rustup target add x86_64-pc-windows-gnu >/dev/null 2>&1 &&
+    { command -v x86_64-w64-mingw32-gcc >/dev/null ||
+      { apt-get update -qq && apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null; }; }; then
+    cargo check --quiet -p loghose --target x86_64-pc-windows-gnu
+  else
+    echo "skipped: the Windows standard library or the mingw-w64 C compiler could not be installed here"
+  fi
+}
+
+step_spool_release() {
+  cargo test --quiet --release -p loghose --test spool -- sigkill
+}
+
+step_s1() {
+  cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
+  free_disk target/release target/x86_64-pc-windows-gnu test-binaries
+}
+
+step_node() {
+  if ! command -v npm >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq nodejs npm
+  fi
+  npm ci --no-audit --no-fund
+  # The emulator's console is tested in a real browser: Debian's headless Chromium.
+  if ! command -v chromium >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  fi
+  npm run build
+  npm run typecheck
+  # The API reference of every export (typedoc: each documented, a warning fails it).
+  npm run docs
+  npm test
+}
+
+step_npm_package() {
+  bash scripts/test-npm-package.sh
+}
+
+step_python_env() {
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+  fi
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests-py/requirements.txt
+}
+
+step_ruff() {
+  .venv/bin/ruff check tests-py python benches-py benches/rows.py examples/python
+}
+
+step_wheel() {
+  bash scripts/test-wheel.sh
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wheels/loghose-*.whl
+  free_disk target/x86_64-unknown-linux-gnu
+}
+
+step_pytest() {
+  # Run alone, it tests the package installed from this checkout's source (the whole run tests
+  # the wheel as published, installed by the step before).
+  if ! { [ -x .venv/bin/python ] && .venv/bin/python -c "import loghose" 2>/dev/null; }; then
+    step_python_env
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check .
+  fi
+  cargo build --quiet -p loghose --bin loghose-emulator
+  LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" .venv/bin/python -m pytest tests-py -q
+}
+
+step_runtimes() {
+  bash scripts/test-runtimes.sh
+}
+
+step_arm() {
+  free_disk target/debug target/free-threaded
+  PYTHONS=3.13 bash scripts/test-platforms.sh armv7
+}
+
+# The steps, in the order a whole run takes them: NAME|what it checks.
+STEPS=(
+  "fmt|cargo fmt --check"
+  "clippy|cargo clippy -D warnings (workspace)"
+  "producer-alone|the producer alone (no emulator, bench or command: cargo build --no-default-features)"
+  "rustdoc|API reference: rustdoc of the engine and both modules, free of warnings (missing_docs is denied)"
+  "msrv|the declared rust-version builds the workspace"
+  "rust|cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
+  "windows|cargo check of the engine for Windows (no fork, no Unix signals: the cfg fences hold)"
+  "spool-release|the spool's kill tests in a release build (faster producer, more in flight at each kill: the duplicate bound holds there too)"
+  "s1|S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
+  "node|Node: npm ci, the addon built from source (npm run build), tsc --noEmit, jest"
+  "npm-package|npm packages as published (main + linux-x64-gnu), installed with no Rust toolchain on PATH"
+  "python-env|Python test environment (.venv)"
+  "ruff|ruff"
+  "wheel|the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
+  "pytest|pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
+  "runtimes|the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest suite), free-threaded 3.14t (compiled), Node 26 (typecheck, jest), Bun and Deno (tests-js/runtimes/check.cjs)"
+  "arm|32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
+)
+
+usage() {
+  echo "usage: bash scripts/test.sh [--list | STEP...]   (no STEP: every step, as CI runs them)"
+}
+
+if [ "${1:-}" = "--list" ]; then
+  for entry in "${STEPS[@]}"; do printf '%-15s %s\n' "${entry%%|*}" "${entry#*|}"; done
+  exit 0
 fi
-if ! command -v python3 >/dev/null; then
-  step "installing python3"
-  apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  usage
+  exit 0
 fi
-
-if ! command -v strace >/dev/null; then
-  # The command's exit statuses on a disk whose syncs fail (strace injects the errors).
-  step "installing strace"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
+wanted=("$@")
+if [ ${#wanted[@]} -gt 0 ]; then
+  # A developer running some steps keeps every build (no step deletes what the next needs).
+  export LOGHOSE_KEEP_BUILDS=1
+  for name in "${wanted[@]}"; do
+    found=0
+    for entry in "${STEPS[@]}"; do [ "${entry%%|*}" = "$name" ] && found=1; done
+    [ $found = 1 ] || { echo "no step named '$name' (bash scripts/test.sh --list)" >&2; exit 2; }
+  done
 fi
-
-step "cargo fmt --check"
-cargo fmt --all -- --check
-
-step "cargo clippy -D warnings (workspace)"
-cargo clippy --workspace --all-targets -- -D warnings
-
-step "the producer alone (no emulator, bench or command: cargo build --no-default-features)"
-cargo clippy --quiet -p loghose --no-default-features -- -D warnings
-# Its unit tests compile without the emulator too (one that needs it is gated on the feature).
-cargo test --quiet -p loghose --no-default-features --lib --no-run
-
-step "API reference: rustdoc of the engine and both modules, free of warnings (missing_docs is denied)"
-RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p loghose
-RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --document-private-items -p loghose-python -p loghose-node
-
-step "the declared rust-version builds the workspace"
-msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
-if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
-  cargo +"$msrv" check --quiet --workspace --all-targets --target-dir target/msrv
-  rm -rf target/msrv
-else
-  echo "skipped: Rust $msrv could not be installed here"
-fi
-
-step "cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
-LOGHOSE_FUZZ_SECS=20 cargo test -p loghose
-cargo test -p loghose-node
-# The user programs of examples/rust, as a user runs them (against the embedded emulator).
-cargo run --quiet -p loghose --example batch_job
-cargo run --quiet -p loghose --example throughput -- 0.5
-
-step "cargo check of the engine for Windows (no fork, no Unix signals: the cfg fences hold)"
-if rustup target add x86_64-pc-windows-gnu >/dev/null 2>&1 &&
-  { command -v x86_64-w64-mingw32-gcc >/dev/null ||
-    { apt-get update -qq && apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null; }; }; then
-  cargo check --quiet -p loghose --target x86_64-pc-windows-gnu
-else
-  echo "skipped: the Windows standard library or the mingw-w64 C compiler could not be installed here"
-fi
-
-step "the spool's kill tests in a release build (faster producer, more in flight at each kill: the duplicate bound holds there too)"
-cargo test --quiet --release -p loghose --test spool -- sigkill
-
-step "S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
-cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
-free_disk target/release target/x86_64-pc-windows-gnu test-binaries
-
-step "Node: npm ci, the addon built from source (npm run build), tsc --noEmit, jest"
-if ! command -v npm >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq nodejs npm
-fi
-npm ci --no-audit --no-fund
-# The emulator's console is tested in a real browser: Debian's headless Chromium.
-if ! command -v chromium >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
-fi
-npm run build
-npm run typecheck
-# The API reference of every export (typedoc: each documented, a warning fails it).
-npm run docs
-npm test
-
-step "npm packages as published (main + linux-x64-gnu), installed with no Rust toolchain on PATH"
-bash scripts/test-npm-package.sh
-
-step "Python test environment (.venv)"
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests-py/requirements.txt
-
-step "ruff"
-.venv/bin/ruff check tests-py python benches-py benches/rows.py examples/python
-
-step "the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
-bash scripts/test-wheel.sh
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wheels/loghose-*.whl
-free_disk target/x86_64-unknown-linux-gnu
-
-step "pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
-cargo build --quiet -p loghose --bin loghose-emulator
-LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" .venv/bin/python -m pytest tests-py -q
-
-step "the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest suite), free-threaded 3.14t (compiled), Node 26 (typecheck, jest), Bun and Deno (tests-js/runtimes/check.cjs)"
-bash scripts/test-runtimes.sh
-
-step "32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
-free_disk target/debug target/free-threaded
-PYTHONS=3.13 bash scripts/test-platforms.sh armv7
+prepare
+for entry in "${STEPS[@]}"; do
+  name=${entry%%|*}
+  if [ ${#wanted[@]} -gt 0 ]; then
+    selected=0
+    for w in "${wanted[@]}"; do [ "$w" = "$name" ] && selected=1; done
+    [ $selected = 1 ] || continue
+  fi
+  step "$name: ${entry#*|}"
+  "step_${name//-/_}"
+done
