@@ -29,6 +29,10 @@ def test_the_notebook_runs_and_saves_its_plots(tmp_path, monkeypatch):
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     tables = [o["data"]["text/plain"] for o in outputs if "data" in o and "text/plain" in o["data"]]
     assert any("us_per_send" in table and "100000" in table for table in tables), tables
+    # The live view's one output, updated in place, ends showing every record delivered.
+    shown = [o["data"]["text/html"] for o in outputs if o.get("output_type") == "display_data"
+             and "text/html" in o.get("data", {}) and "delivered per second" in o["data"]["text/html"]]
+    assert len(shown) == 1 and "200,000" in shown[0], shown
 
 
 def test_a_producer_reads_well_in_a_notebook_and_its_live_view_updates_in_place():
