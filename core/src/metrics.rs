@@ -1,7 +1,8 @@
 //! The producer's own metrics, defined once: [`METRICS`] names every metric with its type,
 //! unit, help text and labels; the Python and Node fronts, the command's `/metrics` endpoint
-//! and the monitoring guide's table all come from it. [`Producer::metrics`](crate::producer::Producer::metrics)
-//! takes a snapshot: one [`Family`] per entry of the table, in its order.
+//! and the monitoring guide's table all come from it.
+//! [`Producer::metrics`](crate::producer::Producer::metrics) takes a snapshot: one [`Family`]
+//! per entry of the table, in its order.
 //!
 //! # Names
 //! A metric's stem (`loghose_sent_raw`) plus its unit (`bytes`) is its family name

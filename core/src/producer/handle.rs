@@ -52,9 +52,9 @@ pub struct CloseReport {
     /// abandoned at the timeout. 0 means nothing was lost.
     pub undelivered: u64,
     /// Records not delivered before the timeout and left in the spool: the next producer on
-    /// `spool_dir` sends them (see [`Outcome::Kept`](crate::producer::Outcome::Kept)). Whatever `spool_sync` says, the close
-    /// syncs what it leaves there; `kept_not_durable` counts those of them that sync could
-    /// not make durable.
+    /// `spool_dir` sends them (see [`Outcome::Kept`](crate::producer::Outcome::Kept)).
+    /// Whatever `spool_sync` says, the close syncs what it leaves there; `kept_not_durable`
+    /// counts those of them that sync could not make durable.
     pub kept: u64,
     /// Of the `kept` records, those not known to be durable: the disk failed a sync of the
     /// files that hold them, so they survive the process but a power loss could lose them.
