@@ -26,7 +26,7 @@ def test_the_web_service_logs_each_request():
     done = run("web_service.py")
     assert done.returncode == 0, done.stderr
     assert "200 requests served, 200 access records delivered" in done.stdout, done.stdout
-    assert "'path': '/items/0'" in done.stdout
+    assert "the emulator holds 200 records, one for each path requested: True" in done.stdout, done.stdout
 
 
 def test_the_follower_sends_every_line_across_a_rotation():
