@@ -18,8 +18,8 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-# The test dependencies less the tools only the main run uses (ruff, ziglang, mypy runs there).
-grep -vE '^(ruff|ziglang)' tests-py/requirements.txt >"$venv/requirements.txt"
+# The test dependencies less the tools only the main run uses (ruff, ziglang, pdoc; mypy runs there).
+grep -vE '^(ruff|ziglang|pdoc)' tests-py/requirements.txt >"$venv/requirements.txt"
 "${pip[@]}" -r "$venv/requirements.txt"
 # The source install, as `pip install .` does it. A target directory per system: build scripts
 # linked in the Debian chroot need its C library, newer than the machine's.
