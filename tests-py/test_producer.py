@@ -11,6 +11,7 @@ import os
 import resource
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import loghose
@@ -428,3 +429,23 @@ def test_outside_a_notebook_the_objects_read_well_and_a_live_view_prints_lines(c
         assert "<table>" in stats._repr_html_()
         producer.close(5)
         assert repr(producer).endswith(", closed>")
+
+
+def test_a_live_view_left_running_never_keeps_its_producer_alive(capsys):
+    # A notebook cell re-run makes a new producer; the old one's view, never stopped, must not
+    # keep it (and its threads) alive: the view holds it weakly and ends when it is collected.
+    with loghose.Emulator() as emu:
+        producer = loghose.Producer(**emu.producer_options("demo", "weak"), linger_ms=20)
+        view = producer.live_view(0.05)
+        producer.send({"msg": "one"})
+        assert producer.flush(10) == 0
+        assert view.refresh() is True
+        collected = weakref.ref(producer)
+        del producer
+        gc.collect()
+        assert collected() is None, "the view kept the producer alive"
+        view._thread.join(timeout=5)
+        assert not view._thread.is_alive(), "the view's thread ended with its producer"
+        # Gone: the view shows what it last read.
+        assert view.refresh() is False
+        assert repr(view).startswith("LiveView(delivered: 1,"), repr(view)

@@ -5,8 +5,9 @@ throughput experiment runs.
 The live view runs a daemon thread that reads ``stats()`` every ``interval`` seconds and
 updates its IPython display by id (``display(..., display_id=True)``, then ``update``); outside
 IPython it prints a line per update instead. It needs nothing beyond IPython, which a notebook
-already has. It stops when asked, when its producer closes, or at exit; what it shows is read,
-never changed.
+already has. It stops when asked, when its producer closes or is collected (it holds the
+producer weakly, so a view left running never keeps a re-run cell's producer alive), or at exit;
+what it shows is read, never changed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import html
 import sys
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -66,7 +68,8 @@ class LiveView:
     def __init__(self, producer: Producer, interval: float = 0.5) -> None:
         if interval <= 0:
             raise ValueError(f"interval: {interval!r} is not a positive number of seconds")
-        self._producer = producer
+        self._producer = weakref.ref(producer)
+        self._shown_as = repr(producer)
         self._interval = interval
         self._stop = threading.Event()
         self._started = time.monotonic()
@@ -90,28 +93,35 @@ class LiveView:
         self._thread = threading.Thread(target=self._run, name="loghose-live-view", daemon=True)
         self._thread.start()
 
-    def _read(self) -> None:
-        stats = self._producer.stats()
+    def _read(self) -> bool:
+        """Reads the counters; False when the producer is gone (what was last read stays)."""
+        producer = self._producer()
+        if producer is None:
+            return False
+        self._shown_as = repr(producer)
+        stats = producer.stats()
         now = time.monotonic()
         then, delivered_then = self._last
         if now > then:
             self._rate = (stats["delivered"] - delivered_then) / (now - then)
         self._last = (now, stats["delivered"])
         self._stats = stats
+        return not producer.closed
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
-            self.refresh()
-            if self._producer.closed:
+            if not self.refresh():
                 break
 
-    def refresh(self) -> None:
-        """Reads the counters now and updates the view."""
-        self._read()
+    def refresh(self) -> bool:
+        """Reads the counters now and updates the view; False once the producer is closed or
+        gone (the view then shows what it last read)."""
+        live = self._read()
         if self._handle is not None:
             self._handle.update(self)
         else:
             print(self, file=sys.stderr)
+        return live
 
     def stop(self) -> None:
         """Stops updating, after one last update with the counters as they are now."""
@@ -142,4 +152,4 @@ class LiveView:
         return "LiveView(" + ", ".join(f"{k}: {_shown(v)}" for k, v in self._figures()) + ")"
 
     def _repr_html_(self) -> str:
-        return _table(self._figures(), f"loghose: {self._producer!r}")
+        return _table(self._figures(), f"loghose: {self._shown_as}")
