@@ -1,21 +1,16 @@
 #!/usr/bin/env node
 'use strict'
-// `npx loghose`: `send`, `pipe` and `emulator` are the engine's command, run on a pool thread;
-// `bench`, `middleware` and `logging` are the benchmark commands (node/bench-cli.js, loaded only
-// for them), `load` and `bench-emulator` their child processes' sides.
+// `npx loghose`: `send`, `pipe` and `emulator` are the engine's command, run on a pool thread.
+// (The benchmark commands are the lab's: `node lab/node/bench-cli.js` in a checkout.)
 
 const USAGE =
   'usage: loghose send [options] KEY=VALUE...   one record, waited for\n' +
   '       loghose pipe [options]                  a record per line of stdin (or --follow FILE)\n' +
   '       loghose emulator [--port N]             the local emulator, until interrupted\n' +
-  '       loghose bench [--scenario s1|s1r|s2|s4|s5|s6] [--rates 1000,200000] [--seconds N] [--unthrottled-seconds N]\n' +
-  '                     [--preset server|pi] [--param NAME=JSON]... [--json] [--compare N]\n' +
-  '       loghose middleware [--seconds N] [--connections N] [--phases none,loghose,console,pino,pino-file]\n' +
-  '       loghose logging [--rounds N] [--records N]\n' +
   '(loghose COMMAND --help for the options of each command)'
 
 const ENGINE_COMMANDS = ['send', 'pipe', 'emulator', 'help', '--help', '-h', '--version', '-V']
-const [command, ...rest] = process.argv.slice(2)
+const [command] = process.argv.slice(2)
 if (ENGINE_COMMANDS.includes(command)) {
   // The engine's command runs on a pool thread; SIGINT and SIGTERM stay Node's, and stop it
   // as they would the command alone (what it holds is delivered first).
@@ -33,12 +28,7 @@ if (ENGINE_COMMANDS.includes(command)) {
     // A reader still blocked on standard input would keep the process alive.
     process.exit(code)
   })
-} else if (command === 'bench') require('./bench-cli.js').bench(rest)
-else if (command === 'middleware') require('./bench-cli.js').middleware(rest)
-else if (command === 'logging') require('./bench-cli.js').loggingCost(rest)
-else if (command === 'load') require('./bench-cli.js').load(...rest)
-else if (command === 'bench-emulator') require('./bench-cli.js').serveEmulator()
-else {
+} else {
   console.error(USAGE)
   process.exitCode = 2
 }

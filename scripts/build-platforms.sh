@@ -61,7 +61,7 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" command "* ]]; then
     rm -f "$out/loghose"
-    cargo zigbuild --quiet --profile small -p loghose --bin loghose --target "$ZIG_TARGET"
+    cargo zigbuild --quiet --profile small -p loghose --features cli --bin loghose --target "$ZIG_TARGET"
     cp "target/$RUST_TARGET/small/loghose" "$out/loghose"
     budget=8192
     [ "$name" = armv7 ] && budget=4096

@@ -22,7 +22,7 @@
 #   (the producer, delivery reports under load, pino, OpenTelemetry, exit and SIGTERM under load).
 #
 # Expects what scripts/test.sh builds first: node_modules and the addon (npm ci, npm run build)
-# and the emulator binary (cargo build -p loghose --bin loghose-emulator); builds what is missing.
+# and the emulator binary (cargo build -p loghose --features cli --bin loghose-emulator); builds what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -36,7 +36,7 @@ fi
 
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 emulator=$root/target/debug/loghose-emulator
-[ -x "$emulator" ] || cargo build --quiet -p loghose --bin loghose-emulator
+[ -x "$emulator" ] || cargo build --quiet -p loghose --features cli --bin loghose-emulator
 [ -d node_modules ] || npm ci --no-audit --no-fund
 ls node/loghose.*.node >/dev/null 2>&1 || npm run build
 

@@ -74,12 +74,15 @@ step_clippy() {
 
 step_producer_alone() {
   cargo clippy --quiet -p loghose --no-default-features -- -D warnings
-  # Its unit tests compile without the emulator too (one that needs it is gated on the feature).
-  cargo test --quiet -p loghose --no-default-features --lib --no-run
+  # And what an application gets by default (the producer, log, tracing): no emulator, no
+  # command, no Prometheus, no lab in its build.
+  cargo tree -p loghose -e normal --prefix none --format '{p}' | grep -E '^(clap|toml|prometheus-client|roaring|rustls-pemfile|loghose-lab) ' \
+    && { echo "the engine's default build pulls in a tool's dependency (above)"; return 1; }
+  cargo clippy --quiet -p loghose -- -D warnings
 }
 
 step_rustdoc() {
-  RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p loghose
+  RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p loghose --features emulator,prometheus
   RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --document-private-items -p loghose-python -p loghose-node
 }
 
@@ -116,7 +119,7 @@ step_spool_release() {
 }
 
 step_s1() {
-  cargo run --quiet --release -p loghose --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
+  cargo run --quiet --release -p loghose-lab --example s1 -- --rates 200000 --seconds 10 --unthrottled-seconds 3
   free_disk target/release target/x86_64-pc-windows-gnu test-binaries
 }
 
@@ -148,7 +151,7 @@ step_python_env() {
 }
 
 step_ruff() {
-  .venv/bin/ruff check tests-py python benches-py benches/rows.py examples/python
+  .venv/bin/ruff check tests-py python lab/python lab/scripts/rows.py examples/python
 }
 
 step_wheel() {
@@ -164,8 +167,17 @@ step_pytest() {
     step_python_env
     .venv/bin/python -m pip install --quiet --disable-pip-version-check .
   fi
-  cargo build --quiet -p loghose --bin loghose-emulator
+  cargo build --quiet -p loghose --features cli --bin loghose-emulator
   LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" .venv/bin/python -m pytest tests-py -q
+}
+
+step_lab() {
+  # The lab (lab/): its Rust harness's tests, then short runs of the scenarios from Python and
+  # Node, each checking what it measured (every log counted once at the emulator).
+  cargo test --quiet -p loghose-lab --lib
+  PYTHONPATH=lab/python LOGHOSE_EMULATOR_BIN="$PWD/target/debug/loghose-emulator" \
+    .venv/bin/python -m pytest lab/python/tests -q
+  npx jest --runInBand --testMatch '<rootDir>/lab/node/tests/**/*.test.js'
 }
 
 step_runtimes() {
@@ -181,7 +193,7 @@ step_arm() {
 STEPS=(
   "fmt|cargo fmt --check"
   "clippy|cargo clippy -D warnings (workspace)"
-  "producer-alone|the producer alone (no emulator, bench or command: cargo build --no-default-features)"
+  "producer-alone|the producer alone (no emulator or command: cargo build --no-default-features)"
   "rustdoc|API reference: rustdoc of the engine and both modules, free of warnings (missing_docs is denied)"
   "msrv|the declared rust-version builds the workspace"
   "rust|cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
@@ -194,6 +206,7 @@ STEPS=(
   "ruff|ruff"
   "wheel|the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
   "pytest|pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
+  "lab|the benchmark lab: its harness's tests, the scenarios from Python and Node in short runs"
   "runtimes|the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest suite), free-threaded 3.14t (compiled), Node 26 (typecheck, jest), Bun and Deno (tests-js/runtimes/check.cjs)"
   "arm|32-bit ARM (armv7, a Raspberry Pi's): the engine's tests, the wheel in ARM Python, the npm packages in ARM Node.js, the command across a SIGKILL, under qemu-user"
 )

@@ -35,18 +35,6 @@ export function integrations(options: ConstructorParameters<typeof Producer>[0])
   withProvider.send({ when: new Date(), nested: { a: [1] }, big: 1n, none: null })
 }
 
-// loghose/bench: a scenario's parameters are checked by name and type; rows are data.
-import * as bench from '../node/bench'
-async function benchRows(): Promise<number> {
-  const rows: bench.Row[] = await bench.run('s2', { rates: [100], seconds: 1 }, { progress: false })
-  // @ts-expect-error: s2 has no openBatches
-  await bench.run('s2', { openBatches: [10] })
-  // @ts-expect-error: a rate is a number
-  await bench.run('s5', { rates: ['fast'] })
-  return rows.filter((row) => !bench.failed(row)).length + bench.DEFAULTS.s4.seconds
-}
-void benchRows
-
 // loghose/otel: the processor and the exporter fit @opentelemetry/sdk-logs' own interfaces.
 import { LoggerProvider, BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry/sdk-logs'
 import { LoghoseLogRecordProcessor, LoghoseLogExporter } from '../node/otel'

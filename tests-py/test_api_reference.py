@@ -12,7 +12,7 @@ import sys
 import pytest
 
 MODULES = ["loghose", "loghose.logging", "loghose.structlog", "loghose.loguru", "loghose.otel",
-           "loghose.prometheus", "loghose.errors", "loghose.bench"]
+           "loghose.prometheus", "loghose.errors"]
 
 
 def public_names() -> list[tuple[str, object]]:

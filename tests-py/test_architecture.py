@@ -8,6 +8,8 @@ backquoted paths are checked too.
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 MAP = ROOT / "ARCHITECTURE.md"
 
@@ -33,7 +35,7 @@ def tree_paths(text: str) -> list[str]:
 
 
 def text_paths(text: str) -> list[str]:
-    found = re.findall(r"`((?:core|python|node|scripts|tests-py|tests-js|docs|benches)/[^`\s]+)`", text)
+    found = re.findall(r"`((?:core|lab|python|node|scripts|tests-py|tests-js|docs)/[^`\s]+)`", text)
     found += re.findall(r"\]\(((?:docs)/[^)\s]+)\)", text)
     return found
 
@@ -60,7 +62,7 @@ def test_the_tree_reader_finds_a_missing_path():
 # Import circles: no Rust file imports a file that imports it back (through `use` or a
 # `crate::`/`super::` path outside comments and test modules). A module's file is the longest
 # module path a reference names; `mod` declarations are not imports.
-CRATES = ("core/src", "python/src", "node/src")
+CRATES = ("core/src", "lab/src", "python/src", "node/src")
 
 
 def module_files(root: Path) -> dict[tuple[str, ...], Path]:
@@ -186,3 +188,28 @@ def test_every_module_opens_with_a_design_note_and_long_ones_have_headings():
                 unheaded.append(f"{name} ({len(doc)} lines)")
     assert not undocumented, f"modules without a design note: {undocumented}"
     assert not unheaded, f"module docs over {LONG_MODULE_DOC} lines without headings: {unheaded}"
+
+
+# The lab is a wing of its own: the product never reaches into it, the packages ship none of
+# it, and the engine's default features are what an application wants.
+def test_the_product_does_not_reach_into_the_lab():
+    product = [*(ROOT / "core").rglob("*.rs"), *(ROOT / "core").glob("Cargo.toml"),
+               *(ROOT / "python" / "loghose").rglob("*.py"), *(ROOT / "node").glob("*.js"),
+               *(ROOT / "node").glob("*.d.ts")]
+    assert len(product) > 50
+    reaching = [str(p.relative_to(ROOT)) for p in product
+                if re.search(r"loghose[_-]lab|require\([^)]*lab/", p.read_text())]
+    assert not reaching, f"product files that name the lab: {reaching}"
+
+
+def test_the_packages_ship_no_lab_and_export_no_benchmarks():
+    import json
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    package = json.loads((ROOT / "package.json").read_text())
+    assert not [f for f in package["files"] if "bench" in f or f.startswith("lab")], package["files"]
+    assert not [e for e in package["exports"] if "bench" in e], package["exports"]
+    assert not list((ROOT / "python" / "loghose").glob("bench*")), "the Python package has a bench module"
+    features = tomllib.loads((ROOT / "core" / "Cargo.toml").read_text())["features"]
+    assert set(features["default"]) <= {"log", "tracing"}, features["default"]
+    assert "bench" not in features

@@ -14,15 +14,11 @@
 //! 3. [`producer`] — the engine: batching per destination, bounded memory, sending on a shared
 //!    runtime, retries by error class, delivery reports and per-record completions.
 //!
-//! `bench` (the benchmark workloads of docs/scenarios.md, shared by the Rust benches, the
-//! examples and the fronts' harnesses) and `cli` (the command, which the Python and Node
-//! packages run too) are public only for those crates: hidden from the documentation and not
-//! part of the API.
+//! Features: `log` and `tracing` (on by default) add the [`logger`] and [`tracing_layer`]
+//! integrations; `emulator`, `cli` (the command, hidden from the documentation: the fronts run
+//! it) and `prometheus` are named by the tools and fronts that want them.
 #![deny(missing_docs)]
 
-#[cfg(feature = "bench")]
-#[doc(hidden)]
-pub mod bench;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;

@@ -1,4 +1,4 @@
-//! The benchmark harness's native side for `node/bench.js` (`loghose::bench::harness`, shared
+//! The benchmark harness's native side for `node/bench.js` (`loghose_lab::harness`, shared
 //! with the Python front and the Rust examples): the emulator child, the exactly-once check,
 //! the process figures and the rows. Runs on the JavaScript thread and blocks it (the meter's
 //! admin requests, a few per run, after the run's work is over); meant for the benchmark's
@@ -17,25 +17,25 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Raised {
 /// `peak_rss_mb`, `threads`).
 #[napi]
 pub fn bench_process_sample() -> String {
-    loghose::bench::harness::process_sample_json()
+    loghose_lab::harness::process_sample_json()
 }
 
 /// The median of `values` (the mean of the middle two of an even count), null when empty.
 #[napi]
 pub fn bench_median(values: Vec<f64>) -> Option<f64> {
-    loghose::bench::harness::median(&values)
+    loghose_lab::harness::median(&values)
 }
 
 /// The `q` quantile of `values` (nearest rank), null when empty.
 #[napi]
 pub fn bench_percentile(values: Vec<f64>, q: f64) -> Option<f64> {
-    loghose::bench::harness::percentile(&values, q)
+    loghose_lab::harness::percentile(&values, q)
 }
 
 /// The least-squares slope of `values` against their index.
 #[napi]
 pub fn bench_slope(values: Vec<f64>) -> f64 {
-    loghose::bench::harness::slope(&values)
+    loghose_lab::harness::slope(&values)
 }
 
 /// The emulator child's side: the emulator at nice 10, its endpoint and keys printed as a
@@ -43,7 +43,7 @@ pub fn bench_slope(values: Vec<f64>) -> f64 {
 /// else).
 #[napi]
 pub fn bench_serve_emulator(env: Env, retention_bytes: f64) -> Result<()> {
-    loghose::bench::harness::serve_emulator_child(retention_bytes as usize)
+    loghose_lab::harness::serve_emulator_child(retention_bytes as usize)
         .map_err(|e| failed("the benchmark emulator", e))
         .raise_in(&env)
 }
@@ -51,13 +51,13 @@ pub fn bench_serve_emulator(env: Env, retention_bytes: f64) -> Result<()> {
 /// One run's measure: the exactly-once check of its logstore and the process's CPU time and
 /// memory; its rows as JSON (lists of `[column, value]` pairs).
 #[napi]
-pub struct BenchMeter(loghose::bench::harness::Meter);
+pub struct BenchMeter(loghose_lab::harness::Meter);
 
 #[napi]
 impl BenchMeter {
     #[napi(constructor)]
     pub fn new(env: Env, endpoint: String, project: String, logstore: String) -> Result<Self> {
-        loghose::bench::harness::Meter::start(&endpoint, &project, &logstore)
+        loghose_lab::harness::Meter::start(&endpoint, &project, &logstore)
             .map(BenchMeter)
             .map_err(|e| failed("the benchmark emulator", e))
             .raise_in(&env)

@@ -28,7 +28,7 @@ use napi_derive::napi;
 #[napi]
 pub fn bench_markdown(env: napi::Env, rows_json: String) -> Result<String> {
     use errors::RaiseIn as _;
-    loghose::bench::markdown_tables_json(&rows_json)
+    loghose_lab::markdown_tables_json(&rows_json)
         .map_err(|e| errors::Raised::type_error(format!("benchmark rows: {e}")))
         .raise_in(&env)
 }
@@ -96,14 +96,14 @@ pub fn preset_options_json(env: napi::Env, name: String) -> Result<String> {
 /// S6's payload: `size` bytes of seeded access-log text, the same in every harness.
 #[napi]
 pub fn bench_payload(size: u32) -> String {
-    loghose::bench::s6_payload(size as usize)
+    loghose_lab::s6_payload(size as usize)
 }
 
 /// S1-R's pool of records as the C driver reads it (a record a line, `key=value` fields
 /// separated by tabs): the same records in every harness.
 #[napi]
 pub fn bench_s1r_pool() -> String {
-    loghose::bench::S1RWorkload::default().pool_lines()
+    loghose_lab::S1RWorkload::default().pool_lines()
 }
 
 /// `data` compressed with `codec` (`none`, `lz4`, `zstd` or `deflate`) exactly as the producer

@@ -1,6 +1,6 @@
 //! The benchmark harness's native half, for `loghose.bench` (not API): the workloads every
 //! front shares (S1-R's pool, S6's payload), the codecs as the producer runs them, and the
-//! measure of a run (`loghose::bench::harness`: the exactly-once check at the emulator, the
+//! measure of a run (`loghose_lab::harness`: the exactly-once check at the emulator, the
 //! process's CPU and memory, the rows and their markdown). Long calls release the GIL.
 
 use pyo3::prelude::*;
@@ -35,21 +35,21 @@ fn compress<'py>(py: Python<'py>, codec: &str, data: &[u8]) -> PyResult<Bound<'p
 /// S6's payload: `size` bytes of seeded access-log text, the same in every harness.
 #[pyfunction]
 fn bench_payload(size: usize) -> String {
-    loghose::bench::s6_payload(size)
+    loghose_lab::s6_payload(size)
 }
 
 /// S1-R's pool of records as the C driver reads it (a record a line, `key=value` fields
 /// separated by tabs): the same records in every harness.
 #[pyfunction]
 fn bench_s1r_pool() -> String {
-    loghose::bench::S1RWorkload::default().pool_lines()
+    loghose_lab::S1RWorkload::default().pool_lines()
 }
 
 /// A benchmark's rows (JSON: a list of rows, each a list of `[column, value]` pairs) as
 /// markdown tables, one per shape of row: the engine's one table writer for every front.
 #[pyfunction]
 fn bench_markdown(rows_json: &str) -> PyResult<String> {
-    loghose::bench::markdown_tables_json(rows_json)
+    loghose_lab::markdown_tables_json(rows_json)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("benchmark rows: {e}")))
 }
 
@@ -57,39 +57,39 @@ fn bench_markdown(rows_json: &str) -> PyResult<String> {
 /// `peak_rss_mb`, `threads`), as every front's benchmark harness reads them.
 #[pyfunction]
 fn bench_process_sample() -> String {
-    loghose::bench::harness::process_sample_json()
+    loghose_lab::harness::process_sample_json()
 }
 
 /// The `q` quantile of `values` (nearest rank), None when empty.
 #[pyfunction]
 fn bench_percentile(values: Vec<f64>, q: f64) -> Option<f64> {
-    loghose::bench::harness::percentile(&values, q)
+    loghose_lab::harness::percentile(&values, q)
 }
 
 /// The least-squares slope of `values` against their index.
 #[pyfunction]
 fn bench_slope(values: Vec<f64>) -> f64 {
-    loghose::bench::harness::slope(&values)
+    loghose_lab::harness::slope(&values)
 }
 
 /// The benchmark emulator child's side: the emulator at nice 10, its endpoint and keys printed
 /// as a JSON line, served until stdin closes (the GIL released).
 #[pyfunction]
 fn bench_serve_emulator(py: Python<'_>, retention_bytes: usize) -> PyResult<()> {
-    py.detach(|| loghose::bench::harness::serve_emulator_child(retention_bytes))
+    py.detach(|| loghose_lab::harness::serve_emulator_child(retention_bytes))
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
 }
 
-/// One benchmark run's measure (`loghose::bench::harness::Meter`): the exactly-once check of
+/// One benchmark run's measure (`loghose_lab::harness::Meter`): the exactly-once check of
 /// its logstore at the emulator and the process's CPU time and memory; its rows as JSON.
 #[pyclass(module = "loghose._native")]
-struct BenchMeter(loghose::bench::harness::Meter);
+struct BenchMeter(loghose_lab::harness::Meter);
 
 #[pymethods]
 impl BenchMeter {
     #[new]
     fn new(py: Python<'_>, endpoint: &str, project: &str, logstore: &str) -> PyResult<Self> {
-        py.detach(|| loghose::bench::harness::Meter::start(endpoint, project, logstore))
+        py.detach(|| loghose_lab::harness::Meter::start(endpoint, project, logstore))
             .map(BenchMeter)
             .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
     }

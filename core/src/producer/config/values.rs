@@ -39,7 +39,7 @@ pub enum SignatureVersion {
 /// millisecond compress nearly as well as none and still order a query's results within a
 /// second.
 ///
-/// The default is `ns`, measured (`core/examples/time_precision.rs`): on logs that vary as
+/// The default is `ns`, measured (`lab/examples/time_precision.rs`): on logs that vary as
 /// real ones do (an access log, 4:1 under lz4) the nanoseconds cost 5 % more bytes on the wire
 /// than milliseconds or none (71 against 68 bytes per log), at any rate; milliseconds save
 /// something only when many records share a millisecond and are otherwise near-identical
