@@ -213,3 +213,25 @@ def test_the_packages_ship_no_lab_and_export_no_benchmarks():
     features = tomllib.loads((ROOT / "core" / "Cargo.toml").read_text())["features"]
     assert set(features["default"]) <= {"log", "tracing"}, features["default"]
     assert "bench" not in features
+
+
+# The engine's rooms stand apart: the producer imports neither the metrics (their snapshot reads
+# the producer) nor the emulator, and the emulator does not import the producer; the one file
+# that names both is the bridge (core/src/emulator_bridge.rs). Test-only files are exempt.
+def code_of(path: Path) -> str:
+    text = re.split(r"#\[cfg\(test\)\]\s*mod tests", path.read_text())[0]
+    return "\n".join(line for line in text.splitlines() if not line.strip().startswith("//"))
+
+
+def test_the_producer_and_the_emulator_do_not_import_each_other_or_the_metrics():
+    ties = []
+    for room, forbidden in (("core/src/producer", r"crate::(metrics|emulator)\b"),
+                            ("core/src/emulator", r"crate::producer\b")):
+        for path in sorted((ROOT / room).rglob("*.rs")):
+            if path.stem.endswith("_tests"):
+                continue
+            for match in re.finditer(forbidden, code_of(path)):
+                ties.append(f"{path.relative_to(ROOT)}: {match.group(0)}")
+    assert not ties, f"imports across the engine's rooms: {ties}"
+    bridge = (ROOT / "core/src/emulator_bridge.rs").read_text()
+    assert "crate::emulator" in bridge and "crate::producer" in bridge

@@ -25,6 +25,8 @@ pub mod cli;
 mod credentials;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+#[cfg(feature = "emulator")]
+mod emulator_bridge;
 #[cfg(any(feature = "log", feature = "tracing"))]
 mod integration;
 #[cfg(feature = "log")]

@@ -22,6 +22,7 @@ pub use crate::producer::meters::{
     REQUEST_SECONDS_BUCKETS,
 };
 
+mod snapshot;
 mod table;
 pub use table::{
     add_to_sample, markdown_table, to_json, Family, MetricSpec, MetricType, Sample,

@@ -10,9 +10,8 @@
 
 use std::path::PathBuf;
 
-use loghose::producer::{
-    Front, OptionKind, OptionSpec, ProducerConfig, Unit, FRONT_OPTIONS, OPTIONS,
-};
+use loghose::producer::bindings::{Front, OptionKind, OptionSpec, Unit, FRONT_OPTIONS, OPTIONS};
+use loghose::producer::ProducerConfig;
 use serde_json::Value;
 
 const TABLE: &str = "core/src/producer/config/options.rs";

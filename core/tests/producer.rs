@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
-use loghose::producer::BindingAdds;
+use loghose::producer::bindings::BindingAdds;
 use loghose::producer::{
     CredentialsProvider, DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError,
     RecordError, SendOptions, SignatureVersion, State, Track,

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loghose::emulator::{Emulator, EmulatorConfig};
-use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
+use loghose::producer::bindings::BatchBuf;
+use loghose::producer::{LogEncoder, Producer, ProducerConfig};
 use loghose::wire::keys::KeyPolicy;
 use loghose_lab::S1Workload;
 

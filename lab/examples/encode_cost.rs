@@ -7,7 +7,8 @@
 //! log costs delivered: the add, compression, MD5, signing and sending, on every thread.
 use std::time::Duration;
 
-use loghose::producer::{BatchBuf, LogEncoder, Producer, ProducerConfig};
+use loghose::producer::bindings::BatchBuf;
+use loghose::producer::{LogEncoder, Producer, ProducerConfig};
 use loghose::wire::keys::KeyPolicy;
 use loghose_lab::S1Workload;
 

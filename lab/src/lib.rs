@@ -302,8 +302,9 @@ pub fn encoded_batches(
     logs: u64,
     step_ns: u64,
     batch_bytes: usize,
-) -> Vec<loghose::producer::BatchBuf> {
-    use loghose::producer::{BatchBuf, LogEncoder};
+) -> Vec<loghose::producer::bindings::BatchBuf> {
+    use loghose::producer::bindings::BatchBuf;
+    use loghose::producer::LogEncoder;
     let s1 = S1Workload::default();
     let mut out = Vec::new();
     let mut buf = BatchBuf::with_capacity(batch_bytes + (64 << 10));
@@ -535,7 +536,7 @@ mod tests {
                 }
             }
             // What `fill` writes is what `fields` says.
-            let mut buf = loghose::producer::BatchBuf::with_capacity(1024);
+            let mut buf = loghose::producer::bindings::BatchBuf::with_capacity(1024);
             let mut enc = loghose::producer::LogEncoder::begin(
                 &mut buf,
                 1_700_000_000,

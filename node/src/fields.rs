@@ -11,9 +11,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use loghose::producer::BindingAdds;
+use loghose::producer::bindings::split_unix_seconds;
+use loghose::producer::bindings::BindingAdds;
 use loghose::producer::LogEncoder;
-use loghose::producer::{split_unix_seconds, Producer, ProducerError, SendOptions, Track};
+use loghose::producer::{Producer, ProducerError, SendOptions, Track};
 use napi::bindgen_prelude::{FromNapiValue, Unknown};
 use napi::{Env, JsValue, Result};
 
@@ -506,7 +507,8 @@ pub(crate) fn fields_sender(
         ))
         .into_js(&env));
     }
-    if let Err(error) = loghose::producer::check_keys(&keys, producer.config().key_policy) {
+    if let Err(error) = loghose::producer::bindings::check_keys(&keys, producer.config().key_policy)
+    {
         return Err(Raised::from(ProducerError::from(error)).into_js(&env));
     }
     let keyed = !keys.is_empty();

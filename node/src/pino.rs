@@ -14,8 +14,9 @@
 //! thread for the destination); a line that is not a JSON object is refused as a TypeError and
 //! counted as invalid, and nothing else is lost.
 
-use loghose::producer::BindingAdds;
-use loghose::producer::{split_unix_seconds, LogEncoder, Producer, SendOptions, Track};
+use loghose::producer::bindings::split_unix_seconds;
+use loghose::producer::bindings::BindingAdds;
+use loghose::producer::{LogEncoder, Producer, SendOptions, Track};
 use serde::de::{Deserializer as _, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -75,7 +76,7 @@ fn put_raw(enc: &mut LogEncoder<'_>, key: &str, raw: &RawValue) -> Result<(), Js
             let value: f64 = text.parse().map_err(|_| {
                 JsonRecordError::Type(format!("field {key:?}: not a number: {text}"))
             })?;
-            enc.field_str(key, &loghose::producer::float_text(value))?;
+            enc.field_str(key, &loghose::producer::bindings::float_text(value))?;
         }
     }
     Ok(())

@@ -12,9 +12,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use loghose::metrics::Family;
+use loghose::producer::bindings::split_unix_seconds;
 use loghose::producer::{
-    split_unix_seconds, CredentialsProvider, DeliveryReport as EngineReport, Producer,
-    ProducerConfig, ProducerError, ReportCallback, SendOptions, Track,
+    CredentialsProvider, DeliveryReport as EngineReport, Producer, ProducerConfig, ProducerError,
+    ReportCallback, SendOptions, Track,
 };
 use loghose::wire::sign::Credentials;
 use napi::bindgen_prelude::{AsyncTask, Function, Unknown};

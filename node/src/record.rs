@@ -3,7 +3,7 @@
 //! building JavaScript or Rust maps. Values may be strings, numbers or booleans (converted as
 //! `String()` would); anything else is a `TypeError` naming the key.
 
-use loghose::producer::{BindingAdds, ScratchError};
+use loghose::producer::bindings::{BindingAdds, ScratchError};
 use loghose::producer::{
     LogEncoder, Producer, ProducerError, RecordError, RecordSet, SendOptions, Track,
 };
@@ -71,7 +71,9 @@ impl<'de> serde::Deserialize<'de> for Scalar<'de> {
             }
             fn visit_f64<E>(self, v: f64) -> std::result::Result<Scalar<'de>, E> {
                 // Written as every front writes a float (Python's repr).
-                Ok(Scalar::Converted(loghose::producer::float_text(v)))
+                Ok(Scalar::Converted(loghose::producer::bindings::float_text(
+                    v,
+                )))
             }
             fn visit_unit<E>(self) -> std::result::Result<Scalar<'de>, E> {
                 Ok(Scalar::Refused("null"))

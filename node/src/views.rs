@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use loghose::emulator::{Counters, LogstoreTotals as EngineTotals, StoredLog as EngineStoredLog};
-use loghose::producer::ReportView;
+use loghose::producer::bindings::ReportView;
 use napi_derive::napi;
 
 /// The outcome of one batch.

@@ -2,7 +2,7 @@
 //! (one per error code every ten seconds, each batch counted once), worded for Node; the
 //! facade emits what it returns as a process warning. Called on the JavaScript thread.
 
-use loghose::producer::{Failure, Front, UndeliveredWarnings};
+use loghose::producer::bindings::{Failure, Front, UndeliveredWarnings};
 use napi_derive::napi;
 
 /// The warnings of one producer.

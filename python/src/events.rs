@@ -10,7 +10,7 @@
 //! the time's `timestamp()`) is read before the batch is held; nothing runs while it is held.
 //! Runs on the logging thread, with the GIL held.
 
-use loghose::producer::BindingAdds;
+use loghose::producer::bindings::BindingAdds;
 use loghose::producer::{LogEncoder, Producer, RecordError, SendOptions, Track};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt};
@@ -123,8 +123,8 @@ pub(crate) fn send_loguru_record<'py>(
         return Ok(false);
     };
     // As `split_time` splits the float the Python path passes.
-    let (secs, nanos) =
-        loghose::producer::split_unix_seconds(seconds).map_err(|e| producer_error(py, e.into()))?;
+    let (secs, nanos) = loghose::producer::bindings::split_unix_seconds(seconds)
+        .map_err(|e| producer_error(py, e.into()))?;
     let opts = SendOptions {
         time: Some(secs),
         time_ns: Some(nanos),

@@ -12,7 +12,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use loghose::producer::BindingAdds;
+use loghose::producer::bindings::BindingAdds;
 use loghose::producer::{LogEncoder, ProducerError};
 
 use std::sync::Arc;
@@ -41,7 +41,9 @@ impl KeyedSender {
         if keys.is_empty() {
             return Err(PyTypeError::new_err("sender takes at least one key"));
         }
-        if let Err(error) = loghose::producer::check_keys(&keys, producer.config().key_policy) {
+        if let Err(error) =
+            loghose::producer::bindings::check_keys(&keys, producer.config().key_policy)
+        {
             return Err(producer_error(py, ProducerError::from(error)));
         }
         Ok(KeyedSender {

@@ -12,7 +12,7 @@
 //! code runs while the batch is held (dict lookups by `str` keys and set membership of `str`
 //! run none). Runs on the logging thread, with the GIL held.
 
-use loghose::producer::BindingAdds;
+use loghose::producer::bindings::BindingAdds;
 use loghose::producer::{LogEncoder, Producer, RecordError, SendOptions, Track};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;

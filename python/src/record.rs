@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use loghose::producer::{BindingAdds, ScratchError};
+use loghose::producer::bindings::{BindingAdds, ScratchError};
 use loghose::producer::{LogEncoder, Producer, RecordSet, SendOptions, Track};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -663,7 +663,7 @@ pub(crate) fn split_time(
             type_name(t)
         ))
     })?;
-    let (secs, nanos) =
-        loghose::producer::split_unix_seconds(f).map_err(|e| producer_error(py, e.into()))?;
+    let (secs, nanos) = loghose::producer::bindings::split_unix_seconds(f)
+        .map_err(|e| producer_error(py, e.into()))?;
     Ok((Some(secs), Some(nanos)))
 }

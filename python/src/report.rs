@@ -173,7 +173,7 @@ fn escape(text: &str) -> String {
 /// error code every ten seconds, each batch counted once), worded for Python.
 #[pyclass(frozen, module = "loghose._native", name = "UndeliveredWarnings")]
 #[derive(Default)]
-pub(crate) struct PyUndeliveredWarnings(loghose::producer::UndeliveredWarnings);
+pub(crate) struct PyUndeliveredWarnings(loghose::producer::bindings::UndeliveredWarnings);
 
 #[pymethods]
 impl PyUndeliveredWarnings {
@@ -187,7 +187,7 @@ impl PyUndeliveredWarnings {
     fn note(&self, report: &PyDeliveryReport, records: u64) -> Option<String> {
         self.0
             .note(&report.0, records)
-            .map(|w| w.text(loghose::producer::Front::Python))
+            .map(|w| w.text(loghose::producer::bindings::Front::Python))
     }
 
     /// What the quiet time held back, to give now.
@@ -195,7 +195,7 @@ impl PyUndeliveredWarnings {
         self.0
             .flush()
             .iter()
-            .map(|w| w.text(loghose::producer::Front::Python))
+            .map(|w| w.text(loghose::producer::bindings::Front::Python))
             .collect()
     }
 }

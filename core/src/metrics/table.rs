@@ -1,6 +1,6 @@
 //! The table of the producer's metrics ([`METRICS`]: name, type, unit, help, labels) and the
 //! shapes a snapshot takes ([`Family`], [`Sample`]), with the JSON and markdown they are shown
-//! as. Plain data, read by the producer's snapshot, the Prometheus encoders and the fronts;
+//! as. Plain data, read by the snapshot (`snapshot.rs`), the Prometheus encoders and the fronts;
 //! imports nothing of them.
 
 use serde::Serialize;

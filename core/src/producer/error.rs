@@ -127,21 +127,6 @@ impl ProducerError {
     }
 }
 
-/// The embedded emulator's errors, classed as the producer's are (the bindings raise both
-/// alike). Defined here so that the emulator never depends on the producer.
-#[cfg(feature = "emulator")]
-impl crate::emulator::EmbeddedError {
-    /// The error's class, as the producer's errors have one: `Config` for bad input, `Engine`
-    /// otherwise.
-    pub fn kind(&self) -> ErrorKind {
-        if self.is_config() {
-            ErrorKind::Config
-        } else {
-            ErrorKind::Engine
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,26 +61,39 @@ mod text;
 mod transport;
 mod undelivered;
 
-#[doc(hidden)]
-pub use binding::{BindingAdds, ScratchError};
-pub use buffer::BatchBuf;
 pub use concurrency::SendLimit;
 pub use config::{
-    ConcurrencyMode, ConfigError, Front, FrontOption, OptionKind, OptionSpec, ProducerConfig,
-    SignatureVersion, SpoolSync, TimePrecision, Unit, FRONT_OPTIONS, OPTIONS,
+    ConcurrencyMode, ConfigError, ProducerConfig, SignatureVersion, SpoolSync, TimePrecision,
 };
-pub use encode::{check_keys, LogEncoder, RecordError};
-pub use engine::process_id;
+pub use encode::{LogEncoder, RecordError};
 pub use error::{ErrorKind, ProducerError};
 pub use handle::{CloseReport, FlushReport, Producer};
 pub use lifecycle::State;
 pub use record_set::RecordSet;
 pub use report::{
-    Completion, CompletionError, DeliveryReport, Outcome, ReportView, Stats, Track, KEPT_IN_SPOOL,
+    Completion, CompletionError, DeliveryReport, Outcome, Stats, Track, KEPT_IN_SPOOL,
 };
 pub use reporter::ReportCallback;
-pub use routing::{split_unix_seconds, SendOptions};
+pub use routing::SendOptions;
 pub use spool::SpoolError;
-pub use text::float_text;
 pub use transport::CredentialsProvider;
-pub use undelivered::{Failure, UndeliveredWarnings, Warning};
+
+/// What only the Python and Node bindings (and the repository's own tools) use: the scratch
+/// adds for values that may run foreign code, the table of options as each front spells it,
+/// the views and warnings they hand to their languages, the number formats they share.
+/// Hidden from the documentation, so that it shows an application's API alone; not part of
+/// the API and free to change with the bindings.
+#[doc(hidden)]
+pub mod bindings {
+    pub use super::binding::{BindingAdds, ScratchError};
+    pub use super::buffer::BatchBuf;
+    pub use super::config::{
+        Front, FrontOption, OptionKind, OptionSpec, Unit, FRONT_OPTIONS, OPTIONS,
+    };
+    pub use super::encode::check_keys;
+    pub use super::engine::process_id;
+    pub use super::report::ReportView;
+    pub use super::routing::split_unix_seconds;
+    pub use super::text::float_text;
+    pub use super::undelivered::{Failure, UndeliveredWarnings, Warning};
+}

@@ -474,23 +474,6 @@ pub(crate) fn split_endpoint(endpoint: &str) -> Result<(bool, String), ConfigErr
     Ok((https, host))
 }
 
-/// The producer's side of the emulator: a configuration aimed at one (defined here so that the
-/// emulator never depends on the producer).
-#[cfg(feature = "emulator")]
-impl crate::emulator::Emulator {
-    /// A producer configuration aimed at this emulator: its endpoint, `project` and
-    /// `logstore` (created as the first record arrives) and its first key; every other option
-    /// at its default.
-    pub fn producer_config(&self, project: &str, logstore: &str) -> ProducerConfig {
-        let mut config = ProducerConfig::new(self.endpoint(), project, logstore);
-        if let Some(key) = self.credentials() {
-            config.access_key_id = key.access_key_id;
-            config.access_key_secret = key.access_key_secret;
-        }
-        config
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
