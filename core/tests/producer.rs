@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loghose::emulator::{Emulator, EmulatorConfig, Fault, FaultAction, StsKey};
-use loghose::producer::bindings::BindingAdds;
+use loghose::producer::bindings::{BindingAdds, InPlaceAdd};
 use loghose::producer::{
     CredentialsProvider, DeliveryReport, Outcome, Producer, ProducerConfig, ProducerError,
     RecordError, SendOptions, SignatureVersion, State, Track,
@@ -321,22 +321,22 @@ fn a_declined_in_place_add_leaves_no_trace() {
         Ok(false)
     };
     // On a fresh batch, then on a batch that already holds a record.
-    assert!(p
-        .try_send_in_place(&SendOptions::default(), Track::None, decline)
-        .unwrap()
-        .is_none());
+    assert!(matches!(
+        p.try_send_in_place(&SendOptions::default(), Track::None, decline),
+        Ok(InPlaceAdd::Declined)
+    ));
     p.send(&[("id", "1")], &SendOptions::default()).unwrap();
-    assert!(p
-        .try_send_in_place(&SendOptions::default(), Track::None, decline)
-        .unwrap()
-        .is_none());
+    assert!(matches!(
+        p.try_send_in_place(&SendOptions::default(), Track::None, decline),
+        Ok(InPlaceAdd::Declined)
+    ));
     let kept = p
         .try_send_in_place(&SendOptions::default(), Track::None, |enc| {
             enc.field_str("id", "2")?;
             Ok(true)
         })
         .unwrap();
-    assert!(kept.is_some());
+    assert!(matches!(kept, InPlaceAdd::Queued(None)), "{kept:?}");
     assert_eq!(p.flush(WAIT), 0);
     let stats = p.stats();
     assert_eq!((stats.invalid, stats.dropped, stats.delivered), (0, 0, 2));
@@ -381,13 +381,13 @@ fn the_plain_add_stores_what_send_stores_and_refuses_as_send_does() {
         enc.field_str("id", "half")?;
         Ok(false)
     });
-    assert!(!declined.unwrap());
+    assert!(matches!(declined, Ok(InPlaceAdd::Declined)), "{declined:?}");
     let kept = p.try_add_in_place(|enc| {
         enc.field_str("id", "4")?;
         enc.field_str("message", &long)?;
         Ok(true)
     });
-    assert!(kept.unwrap());
+    assert!(matches!(kept, Ok(InPlaceAdd::Queued(None))), "{kept:?}");
     assert_eq!(p.flush(WAIT), 0);
     let after = now_secs();
     let logs = emu.logs("proj", "plain");
@@ -937,6 +937,14 @@ fn unauthorized_is_retried_briefly_with_rotated_credentials() {
         ..config(&emu)
     };
     let p = Producer::with_credentials_provider(cfg.clone(), provider.clone()).unwrap();
+    // The configuration is kept as given: no keys stand in for the provider's.
+    assert_eq!(
+        (
+            p.config().access_key_id.as_str(),
+            p.config().access_key_secret.as_str()
+        ),
+        ("", "")
+    );
     let report = p
         .send_with_completion(&[("id", "1")], &SendOptions::default())
         .unwrap()

@@ -430,7 +430,12 @@ fn send_framed(
         split.map_or(Ok(false), |written| written.map(|()| true))
     };
     let opts = match (time, track) {
-        (None, Track::None) => return producer.try_add_in_place(fill).map_err(Raised::from),
+        (None, Track::None) => {
+            return producer
+                .try_add_in_place(fill)
+                .map(|added| added.is_queued())
+                .map_err(Raised::from)
+        }
         (None, _) => SendOptions::default(),
         (Some(time), _) => {
             let (secs, nanos) =
@@ -444,7 +449,7 @@ fn send_framed(
     };
     producer
         .try_send_in_place(&opts, track, fill)
-        .map(|sent| sent.is_some())
+        .map(|sent| sent.is_queued())
         .map_err(Raised::from)
 }
 

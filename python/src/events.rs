@@ -55,7 +55,7 @@ pub(crate) fn send_event_dict<'py>(
     };
     producer
         .try_send_in_place(&opts, Track::None, fill)
-        .map(|added| added.is_some())
+        .map(|added| added.is_queued())
         .map_err(|e| producer_error(py, e))
 }
 
@@ -148,7 +148,7 @@ pub(crate) fn send_loguru_record<'py>(
     };
     producer
         .try_send_in_place(&opts, Track::None, fill)
-        .map(|added| added.is_some())
+        .map(|added| added.is_queued())
         .map_err(|e| producer_error(py, e))
 }
 

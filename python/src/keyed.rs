@@ -87,7 +87,10 @@ impl KeyedSender {
             }
             Ok(true)
         };
-        match producer.try_add_in_place(fill) {
+        match producer
+            .try_add_in_place(fill)
+            .map(|added| added.is_queued())
+        {
             Ok(true) => Ok(()),
             Ok(false) => {
                 // A value `send` converts: the record goes its way, as a dict.

@@ -149,7 +149,7 @@ pub(crate) fn send_log_record<'py>(
     };
     producer
         .try_send_in_place(&opts, Track::None, fill)
-        .map(|added| added.is_some())
+        .map(|added| added.is_queued())
         .map_err(|e| producer_error(py, e))
 }
 

@@ -41,10 +41,12 @@ pub(crate) fn send_record(
     if let Ok(dict) = contents.cast::<PyDict>() {
         let fill = |enc: &mut LogEncoder<'_>| put_dict_direct(enc, dict);
         let in_place = match route {
-            Route::Plain => producer.try_add_in_place(fill),
+            Route::Plain => producer
+                .try_add_in_place(fill)
+                .map(|added| added.is_queued()),
             Route::With(opts, track) => producer
                 .try_send_in_place(opts, track, fill)
-                .map(|added| added.is_some()),
+                .map(|added| added.is_queued()),
         };
         match in_place {
             Ok(true) => return Ok(()),

@@ -112,6 +112,24 @@ pub(crate) struct AfterAdd {
 }
 
 /// How an in-place add ended.
+/// What a fill did with the record it was handed.
+pub(crate) enum Filled<D> {
+    /// It wrote the record's fields.
+    Written,
+    /// It declined (`D` says why); what it wrote is rolled back.
+    Declined(D),
+}
+
+/// A record's bytes as written in place: how many, or why there are none.
+enum Encoded<D> {
+    /// Written and closed: this many bytes at the end of the batch.
+    Bytes(usize),
+    /// The fill declined; nothing is left in the batch.
+    Declined(D),
+    /// The record is invalid; nothing is left in the batch.
+    Invalid(RecordError),
+}
+
 pub(crate) enum InPlace<D> {
     /// Written, reserved and counted, with no completion and nothing to do after: the
     /// plain add.
@@ -294,7 +312,7 @@ impl Accumulator {
 
     /// Writes a record in place: `fill` writes its fields straight at the end of the open batch
     /// of `dest` (`None`: the producer's own), under the shard's lock. `fill` may decline with
-    /// `Ok(Err(d))`; what it wrote is rolled back.
+    /// `Ok(Filled::Declined(d))`; what it wrote is rolled back.
     #[inline]
     pub(crate) fn add_in_place<D, F>(
         &self,
@@ -306,7 +324,7 @@ impl Accumulator {
         fill: F,
     ) -> InPlace<D>
     where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<Filled<D>, RecordError>,
     {
         let max_bytes = self.batch_max_bytes;
         let shard_index = self.this_threads_shard();
@@ -319,16 +337,19 @@ impl Accumulator {
         let encoded = {
             let mut enc = LogEncoder::begin(&mut batch.buf, secs, nanos, self.key_policy);
             match fill(&mut enc) {
-                Ok(Ok(())) => enc.end(max_bytes).map(Ok),
+                Ok(Filled::Written) => match enc.end(max_bytes) {
+                    Ok(n) => Encoded::Bytes(n),
+                    Err(e) => Encoded::Invalid(e),
+                },
                 // Dropping the encoder rolls the batch back.
-                Ok(Err(declined)) => Ok(Err(declined)),
-                Err(e) => Err(e),
+                Ok(Filled::Declined(declined)) => Encoded::Declined(declined),
+                Err(e) => Encoded::Invalid(e),
             }
         };
         // The plain add ends here: a record with no tracking and no spool, added to a batch
         // that was open already and that it does not fill, its bytes reserved without
         // waiting. Nothing is left to do after it.
-        if let Ok(Ok(n)) = encoded {
+        if let Encoded::Bytes(n) = encoded {
             if track == Track::None
                 && !self.spool.is_on()
                 && self.linger.is_some()
@@ -350,7 +371,7 @@ impl Accumulator {
         // The general add: the record must fit the batch and its bytes be reserved without
         // waiting; otherwise it is copied out and appended without the lock.
         let fast = match &encoded {
-            Ok(Ok(n)) => {
+            Encoded::Bytes(n) => {
                 let n = *n;
                 let fits = before + n <= max_bytes || batch.records == 0;
                 let spool_room = self.spool.has_room();
@@ -364,14 +385,14 @@ impl Accumulator {
                     spooled
                 }
             }
-            Ok(Err(_)) | Err(_) => false,
+            Encoded::Declined(_) | Encoded::Invalid(_) => false,
         };
         let mut moved: Option<Vec<u8>> = None;
         let completion = if fast {
             shard.accepted += 1;
             self.commit_record(shard_index, slot, track, &mut after)
         } else {
-            if let Ok(Ok(_)) = encoded {
+            if let Encoded::Bytes(_) = encoded {
                 moved = Some(batch.buf[before..].to_vec());
                 batch.buf.truncate(before);
             }
@@ -388,9 +409,9 @@ impl Accumulator {
         forget_emptied(&mut shard.batches, dest, emptied);
         drop(guard);
         match encoded {
-            Err(e) => InPlace::Invalid(e),
-            Ok(Err(declined)) => InPlace::Declined(declined),
-            Ok(Ok(_)) => match moved {
+            Encoded::Invalid(e) => InPlace::Invalid(e),
+            Encoded::Declined(declined) => InPlace::Declined(declined),
+            Encoded::Bytes(_) => match moved {
                 Some(log) => InPlace::Moved(log, after),
                 None => InPlace::Added(completion, after),
             },
@@ -743,7 +764,7 @@ mod tests {
             for (k, v) in fields {
                 enc.field_str(k, v)?;
             }
-            Ok(Ok(()))
+            Ok(Filled::Written)
         })
     }
 
@@ -769,7 +790,7 @@ mod tests {
     fn add_default(acc: &Accumulator, budget: &Budget, track: Track, value: &str) -> InPlace<()> {
         acc.add_in_place(budget, &None, 1, None, track, |enc| {
             enc.field_str("k", value)?;
-            Ok(Ok(()))
+            Ok(Filled::Written)
         })
     }
 

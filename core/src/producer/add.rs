@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::accumulator::InPlace;
+use super::accumulator::{Filled, InPlace};
 use super::encode::{LogEncoder, RecordError};
 use super::error::ProducerError;
 use super::handle::Producer;
@@ -27,6 +27,15 @@ pub(super) struct Prepared {
     pub(super) dest: Option<Arc<Destination>>,
     pub(super) seconds: u32,
     pub(super) nanos: Option<u32>,
+}
+
+/// What an in-place add came to: the record queued (with its completion when one was asked
+/// for), or its fill declined it (`D` says why) and nothing was queued or counted.
+pub(super) enum Added<D> {
+    /// Accepted into its batch.
+    Queued(Option<Completion>),
+    /// Declined by its fill.
+    Declined(D),
 }
 
 impl Producer {
@@ -79,9 +88,10 @@ impl Producer {
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
     {
         let prepared = self.prepare(opts)?;
-        match self.add_in_place(prepared, track, |enc| fill(enc).map(Ok::<(), Infallible>))? {
-            Ok(completion) => Ok(completion),
-            Err(never) => match never {},
+        let filled = |enc: &mut LogEncoder<'_>| fill(enc).map(|()| Filled::<Infallible>::Written);
+        match self.add_in_place(prepared, track, filled)? {
+            Added::Queued(completion) => Ok(completion),
+            Added::Declined(never) => match never {},
         }
     }
 
@@ -95,11 +105,10 @@ impl Producer {
         F: FnOnce(&mut LogEncoder<'_>) -> Result<(), RecordError>,
     {
         let prepared = self.prepare_plain()?;
-        match self.add_in_place(prepared, Track::None, |enc| {
-            fill(enc).map(Ok::<(), Infallible>)
-        })? {
-            Ok(_) => Ok(()),
-            Err(never) => match never {},
+        let filled = |enc: &mut LogEncoder<'_>| fill(enc).map(|()| Filled::<Infallible>::Written);
+        match self.add_in_place(prepared, Track::None, filled)? {
+            Added::Queued(_) => Ok(()),
+            Added::Declined(never) => match never {},
         }
     }
 
@@ -114,25 +123,25 @@ impl Producer {
         }: Prepared,
         track: Track,
         fill: F,
-    ) -> Result<Result<Option<Completion>, D>, ProducerError>
+    ) -> Result<Added<D>, ProducerError>
     where
-        F: FnOnce(&mut LogEncoder<'_>) -> Result<Result<(), D>, RecordError>,
+        F: FnOnce(&mut LogEncoder<'_>) -> Result<Filled<D>, RecordError>,
     {
         let inner = &*self.inner;
         let added = inner
             .accumulator
             .add_in_place(inner.budget(), &dest, secs, nanos, track, fill);
         match added {
-            InPlace::Plain => Ok(Ok(None)),
+            InPlace::Plain => Ok(Added::Queued(None)),
             InPlace::Added(completion, after) => {
                 inner.after_add(&dest, after);
-                Ok(Ok(completion))
+                Ok(Added::Queued(completion))
             }
             InPlace::Moved(log, after) => {
                 inner.after_add(&dest, after);
-                self.append(&log, dest, track).map(Ok)
+                self.append(&log, dest, track).map(Added::Queued)
             }
-            InPlace::Declined(declined) => Ok(Err(declined)),
+            InPlace::Declined(declined) => Ok(Added::Declined(declined)),
             InPlace::Invalid(e) => {
                 inner.tally().invalid.fetch_add(1, Ordering::Relaxed);
                 Err(e.into())

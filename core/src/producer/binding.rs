@@ -16,7 +16,8 @@
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use super::add::Prepared;
+use super::accumulator::Filled;
+use super::add::{Added, Prepared};
 use super::buffer::BatchBuf;
 use super::encode::{LogEncoder, RecordError};
 use super::error::ProducerError;
@@ -48,28 +49,56 @@ impl<E: std::fmt::Display> std::fmt::Display for ScratchError<E> {
 
 impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for ScratchError<E> {}
 
-/// A fill declined an in-place add.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Declined;
+/// What an in-place add of a binding came to.
+#[derive(Debug)]
+pub enum InPlaceAdd {
+    /// The record was queued; its completion when one was asked for.
+    Queued(Option<Completion>),
+    /// The fill declined: nothing was written or counted, and the binding sends the record
+    /// through [`send_with_scratch`](BindingAdds::send_with_scratch) instead.
+    Declined,
+}
+
+impl InPlaceAdd {
+    /// Whether the record was queued (not declined).
+    pub fn is_queued(&self) -> bool {
+        matches!(self, InPlaceAdd::Queued(_))
+    }
+
+    fn from_added(added: Added<()>) -> InPlaceAdd {
+        match added {
+            Added::Queued(completion) => InPlaceAdd::Queued(completion),
+            Added::Declined(()) => InPlaceAdd::Declined,
+        }
+    }
+}
+
+/// A binding's fill: `Ok(true)` wrote the record, `Ok(false)` declined it.
+fn filled(written: bool) -> Filled<()> {
+    if written {
+        Filled::Written
+    } else {
+        Filled::Declined(())
+    }
+}
 
 /// The bindings' adds (see the module text).
 pub trait BindingAdds {
     /// [`Producer::send_with`] whose `fill` may decline with `Ok(false)`: what it wrote is
-    /// rolled back, nothing is counted, and `Ok(None)` tells the caller to send the record
-    /// through [`send_with_scratch`](BindingAdds::send_with_scratch) instead.
+    /// rolled back, nothing is counted, and [`InPlaceAdd::Declined`] tells the caller to send
+    /// the record through [`send_with_scratch`](BindingAdds::send_with_scratch) instead.
     fn try_send_in_place<F>(
         &self,
         opts: &SendOptions<'_>,
         track: Track,
         fill: F,
-    ) -> Result<Option<Option<Completion>>, ProducerError>
+    ) -> Result<InPlaceAdd, ProducerError>
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>;
 
     /// [`Producer::add_with`] whose `fill` may decline, as with
-    /// [`try_send_in_place`](BindingAdds::try_send_in_place): `Ok(false)` when it did,
-    /// nothing written or counted.
-    fn try_add_in_place<F>(&self, fill: F) -> Result<bool, ProducerError>
+    /// [`try_send_in_place`](BindingAdds::try_send_in_place) (a plain add has no completion).
+    fn try_add_in_place<F>(&self, fill: F) -> Result<InPlaceAdd, ProducerError>
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>;
 
@@ -94,27 +123,23 @@ impl BindingAdds for Producer {
         opts: &SendOptions<'_>,
         track: Track,
         fill: F,
-    ) -> Result<Option<Option<Completion>>, ProducerError>
+    ) -> Result<InPlaceAdd, ProducerError>
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
     {
         let prepared = self.prepare(opts)?;
-        let added = self.add_in_place(prepared, track, |enc| {
-            fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
-        })?;
-        Ok(added.ok())
+        let added = self.add_in_place(prepared, track, |enc| fill(enc).map(filled))?;
+        Ok(InPlaceAdd::from_added(added))
     }
 
     #[inline]
-    fn try_add_in_place<F>(&self, fill: F) -> Result<bool, ProducerError>
+    fn try_add_in_place<F>(&self, fill: F) -> Result<InPlaceAdd, ProducerError>
     where
         F: FnOnce(&mut LogEncoder<'_>) -> Result<bool, RecordError>,
     {
         let prepared = self.prepare_plain()?;
-        let added = self.add_in_place(prepared, Track::None, |enc| {
-            fill(enc).map(|written| if written { Ok(()) } else { Err(Declined) })
-        })?;
-        Ok(added.is_ok())
+        let added = self.add_in_place(prepared, Track::None, |enc| fill(enc).map(filled))?;
+        Ok(InPlaceAdd::from_added(added))
     }
 
     fn send_with_scratch<E, F>(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::accumulator::{Accumulator, AfterAdd, SealedBatch};
 use super::budget::Budget;
-use super::config::{ConfigError, ProducerConfig};
+use super::config::ProducerConfig;
 use super::deadlines::{Deadline, Deadlines, DeadlinesOwner};
 use super::deliver::Delivery;
 use super::error::ProducerError;
@@ -24,8 +24,7 @@ use super::reporter::Reporter;
 use super::routing::{Destination, Router};
 use super::spool::Spooling;
 use super::tally::Tally;
-use super::transport::{CredentialsProvider, Transport};
-use crate::credentials::Chain;
+use super::transport::{CredentialSource, CredentialsProvider, Transport};
 
 /// What a flush left: see [`Producer::flush_report`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -148,28 +147,6 @@ impl std::fmt::Debug for Producer {
     }
 }
 
-/// Longest the constructor waits on the metadata service when it is the chain's only hope.
-const CHAIN_PROBE_WAIT: Duration = Duration::from_secs(5);
-
-/// With nothing set up but the ECS metadata service (which may or may not be there), asks it
-/// now, so a producer with no credentials anywhere fails in its constructor, naming every
-/// source, as it does without the chain; the keys it gets are kept for the first send. A
-/// chain with a source set up is asked at the first send instead.
-fn probe_chain(chain: &Arc<Chain>, runtime: &tokio::runtime::Handle) -> Result<(), ProducerError> {
-    if chain.has_configured_source() {
-        return Ok(());
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let asking = chain.clone();
-    runtime.spawn(async move {
-        let _ = tx.send(asking.credentials().await.map(|_| ()));
-    });
-    let outcome = rx
-        .recv_timeout(CHAIN_PROBE_WAIT)
-        .unwrap_or_else(|_| Err("the ECS metadata service did not answer in time".into()));
-    outcome.map_err(|tried| ProducerError::Config(ConfigError::NoCredentialsFound { tried }))
-}
-
 impl Producer {
     /// A producer for `config`, with static credentials from it.
     pub fn new(config: ProducerConfig) -> Result<Producer, ProducerError> {
@@ -190,29 +167,17 @@ impl Producer {
         provider: Option<Arc<dyn CredentialsProvider>>,
         on_reports: Option<ReportCallback>,
     ) -> Result<Producer, ProducerError> {
+        // Settings are resolved once, here: keys from the environment when none were given
+        // (and no provider), then validation, then where each request's credentials come from.
         let config = if provider.is_none() {
             config.with_environment_credentials()
         } else {
             config
         };
-        let keyless = config.access_key_id.is_empty() && config.api_key.is_none();
-        let chain = (keyless && provider.is_none()).then(|| Arc::new(Chain::from_environment()));
-        let config = if keyless {
-            // The provider or the chain supplies the keys; placeholders satisfy validation.
-            ProducerConfig {
-                access_key_id: "provider".into(),
-                access_key_secret: "provider".into(),
-                ..config
-            }
-        } else {
-            config
-        };
         config.validate()?;
         let runtime = super::engine::handle()?;
-        if let Some(chain) = &chain {
-            probe_chain(chain, &runtime)?;
-        }
-        let transport = Transport::new(&config, provider, chain)?;
+        let credentials = CredentialSource::resolve(&config, provider, &runtime)?;
+        let transport = Transport::new(&config, credentials)?;
         let source = config
             .source
             .clone()

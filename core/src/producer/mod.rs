@@ -85,7 +85,7 @@ pub use transport::CredentialsProvider;
 /// the API and free to change with the bindings.
 #[doc(hidden)]
 pub mod bindings {
-    pub use super::binding::{BindingAdds, ScratchError};
+    pub use super::binding::{BindingAdds, InPlaceAdd, ScratchError};
     pub use super::buffer::BatchBuf;
     pub use super::config::{
         Front, FrontOption, OptionKind, OptionSpec, Unit, FRONT_OPTIONS, OPTIONS,

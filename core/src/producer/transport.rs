@@ -5,9 +5,10 @@
 //! with `Host: {project}.{ip}`), the HTTP client is shared with every producer of the process
 //! that has the same transport settings ([`engine`](super::engine)) and is built when the first
 //! request goes out (a producer that never sends, such as `loghose pipe` waiting for its first
-//! line, never loads the HTTP and TLS code: 0.7 MB of resident memory), and the credentials are
-//! either static or come from a [`CredentialsProvider`] asked before every attempt, so rotated
-//! STS tokens work mid-retry.
+//! line, never loads the HTTP and TLS code: 0.7 MB of resident memory), and where credentials
+//! come from is decided once, by [`CredentialSource::resolve`]: static keys, a bearer key, a
+//! [`CredentialsProvider`] asked before every attempt (so rotated STS tokens work mid-retry),
+//! or the default credential chain.
 //!
 //! [`Transport::put`] signs with the clock corrected by the last offset the server reported,
 //! sends, and reads the answer into an [`Answer`]: status, request id, the service's error
@@ -21,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use chrono::DateTime;
 
-use super::config::{self, ProducerConfig, SignatureVersion};
+use super::config::{self, ConfigError, ProducerConfig, SignatureVersion};
 use super::engine;
 use super::error::ProducerError;
 use super::retry::Answer;
@@ -37,7 +38,7 @@ pub trait CredentialsProvider: Send + Sync {
     fn credentials(&self) -> Result<Credentials, String>;
 }
 
-enum CredentialSource {
+pub(crate) enum CredentialSource {
     Static(Auth),
     Provider {
         provider: Arc<dyn CredentialsProvider>,
@@ -48,6 +49,66 @@ enum CredentialSource {
         chain: Arc<Chain>,
         region: Option<String>,
     },
+}
+
+impl CredentialSource {
+    /// Where a producer built from the validated `config` takes each request's credentials:
+    /// the caller's `provider` first; else the bearer `api_key`; else the keys in `config`;
+    /// with none of them, the default credential chain (probed now when only the metadata
+    /// service could answer, so that a producer with no credentials anywhere fails here).
+    pub(crate) fn resolve(
+        config: &ProducerConfig,
+        provider: Option<Arc<dyn CredentialsProvider>>,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<CredentialSource, ProducerError> {
+        let region = (config.signature_version == SignatureVersion::V4)
+            .then(|| config.region.clone().unwrap_or_default());
+        if let Some(provider) = provider {
+            return Ok(CredentialSource::Provider { provider, region });
+        }
+        if let Some(key) = &config.api_key {
+            return Ok(CredentialSource::Static(Auth::Bearer(key.clone())));
+        }
+        if config.access_key_id.is_empty() {
+            let chain = Arc::new(Chain::from_environment());
+            probe_chain(&chain, runtime)?;
+            return Ok(CredentialSource::Chain { chain, region });
+        }
+        let c = Credentials {
+            access_key_id: config.access_key_id.clone(),
+            access_key_secret: config.access_key_secret.clone(),
+            security_token: config.security_token.clone(),
+        };
+        Ok(CredentialSource::Static(match region {
+            Some(region) => Auth::V4 {
+                credentials: c,
+                region,
+            },
+            None => Auth::V1(c),
+        }))
+    }
+}
+
+/// Longest the constructor waits on the metadata service when it is the chain's only hope.
+const CHAIN_PROBE_WAIT: Duration = Duration::from_secs(5);
+
+/// With nothing set up but the ECS metadata service (which may or may not be there), asks it
+/// now, so a producer with no credentials anywhere fails in its constructor, naming every
+/// source, as it does without the chain; the keys it gets are kept for the first send. A
+/// chain with a source set up is asked at the first send instead.
+fn probe_chain(chain: &Arc<Chain>, runtime: &tokio::runtime::Handle) -> Result<(), ProducerError> {
+    if chain.has_configured_source() {
+        return Ok(());
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let asking = chain.clone();
+    runtime.spawn(async move {
+        let _ = tx.send(asking.credentials().await.map(|_| ()));
+    });
+    let outcome = rx
+        .recv_timeout(CHAIN_PROBE_WAIT)
+        .unwrap_or_else(|_| Err("the ECS metadata service did not answer in time".into()));
+    outcome.map_err(|tried| ProducerError::Config(ConfigError::NoCredentialsFound { tried }))
 }
 
 /// How a producer reaches the service.
@@ -69,8 +130,7 @@ impl Transport {
     /// The transport for a validated `config`.
     pub(crate) fn new(
         config: &ProducerConfig,
-        provider: Option<Arc<dyn CredentialsProvider>>,
-        chain: Option<Arc<Chain>>,
+        credentials: CredentialSource,
     ) -> Result<Transport, ProducerError> {
         let (https, endpoint_host) = config::split_endpoint(&config.endpoint)?;
         let bare_host = endpoint_host
@@ -102,27 +162,6 @@ impl Transport {
             // error, not the first send's.
             let _ = client.set(engine::client(&client_key)?);
         }
-        let region = (config.signature_version == SignatureVersion::V4)
-            .then(|| config.region.clone().unwrap_or_default());
-        let credentials = match (provider, chain, &config.api_key) {
-            (Some(provider), _, _) => CredentialSource::Provider { provider, region },
-            (None, Some(chain), None) => CredentialSource::Chain { chain, region },
-            (None, _, Some(key)) => CredentialSource::Static(Auth::Bearer(key.clone())),
-            (None, None, None) => {
-                let c = Credentials {
-                    access_key_id: config.access_key_id.clone(),
-                    access_key_secret: config.access_key_secret.clone(),
-                    security_token: config.security_token.clone(),
-                };
-                CredentialSource::Static(match region {
-                    Some(region) => Auth::V4 {
-                        credentials: c,
-                        region,
-                    },
-                    None => Auth::V1(c),
-                })
-            }
-        };
         Ok(Transport {
             client,
             client_key,
