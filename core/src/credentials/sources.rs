@@ -328,57 +328,130 @@ fn cli_profile(
         .ok_or_else(|| format!("{} has no profile {name:?}", path.display()))?;
     let field = |k: &str| profile.get(k).and_then(|v| v.as_str());
     let wheres = format!("profile {name:?} of {}", path.display());
-    let mode = field("mode").unwrap_or("");
-    match mode {
-        "AK" => static_keys(
+    let duration_secs = profile.get("expired_seconds").and_then(|v| v.as_u64());
+    profile_leaf(&CLI_PROFILE, field, duration_secs, ctx, &wheres)
+}
+
+/// The kinds of credentials a profile can name.
+#[derive(Clone, Copy)]
+enum ProfileKind {
+    Keys,
+    StsToken,
+    RamRole,
+    EcsRole,
+    Oidc,
+}
+
+/// How one profile format spells its kinds of credentials and their fields (`None`: the
+/// format has no such field).
+struct ProfileFormat {
+    /// The field that names the kind, and each kind's name in it.
+    kind_field: &'static str,
+    kinds: &'static [(&'static str, ProfileKind)],
+    role_arn: &'static str,
+    session: &'static str,
+    role_policy: &'static str,
+    external_id: Option<&'static str>,
+    role_name: &'static str,
+    oidc_token_file: &'static str,
+    oidc_policy: Option<&'static str>,
+}
+
+/// The CLI's `config.json` (`mode`).
+const CLI_PROFILE: ProfileFormat = ProfileFormat {
+    kind_field: "mode",
+    kinds: &[
+        ("AK", ProfileKind::Keys),
+        ("StsToken", ProfileKind::StsToken),
+        ("RamRoleArn", ProfileKind::RamRole),
+        ("EcsRamRole", ProfileKind::EcsRole),
+        ("OIDC", ProfileKind::Oidc),
+    ],
+    role_arn: "ram_role_arn",
+    session: "ram_session_name",
+    role_policy: "policy",
+    external_id: Some("external_id"),
+    role_name: "ram_role_name",
+    oidc_token_file: "oidc_token_file",
+    oidc_policy: None,
+};
+
+/// `credentials.ini` (`type`).
+const INI_PROFILE: ProfileFormat = ProfileFormat {
+    kind_field: "type",
+    kinds: &[
+        ("access_key", ProfileKind::Keys),
+        ("ram_role_arn", ProfileKind::RamRole),
+        ("ecs_ram_role", ProfileKind::EcsRole),
+        ("oidc_role_arn", ProfileKind::Oidc),
+    ],
+    role_arn: "role_arn",
+    session: "role_session_name",
+    role_policy: "policy",
+    external_id: None,
+    role_name: "role_name",
+    oidc_token_file: "oidc_token_file_path",
+    oidc_policy: Some("policy"),
+};
+
+/// The credentials a profile of `format` names, its fields read through `field`.
+fn profile_leaf<'p>(
+    format: &ProfileFormat,
+    field: impl Fn(&str) -> Option<&'p str>,
+    duration_secs: Option<u64>,
+    ctx: &Context,
+    wheres: &str,
+) -> Result<Leaf, String> {
+    let named = field(format.kind_field).unwrap_or("");
+    let Some(&(_, kind)) = format.kinds.iter().find(|(name, _)| *name == named) else {
+        let names: Vec<&str> = format.kinds.iter().map(|(name, _)| *name).collect();
+        let (last, others) = names.split_last().unwrap_or((&"", &[]));
+        return Err(format!(
+            "{wheres}: {} {named:?} is not supported ({} and {last} are)",
+            format.kind_field,
+            others.join(", ")
+        ));
+    };
+    let keys = |token: Option<&str>| {
+        static_keys(
             field("access_key_id"),
             field("access_key_secret"),
-            None,
-            &wheres,
-        ),
-        "StsToken" => static_keys(
-            field("access_key_id"),
-            field("access_key_secret"),
-            field("sts_token"),
-            &wheres,
-        ),
-        "RamRoleArn" => ram_leaf(
-            static_keys(
-                field("access_key_id"),
-                field("access_key_secret"),
-                None,
-                &wheres,
-            )?,
+            token,
+            wheres,
+        )
+    };
+    let optional = |key: Option<&str>| key.and_then(&field);
+    match kind {
+        ProfileKind::Keys => keys(None),
+        ProfileKind::StsToken => keys(field("sts_token")),
+        ProfileKind::RamRole => ram_leaf(
+            keys(None)?,
             RoleFields {
-                role_arn: field("ram_role_arn"),
-                session: field("ram_session_name"),
-                duration_secs: profile.get("expired_seconds").and_then(|v| v.as_u64()),
-                policy: field("policy"),
-                external_id: field("external_id"),
+                role_arn: field(format.role_arn),
+                session: field(format.session),
+                duration_secs,
+                policy: field(format.role_policy),
+                external_id: optional(format.external_id),
             },
             ctx,
-            &wheres,
+            wheres,
         ),
-        "EcsRamRole" => Ok(Leaf::Ecs(EcsRole {
-            role_name: field("ram_role_name")
+        ProfileKind::EcsRole => Ok(Leaf::Ecs(EcsRole {
+            role_name: field(format.role_name)
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned),
             endpoint: ctx.ecs_endpoint.clone(),
             imds_v1_disabled: ctx.imds_v1_disabled,
         })),
-        "OIDC" => oidc_leaf(
-            field("ram_role_arn"),
+        ProfileKind::Oidc => oidc_leaf(
+            field(format.role_arn),
             field("oidc_provider_arn"),
-            field("oidc_token_file"),
-            field("ram_session_name"),
-            None,
+            field(format.oidc_token_file),
+            field(format.session),
+            optional(format.oidc_policy),
             ctx,
-            &wheres,
+            wheres,
         ),
-        other => Err(format!(
-            "{wheres}: mode {other:?} is not supported (AK, StsToken, RamRoleArn, EcsRamRole and \
-             OIDC are)"
-        )),
     }
 }
 
@@ -464,51 +537,7 @@ fn profile_file(path: &std::path::Path, section: &str, ctx: &Context) -> Result<
             .map(|(_, v)| v.as_str())
     };
     let wheres = format!("[{section}] of {}", path.display());
-    match field("type").unwrap_or("") {
-        "access_key" => static_keys(
-            field("access_key_id"),
-            field("access_key_secret"),
-            None,
-            &wheres,
-        ),
-        "ram_role_arn" => ram_leaf(
-            static_keys(
-                field("access_key_id"),
-                field("access_key_secret"),
-                None,
-                &wheres,
-            )?,
-            RoleFields {
-                role_arn: field("role_arn"),
-                session: field("role_session_name"),
-                duration_secs: None,
-                policy: field("policy"),
-                external_id: None,
-            },
-            ctx,
-            &wheres,
-        ),
-        "ecs_ram_role" => Ok(Leaf::Ecs(EcsRole {
-            role_name: field("role_name")
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned),
-            endpoint: ctx.ecs_endpoint.clone(),
-            imds_v1_disabled: ctx.imds_v1_disabled,
-        })),
-        "oidc_role_arn" => oidc_leaf(
-            field("role_arn"),
-            field("oidc_provider_arn"),
-            field("oidc_token_file_path"),
-            field("role_session_name"),
-            field("policy"),
-            ctx,
-            &wheres,
-        ),
-        other => Err(format!(
-            "{wheres}: type {other:?} is not supported (access_key, ram_role_arn, ecs_ram_role \
-             and oidc_role_arn are)"
-        )),
-    }
+    profile_leaf(&INI_PROFILE, field, None, ctx, &wheres)
 }
 
 /// The `key = value` lines of one `[section]` (`;` and `#` begin comments), or `None` if it

@@ -305,6 +305,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// A v4 request's `x-log-date` (`yyyyMMddTHHmmssZ`) and its day (`yyyyMMdd`), what both its
+/// signature and its credential scope name.
+fn v4_date<'h>(headers: &[(&str, &'h str)]) -> (&'h str, &'h str) {
+    let date_time = header(headers, "x-log-date").unwrap_or("");
+    (date_time, date_time.get(..8).unwrap_or(date_time))
+}
+
 /// The v4 signature (hex) for a request whose headers already carry `x-log-date`
 /// (`yyyyMMddTHHmmssZ`) and `x-log-content-sha256`.
 pub fn v4_signature(
@@ -315,8 +322,7 @@ pub fn v4_signature(
     query: &[(&str, &str)],
     headers: &[(&str, &str)],
 ) -> String {
-    let date_time = header(headers, "x-log-date").unwrap_or("");
-    let day = date_time.get(..8).unwrap_or(date_time);
+    let (date_time, day) = v4_date(headers);
     let hashed_payload = header(headers, "x-log-content-sha256").unwrap_or(EMPTY_BODY_SHA256);
     let (canonical, _) = v4_canonical_request(method, path, query, headers, hashed_payload);
     let scope = format!("{day}/{region}/sls/aliyun_v4_request");
@@ -340,8 +346,7 @@ pub fn v4_authorization(
     query: &[(&str, &str)],
     headers: &[(&str, &str)],
 ) -> String {
-    let date_time = header(headers, "x-log-date").unwrap_or("");
-    let day = date_time.get(..8).unwrap_or(date_time);
+    let (_, day) = v4_date(headers);
     let signature = v4_signature(
         &credentials.access_key_secret,
         region,
