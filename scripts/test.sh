@@ -140,7 +140,7 @@ step_node() {
 }
 
 step_npm_package() {
-  bash scripts/test-npm-package.sh
+  bash scripts/release/test-npm-package.sh
 }
 
 step_python_env() {
@@ -155,7 +155,7 @@ step_ruff() {
 }
 
 step_wheel() {
-  bash scripts/test-wheel.sh
+  bash scripts/release/wheel.sh
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wheels/loghose-*.whl
   free_disk target/x86_64-unknown-linux-gnu
 }
@@ -181,12 +181,12 @@ step_lab() {
 }
 
 step_runtimes() {
-  bash scripts/test-runtimes.sh
+  bash scripts/runtimes/test.sh
 }
 
 step_arm() {
   free_disk target/debug target/free-threaded
-  PYTHONS=3.13 bash scripts/test-platforms.sh armv7
+  PYTHONS=3.13 bash scripts/platforms/test.sh armv7
 }
 
 # The steps, in the order a whole run takes them: NAME|what it checks.

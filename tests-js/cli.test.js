@@ -5,7 +5,7 @@ const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 const os = require('node:os')
 const fs = require('node:fs')
-const { Emulator } = require('../node/index.js')
+const { Emulator } = require('../node/lib/index.js')
 
 const { CLI } = require('./helpers.js')
 const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30000 })

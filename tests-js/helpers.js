@@ -6,7 +6,7 @@ const path = require('node:path')
 /** The package root (what `require('loghose')` resolves to from a child process). */
 const ROOT = path.join(__dirname, '..')
 /** The package's `loghose` command. */
-const CLI = path.join(ROOT, 'node', 'cli.js')
+const CLI = path.join(ROOT, 'node', 'lib', 'cli.js')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 

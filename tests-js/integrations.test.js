@@ -9,7 +9,7 @@ const { once } = require('node:events')
 const pino = require('pino')
 const winston = require('winston')
 const lh = require('..')
-const LoghoseTransport = require('../node/winston.js')
+const LoghoseTransport = require('../node/lib/winston.js')
 
 jest.setTimeout(60000)
 
@@ -83,7 +83,7 @@ describe('pino and winston', () => {
   test('a script logging through the pino transport loses nothing when it ends', () => {
     const script = `
       const pino = require('pino')
-      const logger = pino(pino.transport({ target: ${JSON.stringify(path.join(ROOT, 'node', 'pino.js'))}, options: ${JSON.stringify({ ...emu.producerOptions('loghose', 'pino-exit'), lingerMs: 60000 })} }))
+      const logger = pino(pino.transport({ target: ${JSON.stringify(path.join(ROOT, 'node', 'lib', 'pino.js'))}, options: ${JSON.stringify({ ...emu.producerOptions('loghose', 'pino-exit'), lingerMs: 60000 })} }))
       for (let i = 0; i < 500; i += 1) logger.info({ i }, 'line')
     `
     execFileSync(process.execPath, ['-e', script], { cwd: ROOT, timeout: 30000, stdio: 'inherit' })

@@ -11,7 +11,7 @@ const { LoggerProvider, BatchLogRecordProcessor } = require('@opentelemetry/sdk-
 const { resourceFromAttributes } = require('@opentelemetry/resources')
 const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
 const lh = require('..')
-const { LoghoseLogRecordProcessor, LoghoseLogExporter, layout } = require('../node/otel.js')
+const { LoghoseLogRecordProcessor, LoghoseLogExporter, layout } = require('../node/lib/otel.js')
 const { ROOT } = require('./helpers.js')
 
 jest.setTimeout(60000)

@@ -20,7 +20,7 @@ describe('Producer', () => {
   test('stats() has exactly the counters its type declares, before and after close', async () => {
     // The counters cross from the engine as its JSON (as in Python); the type is written by
     // hand in index.d.ts, so this keeps the two the same.
-    const declared = require('node:fs').readFileSync(require('node:path').join(__dirname, '../node/index.d.ts'), 'utf8')
+    const declared = require('node:fs').readFileSync(require('node:path').join(__dirname, '../node/lib/index.d.ts'), 'utf8')
     const body = /export interface Stats \{([\s\S]*?)\n\}/.exec(declared)[1]
     const names = [...body.matchAll(/^ {2}(\w+):/gm)].map((m) => m[1]).sort()
     expect(names.length).toBeGreaterThan(15)
@@ -335,7 +335,7 @@ describe('Producer', () => {
     // The fast path takes a copy as whole when it left more than four bytes of its buffer unused;
     // that holds only if a cut copy leaves at most three. A Node that wrote part of a character,
     // or filled the buffer, would break it: this pins the behaviour.
-    const { utf8WriteProbe } = require('../node/native.js')
+    const { utf8WriteProbe } = require('../node/lib/native.js')
     const decoder = new TextDecoder('utf-8', { fatal: true })
     for (const ch of ['é', '日', '🚀']) {
       const text = 'x'.repeat(20) + ch + 'y'

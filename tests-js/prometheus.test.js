@@ -8,7 +8,7 @@ const http = require('node:http')
 const client = require('prom-client')
 const parse = require('parse-prometheus-text-format')
 const { Producer, Emulator, InvalidRecordError } = require('..')
-const loghosePrometheus = require('../node/prometheus')
+const loghosePrometheus = require('../node/lib/prometheus')
 const { quickOptions } = require('./helpers')
 
 jest.setTimeout(60000)

@@ -20,7 +20,7 @@ void main
 
 import pino from 'pino'
 import winston from 'winston'
-import LoghoseTransport = require('../node/winston')
+import LoghoseTransport = require('../node/lib/winston')
 import { pinoDestination } from '..'
 
 export function integrations(options: ConstructorParameters<typeof Producer>[0]): void {
@@ -37,7 +37,7 @@ export function integrations(options: ConstructorParameters<typeof Producer>[0])
 
 // loghose/otel: the processor and the exporter fit @opentelemetry/sdk-logs' own interfaces.
 import { LoggerProvider, BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry/sdk-logs'
-import { LoghoseLogRecordProcessor, LoghoseLogExporter } from '../node/otel'
+import { LoghoseLogRecordProcessor, LoghoseLogExporter } from '../node/lib/otel'
 export async function otel(options: ConstructorParameters<typeof Producer>[0]): Promise<number> {
   const processor: LogRecordProcessor = new LoghoseLogRecordProcessor({ ...options, closeTimeoutMs: 5000 })
   const batched = new BatchLogRecordProcessor({ exporter: new LoghoseLogExporter(options) })

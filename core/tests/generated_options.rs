@@ -1,5 +1,5 @@
 //! The files generated from the table of options (`core/src/producer/config/options.rs`):
-//! `docs/configuration.md`, the `ProducerOptions` interface of `node/index.d.ts` (between its
+//! `docs/configuration.md`, the `ProducerOptions` interface of `node/lib/index.d.ts` (between its
 //! `BEGIN`/`END` markers) and `python/loghose/_options.py`. Each test renders a file from the
 //! table and fails when the repository's copy differs; with `LOGHOSE_REGENERATE=1` it writes the
 //! rendered file instead:
@@ -417,10 +417,10 @@ fn push_jsdoc(out: &mut String, text: &str) {
 }
 
 fn node_declarations() -> String {
-    let path = repository("node/index.d.ts");
+    let path = repository("node/lib/index.d.ts");
     let current = std::fs::read_to_string(&path).unwrap();
     let (Some(begin), Some(end)) = (current.find(TS_BEGIN), current.find(TS_END)) else {
-        panic!("node/index.d.ts lacks the markers {TS_BEGIN:?} and {TS_END:?}");
+        panic!("node/lib/index.d.ts lacks the markers {TS_BEGIN:?} and {TS_END:?}");
     };
     format!(
         "{}{}{}",
@@ -467,7 +467,7 @@ fn docs_configuration_is_what_the_table_produces() {
 
 #[test]
 fn node_producer_options_are_what_the_table_produces() {
-    check("node/index.d.ts", &node_declarations());
+    check("node/lib/index.d.ts", &node_declarations());
 }
 
 #[test]

@@ -10,8 +10,8 @@
 const { spawn } = require('node:child_process')
 const { createHistogram, monitorEventLoopDelay } = require('node:perf_hooks')
 const path = require('node:path')
-const lh = require('../../node/index.js')
-const native = require('../../node/binding.js')
+const lh = require('../../node/lib/index.js')
+const native = require('../../node/lib/binding.js')
 const benchScenarios = require('./bench.js')
 const { median } = benchScenarios
 
@@ -250,7 +250,7 @@ async function middleware(argv) {
     const pino = require('pino')
     if (phases.includes('pino')) {
       pinoTransport = pino.transport({
-        target: path.join(__dirname, '..', '..', 'node', 'pino.js'),
+        target: path.join(__dirname, '..', '..', 'node', 'lib', 'pino.js'),
         options: { ...lh.Producer.presetOptions('server'), ...emu.options, project: 'bench-s3', logstore: 'access-pino', topic: 'http' },
       })
       pinoLoghose = pino(pinoTransport)
@@ -351,7 +351,7 @@ async function loggingCost(argv) {
   const opts = args('logging', argv)
   const pino = require('pino')
   const winston = require('winston')
-  const LoghoseTransport = require('../../node/winston.js')
+  const LoghoseTransport = require('../../node/lib/winston.js')
   const fs = require('node:fs')
   const os = require('node:os')
   const emu = await benchScenarios.startEmulator()
@@ -360,7 +360,7 @@ async function loggingCost(argv) {
   const fields = { user: 'u-12345', path: '/api/v1/items', status: 200, elapsedMs: 12.5, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
   const kinds = {
     'pino + loghose transport': async (name) => {
-      const transport = pino.transport({ target: path.join(__dirname, '..', '..', 'node', 'pino.js'), options: place(name) })
+      const transport = pino.transport({ target: path.join(__dirname, '..', '..', 'node', 'lib', 'pino.js'), options: place(name) })
       await new Promise((r) => {
         transport.once('ready', r)
         setTimeout(r, 5000).unref()
@@ -395,7 +395,7 @@ async function loggingCost(argv) {
   // spends to get a record out), and loghose's processor in their place.
   let otel = null
   try {
-    otel = { sdk: require('@opentelemetry/sdk-logs'), loghose: require('../../node/otel.js') }
+    otel = { sdk: require('@opentelemetry/sdk-logs'), loghose: require('../../node/lib/otel.js') }
   } catch {
     console.error('loghose: @opentelemetry/sdk-logs is not installed: the OpenTelemetry phases are skipped')
   }

@@ -22,10 +22,10 @@ const fs = require('node:fs')
 const { monitorEventLoopDelay } = require('node:perf_hooks')
 const path = require('node:path')
 const readline = require('node:readline')
-const lh = require('../../node/index.js')
-const native = require('../../node/native.js')
+const lh = require('../../node/lib/index.js')
+const native = require('../../node/lib/native.js')
 const { recordA, recordB } = require('./s1-records.js')
-const { camel } = require('../../node/options.js')
+const { camel } = require('../../node/lib/options.js')
 
 const TAGS = { tag_1: 'val_1', tag_2: 'val_2', tag_3: 'val_3', tag_4: 'val_4', tag_5: 'val_5' }
 const CLI = path.join(__dirname, 'bench-cli.js')

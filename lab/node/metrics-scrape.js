@@ -11,8 +11,8 @@
 //
 //   node lab/node/metrics-scrape.js [destinations=100] [runs=30]
 
-const lh = require('../../node/index.js')
-const { register } = require('../../node/prometheus.js')
+const lh = require('../../node/lib/index.js')
+const { register } = require('../../node/lib/prometheus.js')
 const client = require('prom-client')
 
 const destinations = Number(process.argv[2] ?? 100)

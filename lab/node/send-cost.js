@@ -7,7 +7,7 @@
 //
 //   node lab/node/send-cost.js [sends-per-round]
 
-const lh = require('../../node/index.js')
+const lh = require('../../node/lib/index.js')
 const { recordA, recordB } = require('./s1-records.js')
 
 const lengths = new Uint32Array(512)

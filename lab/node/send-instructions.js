@@ -4,7 +4,7 @@
 // whose batches never seal while it runs, then exits at once. The marginal count per send is
 // (count at N - count at 0) / N.
 const path = require('node:path')
-const { Producer } = require(path.join(__dirname, '..', '..', 'node', 'index.js'))
+const { Producer } = require(path.join(__dirname, '..', '..', 'node', 'lib', 'index.js'))
 const { recordA, recordB } = require(path.join(__dirname, 's1-records.js'))
 
 const n = Number(process.argv[2] || 0)

@@ -6,14 +6,14 @@
 # the README's first quickstart block, pasted as it is into a file and run. Prints the seconds
 # each part took and what the block printed; fails if a block does not report a delivery.
 #
-#   bash scripts/first-record.sh [python] [node]      (default: both)
+#   bash lab/scripts/first-record.sh [python] [node]      (default: both)
 #
-# Needs the packages built first: bash scripts/test-wheel.sh (dist/wheels) and
-# bash scripts/pack-npm.sh (dist/npm). pip installs from those files alone (the wheel has no
+# Needs the packages built first: bash scripts/release/wheel.sh (dist/wheels) and
+# bash scripts/release/pack-npm.sh (dist/npm). pip installs from those files alone (the wheel has no
 # dependencies); npm asks its registry about the other platforms' optional packages, as a
 # user's install does, and installs this platform's from the tarball.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 fronts=("$@")
 [ ${#fronts[@]} -gt 0 ] || fronts=(python node)
@@ -34,7 +34,7 @@ seconds() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv
 for front in "${fronts[@]}"; do
   case $front in
     python)
-      ls dist/wheels/loghose-*.whl >/dev/null 2>&1 || { echo "no wheel in dist/wheels: bash scripts/test-wheel.sh" >&2; exit 1; }
+      ls dist/wheels/loghose-*.whl >/dev/null 2>&1 || { echo "no wheel in dist/wheels: bash scripts/release/wheel.sh" >&2; exit 1; }
       dir=$work/python
       mkdir -p "$dir"
       block python >"$dir/quickstart.py"
@@ -52,7 +52,7 @@ for front in "${fronts[@]}"; do
       echo "$out" | sed 's/^/  | /'
       ;;
     node)
-      ls dist/npm/loghose-[0-9]*.tgz >/dev/null 2>&1 || { echo "no npm tarballs in dist/npm: bash scripts/pack-npm.sh" >&2; exit 1; }
+      ls dist/npm/loghose-[0-9]*.tgz >/dev/null 2>&1 || { echo "no npm tarballs in dist/npm: bash scripts/release/pack-npm.sh" >&2; exit 1; }
       dir=$work/node
       mkdir -p "$dir"
       block js >"$dir/quickstart.js"
@@ -67,6 +67,6 @@ for front in "${fronts[@]}"; do
         "$(seconds "$t1" "$t2") s; total $(seconds "$t0" "$t2") s"
       echo "$out" | sed 's/^/  | /'
       ;;
-    *) echo "usage: bash scripts/first-record.sh [python] [node]" >&2; exit 2 ;;
+    *) echo "usage: bash lab/scripts/first-record.sh [python] [node]" >&2; exit 2 ;;
   esac
 done

@@ -5,7 +5,7 @@
 #
 #   bash lab/scripts/pythons.sh [ROUNDS] [SECONDS]     (default 5 rounds of 5 s)
 #
-# Each interpreter's virtualenv is the one scripts/test-runtimes.sh built (python3.11 the
+# Each interpreter's virtualenv is the one scripts/runtimes/test.sh built (python3.11 the
 # machine's .venv; python3.14, python3.15 Debian sid's, in the chroot), each with the module as
 # `pip install .` builds it (the `source` profile).
 set -euo pipefail

@@ -12,7 +12,7 @@
 # outside this checkout as docs/vs-c.md shows; only when PRODUCERS has c), the release emulator and
 # harness (cargo build --release -p loghose --features cli --bin loghose-emulator && cargo build --release -p loghose-lab --example s1), the Python
 # .venv with loghose (bash scripts/run.sh makes it; the figures in BENCHMARKS.md are of the wheel
-# as published: bash scripts/test-wheel.sh, then pip install dist/wheels/*.whl, as whole-program
+# as published: bash scripts/release/wheel.sh, then pip install dist/wheels/*.whl, as whole-program
 # optimisation is worth a fifth of Python's logs per CPU-second) and the Node addon as published
 # (npm run build:dist: the same whole-program optimisation; npm run build's is a fifth slower), and
 # `127.0.0.1 bench.sls.local sls.local` in /etc/hosts: the C producer posts to
@@ -58,10 +58,10 @@ for r in $(seq "$ROUNDS"); do
           PYTHONPATH=lab/python .venv/bin/python -m loghose_lab --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" \
             --param api='"sender"' --no-progress --json >"$OUT/python-sender_${w}_$r.json" 2>"$OUT/python-sender_${w}_$r.err" ;;
         node)
-          node node/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
+          node node/lib/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress >"$OUT/node_${w}_$r.json" 2>"$OUT/node_${w}_$r.err" ;;
         node-sender)
-          node node/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
+          node node/lib/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress --param api='"sender"' >"$OUT/node-sender_${w}_$r.json" 2>"$OUT/node-sender_${w}_$r.err" ;;
       esac
     done

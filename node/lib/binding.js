@@ -16,7 +16,7 @@ function loadNative() {
     const error = new Error(
       `loghose: no native addon for ${process.platform}-${process.arch}: the package ${wanted} is not installed ` +
         '(npm skips optional dependencies with --omit=optional or --no-optional, and a lockfile made on another ' +
-        `platform may lack it: install ${wanted}@${require('../package.json').version} beside loghose), or this ` +
+        `platform may lack it: install ${wanted}@${require('../../package.json').version} beside loghose), or this ` +
         'platform has no prebuilt addon (build one from a clone with `npm ci && npm run build`).',
     )
     error.cause = err

@@ -1,6 +1,6 @@
 'use strict'
 // The facade's Emulator: the engine's embedded emulator (an offline Log Service on 127.0.0.1),
-// its answers typed by the addon (node/src/views.rs).
+// its answers typed by the addon (node/src/views.rs); stored logs cross as the engine's JSON.
 
 const native = require('./binding.js')
 
@@ -9,6 +9,16 @@ function snakeKeys(object) {
   const out = {}
   for (const [k, v] of Object.entries(object)) out[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v
   return out
+}
+
+/** A stored log from the engine's JSON, as the facade shows it: `timeNs`, and no `null` for
+ * what a log did not carry (its time's nanoseconds, topic, source). */
+function storedLog({ shard, time, time_ns: timeNs, topic, source, tags, contents }) {
+  const log = { shard, time, tags, contents }
+  if (timeNs !== null && timeNs !== undefined) log.timeNs = timeNs
+  if (topic !== null && topic !== undefined) log.topic = topic
+  if (source !== null && source !== undefined) log.source = source
+  return log
 }
 
 class Emulator {
@@ -37,7 +47,7 @@ class Emulator {
 
   /** Stored logs: shard, time, timeNs, topic, source, tags and contents (arrays of pairs). */
   logs(project, logstore) {
-    return this._native.logs(project, logstore)
+    return JSON.parse(this._native.logsJson(project, logstore)).map(storedLog)
   }
 
   totals(project, logstore) {

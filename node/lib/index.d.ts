@@ -1,9 +1,27 @@
-// Types of the loghose Node.js facade (node/index.js).
+// Types of the loghose Node.js facade (node/lib/index.js).
 import { EventEmitter } from 'node:events'
 // Reports and the emulator's answers: generated from the addon's Rust types
 // (node/src/views.rs).
-import type { DeliveryReport, EmulatorCounters, LogstoreTotals, StoredLog } from './native'
-export type { DeliveryReport, EmulatorCounters, LogstoreTotals, StoredLog }
+import type { DeliveryReport, EmulatorCounters, LogstoreTotals } from './native'
+export type { DeliveryReport, EmulatorCounters, LogstoreTotals }
+
+/** A log as the emulator stored it (the engine's JSON, as Python reads it too). */
+export interface StoredLog {
+  /** Shard it was stored in. */
+  shard: number
+  /** Unix seconds. */
+  time: number
+  /** Nanosecond part, when sent. */
+  timeNs?: number
+  /** Group topic (absent when the group had none). */
+  topic?: string
+  /** Group source. */
+  source?: string
+  /** Group tags, in order. */
+  tags: Array<[string, string]>
+  /** Fields, in order. */
+  contents: Array<[string, string]>
+}
 
 /** A producer's counters: the engine's (`loghose::producer::Stats`, the names Python reads),
  *  camelCased. tests-js/producer.test.js checks that these are exactly the names `stats()` has. */

@@ -55,7 +55,7 @@ class Instruments {
   constructor(provider) {
     /** WeakRefs to the members: a provider outliving a sink does not keep it (and its producer). */
     this.members = new Set()
-    const meter = provider.getMeter('loghose', require('../package.json').version)
+    const meter = provider.getMeter('loghose', require('../../package.json').version)
     this.duration = meter.createHistogram('otel.sdk.exporter.operation.duration', {
       unit: 's',
       description: 'The duration of exporting a batch of telemetry records.',

@@ -11,7 +11,7 @@ const { isMainThread } = require('node:worker_threads')
 const native = require('./binding.js')
 const signals = require('./signals.js')
 const { DeliveryError } = require('./errors.js')
-const { recordJson, framedFields, shapedValues, newShape, framed, fieldText, checkSendOptions, timeOnly, typeName } = require('./values.js')
+const { recordJson, newFrame, framedFields, shapedValues, newShape, fieldText, checkSendOptions, timeOnly, typeName } = require('./values.js')
 const { presetOptions, credentialsAsker, configJson } = require('./options.js')
 
 /** `err` again with "record N: " before its message. */
@@ -106,6 +106,10 @@ class Producer extends EventEmitter {
     if (this._closeOnSignalMs > 0) signals.register(this, isMainThread)
     this._sendFields = this._native.fieldsSender()
     this._lengths = this._sendFields.lengths
+    // What framing the record being sent found besides its text (values.js): this
+    // producer's own, so a getter that sends through another producer mid-framing cannot
+    // change it.
+    this._frame = newFrame()
     // Key lists of records sent before (first key → the first list registered with it; see
     // `shapedValues`), registered with the engine so a record of one of them crosses as its
     // values alone; until the engine holds as many as it keeps.
@@ -249,24 +253,25 @@ class Producer extends EventEmitter {
       // Reading the record may run its getters; one that sends through this producer while
       // this record's lengths are being written takes the JSON path instead.
       this._framing = true
+      const frame = this._frame
       let shaped
       let text
       try {
-        text = shapedValues(contents, this._shapes, this._lengths)
+        text = shapedValues(contents, this._shapes, this._lengths, frame)
         shaped = text !== null
-        if (!shaped) text = framedFields(contents, this._lengths)
+        if (!shaped) text = framedFields(contents, this._lengths, frame)
       } finally {
         this._framing = false
       }
       // Arguments not passed (rather than undefined) are not read: a send reads only its own.
       let sent = false
       if (ticket !== undefined) {
-        sent = text !== null && this._sendFields(text, framed.count, time, shaped ? framed.shape : undefined, ticket)
+        sent = text !== null && this._sendFields(text, frame.count, time, shaped ? frame.shape : undefined, ticket)
       } else {
-        sent = shaped ? this._sendFields(text, framed.count, time, framed.shape) : text !== null && this._sendFields(text, framed.count, time)
+        sent = shaped ? this._sendFields(text, frame.count, time, frame.shape) : text !== null && this._sendFields(text, frame.count, time)
       }
       if (sent) {
-        if (!shaped && framed.learn && this._learning) this._learnShape(text, framed.count)
+        if (!shaped && frame.learn && this._learning) this._learnShape(text, frame.count)
         if (this._keepAlive === null) this._startKeepAlive()
         return
       }

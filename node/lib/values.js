@@ -190,14 +190,20 @@ function fieldText(value) {
   return null
 }
 
+/** What framing a record found besides its text, written by `framedFields` and
+ * `shapedValues` into the caller's own `Frame` (a producer keeps one, read right after each
+ * call): `count` fields; `shape`, the registered key list the values follow; `learn`, whether
+ * the record's keys may be worth registering. */
+function newFrame() {
+  return { count: 0, shape: 0, learn: false }
+}
+
 /** A plain object or an array of [string, value] pairs in the fast path's framing: keys and
  * values concatenated, each one's length (UTF-16 units) in `lengths` (no separators: each
  * extra piece of a concatenation costs when V8 flattens it). Null for anything else, or for
  * more fields than `lengths` holds (these go as JSON). The number of fields is left in
- * `framed.count`. */
-/** How many fields the last `framedFields` framed (read right after it). */
-const framed = { count: 0, shape: 0, learn: false }
-function framedFields(contents, lengths) {
+ * `frame.count`. */
+function framedFields(contents, lengths, frame) {
   let text = ''
   let n = 0
   const limit = lengths.length
@@ -224,18 +230,18 @@ function framedFields(contents, lengths) {
       n += 2
     }
   }
-  framed.count = n >> 1
+  frame.count = n >> 1
   return n === 0 ? null : text
 }
 
 /** The values of a plain object whose keys, in order, are a key list the producer registered,
- * concatenated, each one's length in `lengths`; `framed.count` and `framed.shape` (the list's
+ * concatenated, each one's length in `lengths`; `frame.count` and `frame.shape` (the list's
  * id) say which. `shapes` maps a first key to the first list registered with it; each list
  * (`newShape`) knows the others of its first key and where records part from it. Null when
- * the keys are no registered list (`framed.learn` then says so: the record's keys may be
+ * the keys are no registered list (`frame.learn` then says so: the record's keys may be
  * registered once the fast path has sent it with them) or a value is not plain. */
-function shapedValues(contents, shapes, lengths) {
-  framed.learn = false
+function shapedValues(contents, shapes, lengths, frame) {
+  frame.learn = false
   if (Array.isArray(contents)) return null
   const proto = Object.getPrototypeOf(contents)
   if (proto !== Object.prototype && proto !== null) return null
@@ -247,14 +253,14 @@ function shapedValues(contents, shapes, lengths) {
     if (i === 0) {
       shape = shapes.get(key)
       if (shape === undefined) {
-        framed.learn = true
+        frame.learn = true
         return null
       }
       keys = shape.keys
     } else if (keys[i] !== key) {
       // Registered keys are V8's internalized strings: equal ones are the same string, so
       // this compares addresses.
-      shape = fork(shape, i, key)
+      shape = fork(shape, i, key, frame)
       if (shape === null) return null
       keys = shape.keys
     }
@@ -266,11 +272,11 @@ function shapedValues(contents, shapes, lengths) {
   }
   if (keys === null) return null
   if (i !== keys.length) {
-    shape = fork(shape, i, ENDS)
+    shape = fork(shape, i, ENDS, frame)
     if (shape === null) return null
   }
-  framed.count = i
-  framed.shape = shape.id
+  frame.count = i
+  frame.shape = shape.id
   return text
 }
 
@@ -292,9 +298,9 @@ const FORKS_KEPT = 128
 const ENDS = Symbol('ends')
 
 /** The list of `shape`'s group whose first `i` keys are `shape`'s and whose next is `key` (or
- * which ends there: `ENDS`); null (`framed.learn` set) when there is none. Remembered per
+ * which ends there: `ENDS`); null (`frame.learn` set) when there is none. Remembered per
  * list and key, so records of a group's other lists find theirs in one lookup. */
-function fork(shape, i, key) {
+function fork(shape, i, key, frame) {
   const known = shape.forks.get(key)
   let found
   if (known !== undefined && known.at === i) {
@@ -314,7 +320,7 @@ function fork(shape, i, key) {
     }
     if (known === undefined && shape.forks.size < FORKS_KEPT) shape.forks.set(key, { at: i, shape: found })
   }
-  if (found === null) framed.learn = true
+  if (found === null) frame.learn = true
   return found
 }
 
@@ -345,4 +351,4 @@ function timeOnly(opts) {
   return opts.time
 }
 
-module.exports = { recordJson, framedFields, shapedValues, newShape, framed, fieldText, checkSendOptions, timeOnly, typeName }
+module.exports = { recordJson, newFrame, framedFields, shapedValues, newShape, fieldText, checkSendOptions, timeOnly, typeName }

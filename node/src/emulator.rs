@@ -5,7 +5,7 @@ use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::errors::RaiseIn;
-use crate::views::{EmulatorCounters, LogstoreTotals, StoredLog};
+use crate::views::{EmulatorCounters, LogstoreTotals};
 
 /// The embedded emulator behind `require('loghose').Emulator`.
 #[napi]
@@ -36,11 +36,11 @@ impl NativeEmulator {
         self.0.access_key_secret().to_owned()
     }
 
-    /// The stored logs of a logstore.
+    /// The stored logs of a logstore, as the engine's JSON (the facade's `logs` reads it, as
+    /// Python's does).
     #[napi]
-    pub fn logs(&self, env: Env, project: String, logstore: String) -> Result<Vec<StoredLog>> {
-        let logs = self.0.logs(&project, &logstore).raise_in(&env)?;
-        Ok(logs.into_iter().map(StoredLog::from).collect())
+    pub fn logs_json(&self, env: Env, project: String, logstore: String) -> Result<String> {
+        self.0.logs_json(&project, &logstore).raise_in(&env)
     }
 
     /// The exact totals of a logstore (null if it does not exist).

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use loghose::emulator::{Counters, LogstoreTotals as EngineTotals, StoredLog as EngineStoredLog};
+use loghose::emulator::{Counters, LogstoreTotals as EngineTotals};
 use loghose::producer::bindings::ReportView;
 use napi_derive::napi;
 
@@ -97,43 +97,6 @@ pub struct NativeCloseResult {
     /// The counters once closed, as the engine's JSON (none when the producer was closed
     /// already).
     pub stats_json: Option<String>,
-}
-
-/// A log as the emulator stored it.
-#[napi(object)]
-pub struct StoredLog {
-    /// Shard it was stored in.
-    pub shard: u32,
-    /// Unix seconds.
-    pub time: u32,
-    /// Nanosecond part, when sent.
-    pub time_ns: Option<u32>,
-    /// Group topic (null when the field was absent).
-    pub topic: Option<String>,
-    /// Group source.
-    pub source: Option<String>,
-    /// Group tags, in order.
-    #[napi(ts_type = "Array<[string, string]>")]
-    pub tags: Vec<Vec<String>>,
-    /// Fields, in order.
-    #[napi(ts_type = "Array<[string, string]>")]
-    pub contents: Vec<Vec<String>>,
-}
-
-impl From<EngineStoredLog> for StoredLog {
-    fn from(log: EngineStoredLog) -> StoredLog {
-        let pairs =
-            |pairs: Vec<(String, String)>| pairs.into_iter().map(|(k, v)| vec![k, v]).collect();
-        StoredLog {
-            shard: log.shard,
-            time: log.time,
-            time_ns: log.time_ns,
-            topic: log.topic,
-            source: log.source,
-            tags: pairs(log.tags),
-            contents: pairs(log.contents),
-        }
-    }
 }
 
 /// A logstore's exact totals in the emulator.

@@ -6,7 +6,7 @@
 # cargo-zigbuild), so no cross C toolchain is needed: the glibc targets link against the
 # manylinux2014 baseline (glibc 2.17), the musl ones statically against musl 1.2.
 #
-#   bash scripts/build-platforms.sh [armv7|aarch64|x64-musl|arm64-musl ...]
+#   bash scripts/platforms/build.sh [armv7|aarch64|x64-musl|arm64-musl ...]
 #
 #   target       Rust target                      wheel tag              npm package
 #   armv7        armv7-unknown-linux-gnueabihf    manylinux2014_armv7l   loghose-linux-arm-gnueabihf
@@ -20,7 +20,7 @@
 # the wheels' CPython versions; PARTS (default "command wheel npm") what to build.
 # armv6 (Pi Zero and Pi 1) is not among them: see docs/packaging.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 . scripts/platforms/targets.sh
 

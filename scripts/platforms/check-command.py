@@ -1,4 +1,4 @@
-"""The `loghose` command of another platform (run by scripts/test-platforms.sh with this
+"""The `loghose` command of another platform (run by scripts/platforms/test.sh with this
 machine's own loghose package, whose emulator serves on 127.0.0.1): `loghose pipe --preset pi`
 with a spool follows a file of 20 000 lines, is SIGKILLed once it has read them all (nothing
 delivered: the emulator hangs every request), then runs again on the same spool with no input

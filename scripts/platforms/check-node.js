@@ -1,5 +1,5 @@
 'use strict'
-// The npm packages as installed on another platform (run by scripts/test-platforms.sh under
+// The npm packages as installed on another platform (run by scripts/platforms/test.sh under
 // qemu-user with that platform's Node.js, `loghose` and its platform package unpacked into
 // node_modules, no toolchain): each value of the table shared with the other tests stored as
 // it says, whichever way it is sent; sendMany; a delivery report awaited from a Promise; the

@@ -1,4 +1,4 @@
-# The platforms scripts/build-platforms.sh builds and scripts/test-platforms.sh runs: for a
+# The platforms scripts/platforms/build.sh builds and scripts/platforms/test.sh runs: for a
 # target's short name, its Rust target (ZIG_TARGET: with the glibc baseline zig links
 # against), wheel compatibility and tag, npm platform, Debian architecture and qemu-user
 # program. Sourced, not run.

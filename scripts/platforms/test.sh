@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs what scripts/build-platforms.sh built, on the platforms it was built for, here: ARM
+# Runs what scripts/platforms/build.sh built, on the platforms it was built for, here: ARM
 # under qemu-user with Debian 13's (what Raspberry Pi OS is based on) ARM Python 3.13 and
 # Node.js unpacked into a directory (nothing installed; no toolchain reaches them), musl
 # natively or under qemu.
 #
-#   bash scripts/test-platforms.sh [armv7|aarch64|x64-musl|arm64-musl ...]   (default: armv7 aarch64)
+#   bash scripts/platforms/test.sh [armv7|aarch64|x64-musl|arm64-musl ...]   (default: armv7 aarch64)
 #
 # For each target, what its users run:
 # - the engine's tests (unit, producer, spool: the spool's kill tests start their children
@@ -31,7 +31,7 @@ fresh() {
   [ -z "$(find core/src python/src python/loghose node/src node -maxdepth 3 -newer "$artifact" \
     \( -name '*.rs' -o -name '*.py' -o -name '*.js' -o -name 'Cargo.toml' \) -print -quit 2>/dev/null)" ]
 }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 . scripts/platforms/targets.sh
 
@@ -74,7 +74,7 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" rust "* ]]; then
     step "the engine's tests (lib, producer, spool)"
-    # For cargo only (the builds of scripts/build-platforms.sh link with zig).
+    # For cargo only (the builds of scripts/platforms/build.sh link with zig).
     cross=()
     [ -z "$runner" ] || cross+=("CARGO_TARGET_${triple}_RUNNER=$runner")
     if [ -n "$GNU_PREFIX" ]; then
@@ -91,7 +91,7 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" python "* && -n "$sysroot" ]]; then
     step "the CPython 3.13 wheel, in Debian 13's $DEB_ARCH Python 3.13 under $QEMU"
-    fresh "$out"/*cp313*.whl || PYTHONS=3.13 PARTS=wheel bash scripts/build-platforms.sh "$name"
+    fresh "$out"/*cp313*.whl || PYTHONS=3.13 PARTS=wheel bash scripts/platforms/build.sh "$name"
     wheel=$(ls "$out"/*cp313*.whl)
     python3 -m zipfile -e "$wheel" "$work/site"
     # pytest and what it needs are pure Python, as are structlog and loguru: this machine's pip
@@ -114,8 +114,8 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" node "* && -n "$sysroot" ]]; then
     step "the npm packages, in Debian 13's $DEB_ARCH Node.js under $QEMU"
-    fresh "$out"/loghose-"$NPM_PLATFORM"-*.tgz || PARTS=npm bash scripts/build-platforms.sh "$name"
-    fresh dist/npm/loghose-[0-9]*.tgz || bash scripts/pack-npm.sh >/dev/null
+    fresh "$out"/loghose-"$NPM_PLATFORM"-*.tgz || PARTS=npm bash scripts/platforms/build.sh "$name"
+    fresh dist/npm/loghose-[0-9]*.tgz || bash scripts/release/pack-npm.sh >/dev/null
     mkdir -p "$work/node_modules/loghose" "$work/node_modules/loghose-$NPM_PLATFORM"
     tar -xzf dist/npm/loghose-[0-9]*.tgz -C "$work/node_modules/loghose" --strip-components 1
     tar -xzf "$(ls "$out"/loghose-"$NPM_PLATFORM"-*.tgz)" -C "$work/node_modules/loghose-$NPM_PLATFORM" --strip-components 1
@@ -127,7 +127,7 @@ for name in "${targets[@]}"; do
 
   if [[ " $parts " == *" command "* ]]; then
     step "the loghose command: pipe --preset pi with a spool, across a SIGKILL"
-    [ -x "$out/loghose" ] || PARTS=command bash scripts/build-platforms.sh "$name"
+    [ -x "$out/loghose" ] || PARTS=command bash scripts/platforms/build.sh "$name"
     # shellcheck disable=SC2086 # the runner is a command and its arguments
     .venv/bin/python scripts/platforms/check-command.py "$work/command" $runner "$root/$out/loghose"
   fi

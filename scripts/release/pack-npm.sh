@@ -5,17 +5,17 @@
 # (`loghose-linux-x64-gnu`: the addon, debug info stripped). Writes both tarballs to dist/npm/.
 # The other platforms' packages are built by the release workflow
 # (.github/workflows/release.yml); they cannot be built here.
-# Usage: bash scripts/pack-npm.sh   (builds the addon first if it is not built)
+# Usage: bash scripts/release/pack-npm.sh   (builds the addon first if it is not built)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=dist/npm
 rm -rf "$out" && mkdir -p "$out/main" "$out/platform"
-[ -f node/loghose.linux-x64-gnu.node ] && [ -f node/native.js ] || npm run build
+[ -f node/lib/loghose.linux-x64-gnu.node ] && [ -f node/lib/native.js ] || npm run build
 
 # This machine's platform package: its manifest from npm/, the addon without debug info.
 cp npm/linux-x64-gnu/package.json "$out/platform/"
 cp LICENSE "$out/platform/"
-strip --strip-debug -o "$out/platform/loghose.linux-x64-gnu.node" node/loghose.linux-x64-gnu.node
+strip --strip-debug -o "$out/platform/loghose.linux-x64-gnu.node" node/lib/loghose.linux-x64-gnu.node
 (cd "$out/platform" && npm pack --silent --pack-destination ..) >/dev/null
 
 # The main package: the files package.json lists, and a manifest with the platform packages

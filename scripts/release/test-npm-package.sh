@@ -3,8 +3,8 @@
 # empty project with no Rust toolchain on PATH (nothing may build at install time), then a round
 # trip against the emulator they carry, from the library and from the `loghose` command.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/pack-npm.sh
+cd "$(dirname "$0")/../.."
+bash scripts/release/pack-npm.sh
 root=$PWD
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -15,7 +15,7 @@ export PATH="$nodedir:/usr/bin:/bin"
 cd "$work"
 npm init -y >/dev/null
 npm install --no-audit --no-fund "$root"/dist/npm/loghose-0.1.0.tgz "$root"/dist/npm/loghose-linux-x64-gnu-0.1.0.tgz
-! ls node_modules/loghose/node/*.node 2>/dev/null || { echo "the main package carries native code" >&2; exit 1; }
+! ls node_modules/loghose/node/lib/*.node 2>/dev/null || { echo "the main package carries native code" >&2; exit 1; }
 cat > roundtrip.js <<'JS'
 const { Producer, Emulator } = require('loghose')
 const emu = new Emulator()

@@ -4,9 +4,9 @@
 # then installed into a clean virtualenv with no Rust toolchain on PATH for a round trip
 # against the emulator it carries, from the library and from the `loghose` command. Leaves the
 # wheel in dist/wheels/ (scripts/test.sh installs it into .venv for the test suite).
-# Usage: bash scripts/test-wheel.sh   (needs .venv with maturin and ziglang: tests-py/requirements.txt)
+# Usage: bash scripts/release/wheel.sh   (needs .venv with maturin and ziglang: tests-py/requirements.txt)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 rm -rf dist/wheels
 PATH="$root/.venv/bin:$PATH" .venv/bin/maturin build --quiet --profile dist --strip --zig \

@@ -2,7 +2,7 @@
 # The whole Python suite on one interpreter: a virtualenv of its own (cached beside the
 # interpreter's other runtimes), the native module built for it from this checkout (`pip
 # install .`, the source install a user gets; or the wheel LOGHOSE_WHEEL names), then pytest. Run on the machine itself or in the
-# Debian chroot (scripts/runtimes/sid-chroot.sh run ...); scripts/test-runtimes.sh calls it.
+# Debian chroot (scripts/runtimes/sid-chroot.sh run ...); scripts/runtimes/test.sh calls it.
 #
 #   bash scripts/runtimes/python-suite.sh PYTHON [PYTEST ARGS...]
 #
@@ -26,7 +26,7 @@ grep -vE '^(ruff|ziglang|pdoc)' tests-py/requirements.txt >"$venv/requirements.t
 system=$(. /etc/os-release && echo "${ID}-${VERSION_CODENAME:-${VERSION_ID:-unknown}}")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/runtimes-$system}
 if [ -n "${LOGHOSE_WHEEL:-}" ]; then
-  # The wheel as published (scripts/test-runtimes.sh wheel3.X builds it), instead.
+  # The wheel as published (scripts/runtimes/test.sh wheel3.X builds it), instead.
   "${pip[@]}" --force-reinstall --no-deps "$LOGHOSE_WHEEL"
 else
   "${pip[@]}" --force-reinstall --no-deps .

@@ -2,10 +2,10 @@
 # The suites on every runtime users have, each fetched from a package registry and cached
 # outside the checkout (scripts/runtimes/):
 #
-#   bash scripts/test-runtimes.sh                  what CI runs: python3.15 python3.14t node26 bun deno
-#   bash scripts/test-runtimes.sh all              every runtime below
-#   bash scripts/test-runtimes.sh python3.14 node24 ...
-#   bash scripts/test-runtimes.sh wheel3.15        the wheel as published, on Debian's 3.15
+#   bash scripts/runtimes/test.sh                  what CI runs: python3.15 python3.14t node26 bun deno
+#   bash scripts/runtimes/test.sh all              every runtime below
+#   bash scripts/runtimes/test.sh python3.14 node24 ...
+#   bash scripts/runtimes/test.sh wheel3.15        the wheel as published, on Debian's 3.15
 #
 # - python3.10, python3.12: the machine image's pyenv builds (skipped where absent); python3.11:
 #   the machine's own; python3.13, python3.14, python3.15: Debian sid's builds, in a debootstrap
@@ -24,7 +24,7 @@
 # Expects what scripts/test.sh builds first: node_modules and the addon (npm ci, npm run build)
 # and the emulator binary (cargo build -p loghose --features cli --bin loghose-emulator); builds what is missing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
 runtimes=("$@")
@@ -38,7 +38,7 @@ export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 emulator=$root/target/debug/loghose-emulator
 [ -x "$emulator" ] || cargo build --quiet -p loghose --features cli --bin loghose-emulator
 [ -d node_modules ] || npm ci --no-audit --no-fund
-ls node/loghose.*.node >/dev/null 2>&1 || npm run build
+ls node/lib/loghose.*.node >/dev/null 2>&1 || npm run build
 
 passed=()
 failed=()

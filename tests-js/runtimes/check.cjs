@@ -1,7 +1,7 @@
 'use strict'
 // The package under a JavaScript runtime other than the one jest runs on (Bun, Deno, each Node
 // release): plain `node:assert`, no test runner, so the same file runs everywhere. Run by
-// scripts/test-runtimes.sh as `RUNTIME tests-js/runtimes/check.cjs` (Deno: `deno run -A`).
+// scripts/runtimes/test.sh as `RUNTIME tests-js/runtimes/check.cjs` (Deno: `deno run -A`).
 //
 // What it checks, each against the embedded emulator and read back:
 // - the producer: `send` of records of one key list and of many, `sendAsync` of records of a
@@ -93,7 +93,7 @@ check('the pino transport (worker thread) and pinoDestination (main thread)', as
     for (let i = 0; i < 1000; i++) logger.info({ order: { id: i } }, 'order paid')
     await destination.end()
   } else {
-    const transport = pino.transport({ target: path.join(ROOT, 'node', 'pino.js'), options })
+    const transport = pino.transport({ target: path.join(ROOT, 'node', 'lib', 'pino.js'), options })
     const logger = pino(transport)
     for (let i = 0; i < 1000; i++) logger.info({ order: { id: i } }, 'order paid')
     transport.end()
@@ -111,7 +111,7 @@ check('the pino transport (worker thread) and pinoDestination (main thread)', as
 check('the OpenTelemetry processor', async (emu) => {
   const { LoggerProvider } = require('@opentelemetry/sdk-logs')
   const { resourceFromAttributes } = require('@opentelemetry/resources')
-  const { LoghoseLogRecordProcessor } = require(path.join(ROOT, 'node', 'otel.js'))
+  const { LoghoseLogRecordProcessor } = require(path.join(ROOT, 'node', 'lib', 'otel.js'))
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'checkout' }),
     processors: [new LoghoseLogRecordProcessor(emu.producerOptions('demo', 'otel'))],

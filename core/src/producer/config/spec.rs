@@ -1,7 +1,7 @@
 //! What the table of options says about each option: its kind (type, unit, range), which
 //! fronts take it, its documentation. [`ProducerConfig`](super::ProducerConfig) is generated
 //! from the table by [`producer_options!`]; validation reads the ranges from it, and the
-//! generated files (`docs/configuration.md`, the `ProducerOptions` of `node/index.d.ts` and
+//! generated files (`docs/configuration.md`, the `ProducerOptions` of `node/lib/index.d.ts` and
 //! `python/loghose/_options.py`) are rendered from it by `core/tests/generated_options.rs`,
 //! which fails when a file in the repository differs from what the table produces.
 //!
