@@ -213,6 +213,7 @@ STEPS=(
 
 usage() {
   echo "usage: bash scripts/test.sh [--list | STEP...]   (no STEP: every step, as CI runs them)"
+  echo "       (python: the Python steps, python-env, ruff, pytest)"
 }
 
 if [ "${1:-}" = "--list" ]; then
@@ -223,7 +224,11 @@ if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
   usage
   exit 0
 fi
-wanted=("$@")
+wanted=()
+for name in "$@"; do
+  # `python` names the Python steps together (the package from source, its lints, pytest).
+  if [ "$name" = python ]; then wanted+=(python-env ruff pytest); else wanted+=("$name"); fi
+done
 if [ ${#wanted[@]} -gt 0 ]; then
   # A developer running some steps keeps every build (no step deletes what the next needs).
   export LOGHOSE_KEEP_BUILDS=1
@@ -234,6 +239,7 @@ if [ ${#wanted[@]} -gt 0 ]; then
   done
 fi
 prepare
+timings=()
 for entry in "${STEPS[@]}"; do
   name=${entry%%|*}
   if [ ${#wanted[@]} -gt 0 ]; then
@@ -242,5 +248,11 @@ for entry in "${STEPS[@]}"; do
     [ $selected = 1 ] || continue
   fi
   step "$name: ${entry#*|}"
+  started=$SECONDS
   "step_${name//-/_}"
+  timings+=("$(printf '%-15s %5d s' "$name" $((SECONDS - started)))")
 done
+# Where the run's time went, step by step (CI's budget: 60 minutes warm, 80 fresh).
+printf '\n== time by step ==\n'
+printf '%s\n' "${timings[@]}"
+printf '%-15s %5d s\n' total "$SECONDS"
