@@ -145,7 +145,15 @@ fn spawn_child_with(
     sync: &str,
     linger_ms: u64,
 ) -> Child {
-    std::fs::write(ack, [0u8; 8]).unwrap();
+    // Zeroed in place, not truncated: on Windows a killed child's mapping of it may outlive
+    // the child for a moment, and a mapped file cannot be truncated there.
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(ack)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &[0u8; 8]))
+        .unwrap();
     this_test_binary()
         .args([
             "--exact",
@@ -194,11 +202,10 @@ fn acked(ack: &Path) -> u64 {
     u64::from_le_bytes(b[..8].try_into().unwrap())
 }
 
+/// Ends `child` at once, as a crash would: SIGKILL on Unix, TerminateProcess on Windows
+/// (what `Child::kill` sends on each).
 fn kill(mut child: Child) {
-    // SAFETY: kill sends a signal to a child this test started.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGKILL);
-    }
+    let _ = child.kill();
     let _ = child.wait();
 }
 

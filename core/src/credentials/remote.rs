@@ -130,7 +130,10 @@ fn expiration(text: &str) -> Result<SystemTime, String> {
         .map_err(|_| format!("an Expiration of {text:?}, not yyyy-MM-ddTHH:mm:ssZ"))?;
     let secs = u64::try_from(t.and_utc().timestamp())
         .map_err(|_| format!("an Expiration of {text:?}, before 1970"))?;
-    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+    // Checked: a Windows clock ends in the year 30828, and an answer may name a later one.
+    SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))
+        .ok_or_else(|| format!("an Expiration of {text:?}, beyond what this system's clock holds"))
 }
 
 /// `AccessKeyId`, `AccessKeySecret`, `SecurityToken` and `Expiration` of an object.
@@ -393,6 +396,24 @@ mod tests {
             rpc_signature("secret-key", &params),
             "CsZY/SCRTWpB/fTPO3I4KRSAgXM="
         );
+    }
+
+    #[test]
+    fn an_expiration_past_the_clocks_end_is_an_error_not_a_panic() {
+        // The last four-digit year holds on every clock (a Windows clock ends in 30828); a
+        // signed longer year, if it parses, is past the end there and an error, never a panic.
+        let last = expiration("9999-12-31T23:59:59Z").unwrap();
+        assert!(last > SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800));
+        match expiration("+99999-12-31T23:59:59Z") {
+            Ok(t) => assert!(t > last),
+            Err(e) => assert!(
+                e.contains("beyond what this system's clock holds") || e.contains("not yyyy"),
+                "{e}"
+            ),
+        }
+        assert!(expiration("1969-12-31T23:59:59Z")
+            .unwrap_err()
+            .contains("before 1970"));
     }
 
     #[test]

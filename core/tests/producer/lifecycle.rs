@@ -205,6 +205,8 @@ fn dropping_a_producer_delivers_what_it_holds() {
     assert_eq!(emu.totals("proj", "store").unwrap().logs, 100);
 }
 
+/// The process's threads named `name`, as Linux lists them.
+#[cfg(target_os = "linux")]
 fn threads_named(name: &str) -> usize {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
@@ -216,6 +218,7 @@ fn threads_named(name: &str) -> usize {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn many_producers_share_the_engines_threads() {
     // Thread names, not counts: other tests start threads of their own meanwhile.
     let emu = Emulator::start_default().unwrap();

@@ -385,13 +385,17 @@ impl Spool {
     }
 
     /// Deletes a batch file and gives its room back.
-    pub(super) fn delete_file(&self, idle: Idle) {
+    pub(super) fn delete_file(&self, mut idle: Idle) {
         let size = idle.file.metadata().map_or(0, |m| m.len() as usize);
-        let _ = std::fs::remove_file(&idle.path);
-        self.dir_changes.note();
-        self.faults.forget(&idle.path);
+        // Unmapped and closed first: Windows refuses to delete a mapped file, and lists a
+        // deleted one until its last handle closes.
+        idle.unmap();
         self.marks.lock().forget(&idle.path);
+        let path = idle.path.clone();
         drop(idle);
+        let _ = std::fs::remove_file(&path);
+        self.dir_changes.note();
+        self.faults.forget(&path);
         self.used.fetch_sub(size, Ordering::AcqRel);
         self.disk_room.store(usize::MAX, Ordering::Release);
         let _guard = self.room_lock.lock();

@@ -273,6 +273,31 @@ pub(crate) fn lock_dir(dir: &Path) -> Result<DirLock, SpoolError> {
             return Err(locked(pid.trim().to_owned()));
         }
     }
+    #[cfg(windows)]
+    {
+        use std::io::Read as _;
+        use std::os::windows::io::AsRawHandle as _;
+        use windows_sys::Win32::Storage::FileSystem::{
+            LockFileEx, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY,
+        };
+        use windows_sys::Win32::System::IO::OVERLAPPED;
+        // SAFETY: a zeroed OVERLAPPED is valid: offset 0, no event.
+        let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+        // One byte at 4 GiB, far past the holder's pid at the start: a Windows lock bars
+        // reads of the bytes it covers, and a refused opener reads the pid to name it.
+        at.Anonymous.Anonymous.OffsetHigh = 1;
+        // The lock ends with the handle: when the producer lets go of the directory, or its
+        // process dies.
+        let flags = LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY;
+        // SAFETY: LockFileEx on the handle of a file this function owns; `at` outlives the
+        // call, which completes at once (FAIL_IMMEDIATELY, a synchronous handle).
+        let taken = unsafe { LockFileEx(file.as_raw_handle(), flags, 0, 1, 0, &mut at) };
+        if taken == 0 {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            return Err(locked(pid.trim().to_owned()));
+        }
+    }
     let _ = file.set_len(0);
     let _ = write!(file, "{pid}");
     let closed = Arc::new(AtomicBool::new(false));

@@ -209,11 +209,16 @@ impl Spool {
                             map,
                         });
                     }
-                    _ => {
+                    full => {
+                        // Unmapped and closed before it is removed: Windows refuses to delete
+                        // a mapped file, and lists a deleted one until its last handle closes
+                        // (Unix unlinks it either way).
+                        drop(full);
+                        self.marks.lock().forget(&s.path);
+                        drop(s.file);
                         let _ = std::fs::remove_file(&s.path);
                         self.faults.forget(&s.path);
                         self.dir_changes.note();
-                        self.marks.lock().forget(&s.path);
                     }
                 }
             }

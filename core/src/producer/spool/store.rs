@@ -479,6 +479,11 @@ impl Spool {
         state.closed = true;
         state.spare_bytes = 0;
         for spare in std::mem::take(&mut state.free) {
+            // Unmapped and closed first: Windows refuses to delete a mapped file, and lists a
+            // deleted one until its last handle closes.
+            drop(spare.map);
+            self.marks.lock().forget(&spare.path);
+            drop(spare.file);
             let _ = std::fs::remove_file(&spare.path);
             self.dir_changes.note();
         }
