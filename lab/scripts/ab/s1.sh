@@ -78,7 +78,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 bash "$top/lab/scripts/machine.sh"
-PYTHONPATH="$top/benches" python3 - "$OUT" "$ROUNDS" "${sha:0:12}" "$WORKLOAD" "$tree_label" "$RATE" <<'PY'
+PYTHONPATH="$top/lab/scripts" python3 - "$OUT" "$ROUNDS" "${sha:0:12}" "$WORKLOAD" "$tree_label" "$RATE" <<'PY'
 import statistics, sys
 from rows import rust_rows
 
