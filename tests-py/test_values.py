@@ -17,7 +17,8 @@ import pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-TABLE = json.loads((Path(__file__).parent.parent / "tests-shared" / "values.json").read_text())["values"]
+TABLE_FILE = Path(__file__).parent.parent / "tests-shared" / "values.json"
+TABLE = json.loads(TABLE_FILE.read_text(encoding="utf-8"))["values"]
 
 
 @pytest.fixture()
