@@ -105,8 +105,8 @@ step_rust() {
 }
 
 step_windows() {
-  # The engine compiled for Windows. Its tests run under Wine by `bash
-  # scripts/platforms/windows.sh`, by hand until they pass reliably there.
+  # Lints of the Windows-only code (cfg fences), then the engine's tests and the Python tests
+  # under Wine, and the Node addon linked against node.exe (scripts/platforms/windows.sh).
   if rustup target add x86_64-pc-windows-gnu >/dev/null 2>&1 &&
     { command -v x86_64-w64-mingw32-gcc >/dev/null ||
       { apt-get update -qq && apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null; }; }; then
@@ -114,6 +114,13 @@ step_windows() {
   else
     echo "skipped: the Windows standard library or the mingw-w64 C compiler could not be installed here"
   fi
+  bash scripts/platforms/windows.sh
+  free_disk target/x86_64-pc-windows-gnu target/windows
+}
+
+step_macos() {
+  bash scripts/platforms/macos.sh
+  free_disk target/aarch64-apple-darwin target/x86_64-apple-darwin target/macos
 }
 
 step_spool_release() {
@@ -199,7 +206,8 @@ STEPS=(
   "rustdoc|API reference: rustdoc of the engine and both modules, free of warnings (missing_docs is denied)"
   "msrv|the declared rust-version builds the workspace"
   "rust|cargo test (core: wire layer, emulator, integration, 20 s per fuzz target; the Node addon's pure functions)"
-  "windows|the engine for Windows: clippy -D warnings on x86_64-pc-windows-gnu (no fork, no Unix signals: the cfg fences hold)"
+  "windows|Windows under Wine: clippy on x86_64-pc-windows-gnu, the engine's tests, the CPython 3.13 wheel in the embeddable CPython (pytest: send, asyncio, logging, the spool across TerminateProcess), the Node addon linked"
+  "macos|macOS built with zig: the wheel, the Node addon and the command linked for aarch64-apple-darwin, all three compiled for x86_64-apple-darwin"
   "spool-release|the spool's kill tests in a release build (faster producer, more in flight at each kill: the duplicate bound holds there too)"
   "s1|S1 at 200 000 logs/s for 10 s: every log read back exactly once (release build)"
   "node|Node: npm ci, the addon built from source (npm run build), tsc --noEmit, jest"
