@@ -123,7 +123,8 @@ pub fn stop_with_parent() -> bool {
     false
 }
 
-/// Until SIGINT or SIGTERM (Ctrl-C where there are no Unix signals), or [`request_stop`].
+/// Until SIGINT or SIGTERM (on Windows Ctrl-C, Ctrl-Break or the console closed), or
+/// [`request_stop`].
 pub(crate) async fn wait_for_stop() {
     if HOST_SIGNALS.load(std::sync::atomic::Ordering::Acquire) {
         stop_notify().notified().await;
@@ -155,8 +156,37 @@ async fn os_signal() {
     }
 }
 
-/// Until Ctrl-C.
-#[cfg(not(unix))]
+/// Until Ctrl-C, Ctrl-Break, the console window closed, or the user logging off or the system
+/// shutting down (a service's stop). Windows ends the process about five seconds after a close,
+/// log-off or shutdown event whatever the handler does: `--close-timeout-ms` longer than that is cut
+/// short there, and a spool keeps what the drain did not send.
+#[cfg(windows)]
+async fn os_signal() {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, ctrl_logoff, ctrl_shutdown};
+    match (
+        ctrl_c(),
+        ctrl_break(),
+        ctrl_close(),
+        ctrl_logoff(),
+        ctrl_shutdown(),
+    ) {
+        (Ok(mut c), Ok(mut brk), Ok(mut close), Ok(mut logoff), Ok(mut shutdown)) => {
+            tokio::select! {
+                _ = c.recv() => {},
+                _ = brk.recv() => {},
+                _ = close.recv() => {},
+                _ = logoff.recv() => {},
+                _ = shutdown.recv() => {},
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// Until Ctrl-C (neither Unix nor Windows).
+#[cfg(not(any(unix, windows)))]
 async fn os_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }

@@ -2,7 +2,8 @@
 //! nearer winning: command-line flags, then environment variables, then a configuration file.
 //!
 //! - The file: `--config FILE` (or `LOGHOSE_CONFIG`), else `$XDG_CONFIG_HOME/loghose/config.toml`
-//!   or `~/.config/loghose/config.toml` when it exists. TOML, with the engine's option names
+//!   or `~/.config/loghose/config.toml` (on Windows `%APPDATA%\loghose\config.toml`) when it
+//!   exists. TOML, with the engine's option names
 //!   (`endpoint`, `project`, `logstore`, `access_key_id`, `linger_ms`, …) and `preset`.
 //! - The environment: `LOGHOSE_ENDPOINT`, `LOGHOSE_PROJECT`, `LOGHOSE_LOGSTORE`,
 //!   `LOGHOSE_PRESET`, and the standard `ALIBABA_CLOUD_ACCESS_KEY_ID`,
@@ -87,15 +88,21 @@ pub enum OptionsError {
     Config(#[from] crate::producer::ConfigError),
 }
 
-/// The configuration file used when none is named: under `$XDG_CONFIG_HOME` (or `~/.config`),
-/// if it exists.
+/// The configuration file used when none is named, if it exists.
 fn default_config_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    let file = base.join("loghose").join("config.toml");
+    let file = config_dir(&|name| std::env::var_os(name))?
+        .join("loghose")
+        .join("config.toml");
     file.is_file().then_some(file)
+}
+
+/// Where a user's configuration lives: `$XDG_CONFIG_HOME`, else on Windows `%APPDATA%` (the
+/// roaming profile's folder), else `~/.config`.
+fn config_dir(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let set = |name: &str| lookup(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    set("XDG_CONFIG_HOME")
+        .or_else(|| if cfg!(windows) { set("APPDATA") } else { None })
+        .or_else(|| crate::credentials::sources::user_home(lookup).map(|h| h.join(".config")))
 }
 
 fn read_file(path: &Path) -> Result<Map<String, Value>, OptionsError> {
@@ -190,5 +197,40 @@ impl ProducerArgs {
         let config = ProducerConfig::from_json(&Value::Object(merged).to_string())?;
         config.validate()?;
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    fn dir(pairs: &[(&str, &str)]) -> Option<PathBuf> {
+        let map: HashMap<&str, OsString> =
+            pairs.iter().map(|(k, v)| (*k, OsString::from(v))).collect();
+        config_dir(&|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn the_configuration_directory_is_the_platforms_own() {
+        let home = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
+        let everything = [
+            ("XDG_CONFIG_HOME", "/xdg"),
+            ("APPDATA", "/appdata"),
+            (home, "/u"),
+        ];
+        assert_eq!(dir(&everything), Some("/xdg".into()));
+        let expected = if cfg!(windows) {
+            "/appdata"
+        } else {
+            "/u/.config"
+        };
+        assert_eq!(dir(&everything[1..]), Some(PathBuf::from(expected)));
+        assert_eq!(
+            dir(&[("XDG_CONFIG_HOME", ""), (home, "/u")]),
+            Some(PathBuf::from("/u").join(".config"))
+        );
+        assert_eq!(dir(&[]), None);
     }
 }

@@ -107,9 +107,7 @@ pub(crate) struct Chain {
 impl Chain {
     /// The chain as this process's environment and home directory set it up.
     pub(crate) fn from_environment() -> Chain {
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
+        let home = sources::user_home(&|name| std::env::var_os(name));
         Chain::new(&|name| std::env::var(name).ok(), home)
     }
 

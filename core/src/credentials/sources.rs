@@ -40,6 +40,23 @@ pub(crate) mod var {
 /// Reads variables: the process environment, or a table in tests.
 pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
+/// The user's home directory, where the official SDKs look for `.aliyun` and `.alibabacloud`:
+/// `HOME` on Unix; on Windows `USERPROFILE` first (`HOME` is usually unset there, or set by a
+/// Unix-like shell to another place), then `HOME`. Unset or empty: none (the profile sources
+/// are skipped and say so).
+pub(crate) fn user_home(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let names: &[&str] = if cfg!(windows) {
+        &["USERPROFILE", "HOME"]
+    } else {
+        &["HOME"]
+    };
+    names
+        .iter()
+        .filter_map(|name| lookup(name))
+        .find(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
+
 fn non_empty(lookup: Lookup<'_>, name: &str) -> Option<String> {
     lookup(name).filter(|v| !v.is_empty())
 }
@@ -577,6 +594,27 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn the_home_directory_is_the_platforms_own() {
+        let home = |pairs: &[(&str, &str)]| {
+            let map = vars(pairs);
+            user_home(&|k| map.get(k).map(std::ffi::OsString::from))
+        };
+        let both = [("HOME", "/home/u"), ("USERPROFILE", r"C:\Users\u")];
+        if cfg!(windows) {
+            assert_eq!(home(&both), Some(PathBuf::from(r"C:\Users\u")));
+            assert_eq!(
+                home(&[("HOME", "/home/u"), ("USERPROFILE", "")]),
+                Some("/home/u".into())
+            );
+        } else {
+            assert_eq!(home(&both), Some(PathBuf::from("/home/u")));
+            assert_eq!(home(&[("USERPROFILE", r"C:\Users\u")]), None);
+        }
+        assert_eq!(home(&[("HOME", "")]), None);
+        assert_eq!(home(&[]), None);
     }
 
     fn planned(pairs: &[(&str, &str)], home: Option<&str>) -> (Vec<Source>, Vec<String>) {
