@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 'use strict'
-// `npx loghose`: `send`, `pipe` and `emulator` are the engine's command, run on a pool thread.
+// `npx loghose`: `send`, `pipe`, `otlp` and `emulator` are the engine's command, run on a pool thread.
 // (The benchmark commands are the lab's: `node lab/node/bench-cli.js` in a checkout.)
 
 const USAGE =
   'usage: loghose send [options] KEY=VALUE...   one record, waited for\n' +
   '       loghose pipe [options]                  a record per line of stdin (or --follow FILE)\n' +
+  '       loghose otlp [options]                  receive OpenTelemetry logs (OTLP/HTTP :4318)\n' +
   '       loghose emulator [--port N]             the local emulator, until interrupted\n' +
   '(loghose COMMAND --help for the options of each command)'
 
-const ENGINE_COMMANDS = ['send', 'pipe', 'emulator', 'help', '--help', '-h', '--version', '-V']
+const ENGINE_COMMANDS = ['send', 'pipe', 'otlp', 'emulator', 'help', '--help', '-h', '--version', '-V']
 const [command] = process.argv.slice(2)
 if (ENGINE_COMMANDS.includes(command)) {
   // The engine's command runs on a pool thread; SIGINT and SIGTERM stay Node's, and stop it

@@ -1,15 +1,16 @@
-"""``python -m loghose`` (and the ``loghose`` command the package installs): ``send``, ``pipe``
-and ``emulator`` run the engine's command (``loghose send KEY=VALUE…``, ``loghose pipe``,
-``loghose emulator --port N``; see docs/guides/command.md).
+"""``python -m loghose`` (and the ``loghose`` command the package installs): ``send``, ``pipe``,
+``otlp`` and ``emulator`` run the engine's command (``loghose send KEY=VALUE…``, ``loghose pipe``,
+``loghose otlp``, ``loghose emulator --port N``; see docs/guides/command.md).
 """
 
 from __future__ import annotations
 
 import sys
 
-ENGINE_COMMANDS = ("send", "pipe", "emulator", "help", "--help", "-h", "--version", "-V")
+ENGINE_COMMANDS = ("send", "pipe", "otlp", "emulator", "help", "--help", "-h", "--version", "-V")
 USAGE = """usage: loghose send [options] KEY=VALUE...   one record, waited for
        loghose pipe [options]                  a record per line of stdin (or --follow FILE)
+       loghose otlp [options]                  receive OpenTelemetry logs (OTLP/HTTP :4318)
        loghose emulator [--port N]             the local emulator, until interrupted
 (loghose COMMAND --help for the options)"""
 

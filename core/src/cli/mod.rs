@@ -3,6 +3,8 @@
 //!
 //! - `loghose send KEY=VALUE…`: one record; the exit status says whether it was delivered.
 //! - `loghose pipe [--json] [--follow FILE]`: a record per line (see [`pipe`]).
+//! - `loghose otlp`: an OpenTelemetry logs receiver (OTLP/HTTP) in front of a producer (see
+//!   [`otlp`]).
 //! - `loghose emulator [--port N]`: the local emulator, until SIGINT or SIGTERM.
 //!
 //! Configuration from flags, the environment and a file, in that order ([`options`]). Exit
@@ -13,6 +15,7 @@
 pub mod emulator;
 mod metrics_server;
 pub mod options;
+pub mod otlp;
 pub mod pipe;
 pub mod send;
 
@@ -34,6 +37,8 @@ enum Command {
     Send(send::SendArgs),
     /// Send each line of standard input (or of a followed file) as a record.
     Pipe(pipe::PipeArgs),
+    /// Receive OpenTelemetry logs over OTLP/HTTP (POST /v1/logs) and send them.
+    Otlp(otlp::OtlpArgs),
     /// Run the local SLS emulator until interrupted.
     Emulator(emulator::EmulatorArgs),
 }
@@ -72,6 +77,7 @@ where
     match cli.command {
         Command::Send(args) => send::run(args),
         Command::Pipe(args) => pipe::run(args),
+        Command::Otlp(args) => otlp::run(args),
         Command::Emulator(args) => emulator::run(args, "loghose emulator"),
     }
 }

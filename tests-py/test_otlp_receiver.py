@@ -1,0 +1,207 @@
+"""`loghose otlp`, the OpenTelemetry logs receiver, against the emulator: the official Python
+OTLP/HTTP exporter (``opentelemetry-exporter-otlp-proto-http``, protobuf, plain and gzip) sends
+through it while the same records go through the in-process ``LoghoseLogRecordProcessor``;
+both must store the same fields. Then OTLP/JSON by hand, hostile bodies answered 4xx without
+harm to the receiver, the flush route, the token beyond loopback, and a SIGTERM that delivers
+what is held.
+
+The exporter runs in a child process with ``target/otlp-exporters`` first on its path
+(installed there by scripts/test.sh's python-env step from tests-py/requirements-otlp.txt):
+its protobuf is newer than the one the official Log Service SDK in this environment accepts."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import loghose
+import pytest
+from conftest import reaped
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPORTERS = ROOT / "target" / "otlp-exporters"
+
+
+def receiver(emu: loghose.Emulator, logstore: str, *extra: str, env: dict[str, str] | None = None):
+    """Starts `loghose otlp` on a free loopback port; answers the process and its base URL."""
+    environment = {
+        **os.environ,
+        "LOGHOSE_ENDPOINT": emu.endpoint,
+        "LOGHOSE_PROJECT": "loghose",
+        "LOGHOSE_LOGSTORE": logstore,
+        "ALIBABA_CLOUD_ACCESS_KEY_ID": emu.access_key_id,
+        "ALIBABA_CLOUD_ACCESS_KEY_SECRET": emu.access_key_secret,
+        **(env or {}),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loghose", "otlp", "--http-addr", "127.0.0.1:0", "--option", "linger_ms=50", *extra],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = process.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), (url, process.stderr.read() if process.poll() is not None else "")
+    return process, url
+
+
+def post(url: str, body: bytes, content_type: str = "application/x-protobuf", **headers: str):
+    """POSTs `body`; answers (status, body, headers) whatever the status."""
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": content_type, **headers})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=30) as resp:
+            return resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), e.headers
+
+
+def stored(emu: loghose.Emulator, logstore: str) -> list[dict[str, str]]:
+    return [dict(log["contents"]) for log in emu.logs("loghose", logstore)]
+
+
+CHILD = """
+    import sys
+    from opentelemetry import trace
+    from opentelemetry._logs import LogRecord, SeverityNumber
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from loghose.otel import LoghoseLogRecordProcessor
+
+    url, endpoint, key_id, secret, compression = sys.argv[1:6]
+    provider = LoggerProvider(resource=Resource.create(
+        {"service.name": "checkout", "host.name": "box-1", "zone": "cn-hangzhou-h", "cpus": 4}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(
+        endpoint=url + "/v1/logs", compression=Compression(compression))))
+    provider.add_log_record_processor(LoghoseLogRecordProcessor(
+        endpoint=endpoint, project="loghose", logstore="inproc", access_key_id=key_id,
+        access_key_secret=secret, linger_ms=50))
+    logger = provider.get_logger("shop.payments", "1.2.3")
+    tracer = TracerProvider().get_tracer("t")
+    bodies = ["plain <text> & more", {"order": 7, "items": ["a", 1.5, None, True]}, ["x", 2],
+              None, b"raw bytes", 42, 3.0, 1e20, "ünïcödé \\u2028"]
+    attributes = {"user": "ann", "n": 3, "ratio": 0.25, "ok": False, "tags": ["a", "b"],
+                  "big": 1e-7, "raw": b"\\x00\\x01"}
+    for i, body in enumerate(bodies):
+        with tracer.start_as_current_span(f"span-{i}"):
+            logger.emit(LogRecord(body=body, severity_number=SeverityNumber.WARN, severity_text="WARN",
+                                  attributes={**attributes, "i": i}))
+    logger.emit(LogRecord(body="outside a span", attributes={"i": len(bodies)}))
+    provider.force_flush()
+    provider.shutdown()
+    print("sent", len(bodies) + 1)
+"""
+
+
+def run_exporter(url: str, emu: loghose.Emulator, compression: str) -> None:
+    if not EXPORTERS.is_dir():
+        message = f"{EXPORTERS} is missing: bash scripts/test.sh python-env installs the exporters"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXPORTERS), *sys.path[1:]])}
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD), url, emu.endpoint, emu.access_key_id,
+         emu.access_key_secret, compression],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "sent 10"
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_the_official_exporter_stores_what_the_in_process_processor_stores(compression):
+    with loghose.Emulator() as emu:
+        process, url = receiver(emu, "received")
+        with reaped(process):
+            run_exporter(url, emu, compression)
+            status, body, _ = post(url + "/flush?timeout_ms=20000", b"", "application/json")
+            assert status == 200, body
+            assert json.loads(body)["pending"] == 0
+            received = stored(emu, "received")
+            in_process = stored(emu, "inproc")
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, process.stderr.read()
+    assert len(received) == 10
+    key = lambda fields: int(json.loads(fields["attribute"])["i"])  # noqa: E731
+    assert sorted(received, key=key) == sorted(in_process, key=key)
+    first = sorted(received, key=key)[0]
+    assert (first["service"], first["host"], first["otlp.name"], first["otlp.version"]) == (
+        "checkout", "box-1", "shop.payments", "1.2.3")
+    assert first["content"] == "plain <text> & more"
+    assert len(first["traceID"]) == 32 and len(first["spanID"]) == 16
+    assert {f["content"] for f in received} >= {"", "42", "100000000000000000000"}
+
+
+def test_otlp_json_and_hostile_bodies(tmp_path):
+    with loghose.Emulator() as emu:
+        process, url = receiver(emu, "json", "--max-body-bytes", "65536", "--max-decoded-bytes", "1048576")
+        with reaped(process):
+            request = {"resourceLogs": [{
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "api"}}]},
+                "scopeLogs": [{"scope": {"name": "json-scope"}, "logRecords": [
+                    {"timeUnixNano": "1700000000123456789", "severityNumber": 17, "severityText": "ERROR",
+                     "body": {"stringValue": "from JSON"},
+                     "attributes": [{"key": "count", "value": {"intValue": "12"}}],
+                     "traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174"},
+                    {"observedTimeUnixNano": "1700000001000000000"},
+                ]}]}]}
+            status, body, headers = post(url + "/v1/logs", json.dumps(request).encode(), "application/json")
+            assert status == 200, body
+            assert headers["Content-Type"] == "application/json"
+            assert "rejectedLogRecords" not in body.decode()
+            # Hostile or wrong: each refused by status, the receiver unharmed.
+            bomb = gzip.compress(bytes(8 << 20))
+            refusals = [
+                (post(url + "/v1/logs", b"\x0a\xff\xff\xff\xff\x0f"), 400),  # truncated protobuf
+                (post(url + "/v1/logs", b"{not json", "application/json"), 400),
+                (post(url + "/v1/logs", b"x", "text/plain"), 415),
+                (post(url + "/v1/logs", b"x", "application/x-protobuf", **{"Content-Encoding": "br"}), 415),
+                (post(url + "/v1/logs", bomb, "application/x-protobuf", **{"Content-Encoding": "gzip"}), 413),
+                (post(url + "/v1/logs", bytes(70_000)), 413),
+                (post(url + "/v1/logs", b"[" * 5000 + b"]" * 5000, "application/json"), 400),
+                (post(url + "/elsewhere", b""), 404),
+            ]
+            assert [got[0] for got, _ in refusals] == [want for _, want in refusals], [
+                (got[0], got[1][:100]) for got, _ in refusals]
+            status, body, _ = post(url + "/flush", b"")
+            assert status == 200 and json.loads(body)["pending"] == 0, body
+            fields = sorted(stored(emu, "json"), key=lambda f: f["timeUnixNano"], reverse=True)
+            assert [f["content"] for f in fields] == ["from JSON", ""]
+            assert fields[0]["service"] == "api" and fields[0]["otlp.name"] == "json-scope"
+            assert fields[0]["attribute"] == '{"count":"12"}'
+            assert fields[0]["traceID"] == "5b8efff798038103d269b633813fc60c"
+            assert (fields[0]["severityNumber"], fields[0]["severityText"]) == ("17", "ERROR")
+            logs = emu.logs("loghose", "json")
+            times = sorted(log["time"] for log in logs)
+            assert times == [1700000000, 1700000001]
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+
+
+def test_beyond_loopback_a_token_is_required_and_checked():
+    with loghose.Emulator() as emu:
+        base = {"LOGHOSE_ENDPOINT": emu.endpoint, "LOGHOSE_PROJECT": "loghose", "LOGHOSE_LOGSTORE": "tokened",
+                "ALIBABA_CLOUD_ACCESS_KEY_ID": emu.access_key_id,
+                "ALIBABA_CLOUD_ACCESS_KEY_SECRET": emu.access_key_secret}
+        refused = subprocess.run([sys.executable, "-m", "loghose", "otlp", "--http-addr", "0.0.0.0:0"],
+                                 env={**os.environ, **base}, capture_output=True, text=True, timeout=30)
+        assert refused.returncode == 2 and "--token" in refused.stderr
+        process, url = receiver(emu, "tokened", "--token", "s3cret")
+        with reaped(process):
+            empty = b"{}"
+            assert post(url + "/v1/logs", empty, "application/json")[0] == 401
+            assert post(url + "/v1/logs", empty, "application/json", Authorization="Bearer wrong")[0] == 401
+            assert post(url + "/v1/logs", empty, "application/json", Authorization="Bearer s3cret")[0] == 200
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
