@@ -7,7 +7,9 @@
 //! - `request`: a raw HTTP request parsed (httparse) into the emulator's request handler,
 //!   which runs every PutLogs, read and admin check;
 //! - `wire`: the same raw bytes sent to a live emulator over a loopback socket (hyper's
-//!   parser, the connection limits, the fault layer).
+//!   parser, the connection limits, the fault layer);
+//! - `otlp`: a body `loghose otlp` receives (protobuf or OTLP/JSON, gzipped or not) decoded
+//!   within its limits and every record laid out as the OTel processors lay it out.
 //!
 //! None may panic, hang, or allocate beyond its limit: a counting allocator measures the
 //! peak bytes each `body`/`request` case allocates on its thread. Each target runs for
@@ -270,6 +272,42 @@ fn check_body(input: &[u8]) -> Result<(), TestCaseError> {
 #[test]
 fn fuzz_body() {
     fuzz("body", "body", check_body);
+}
+
+// ---- target: otlp --------------------------------------------------------------------
+
+/// An `otlp` input: byte 0 bit 0 gzip, bit 1 OTLP/JSON; the rest is the body. Decoded within
+/// a 1 MiB limit, it must never panic nor hold more than a bounded multiple of the limit.
+fn check_otlp(input: &[u8]) -> Result<(), TestCaseError> {
+    let Some((head, body)) = input.split_first() else {
+        return Ok(());
+    };
+    let (gzip, json) = (head & 1 != 0, head & 2 != 0);
+    let (answer, peak) =
+        peak_allocation(|| loghose::cli::otlp::decode_and_lay_out(body, gzip, json, 1 << 20));
+    if let Err(status) = answer {
+        prop_assert!([400u16, 413].contains(&status), "status {status}");
+    }
+    prop_assert!(
+        peak < 64 << 20,
+        "{peak} bytes held for a {} byte body",
+        body.len()
+    );
+    Ok(())
+}
+
+#[test]
+fn fuzz_otlp() {
+    let seeds = corpus("otlp");
+    for seed in &seeds {
+        let (gzip, json) = (seed[0] & 1 != 0, seed[0] & 2 != 0);
+        let records = loghose::cli::otlp::decode_and_lay_out(&seed[1..], gzip, json, 1 << 20);
+        assert!(
+            matches!(records, Ok(n) if n > 0),
+            "a corpus seed is refused: {records:?}"
+        );
+    }
+    fuzz("otlp", "otlp", check_otlp);
 }
 
 // ---- targets: request and wire -------------------------------------------------------

@@ -593,6 +593,32 @@ fn decode(
     }
 }
 
+/// What the receiver does with a body, short of sending: gunzipped (`gzip`) within
+/// `max_decoded` bytes, decoded (`json`: OTLP/JSON, else protobuf) and every record laid out.
+/// Answers how many records it held, or the HTTP status refusing it. For the fuzz target
+/// (core/tests/fuzz.rs); not API.
+#[doc(hidden)]
+pub fn decode_and_lay_out(
+    body: &[u8],
+    gzip: bool,
+    json: bool,
+    max_decoded: usize,
+) -> Result<usize, u16> {
+    let format = if json { Format::Json } else { Format::Protobuf };
+    let request = decode(body, gzip, format, max_decoded).map_err(|r| r.status.as_u16())?;
+    let mut records = 0;
+    for resource_logs in &request.resource_logs {
+        let resource = map::ResourceFields::of(resource_logs.resource.as_ref());
+        for scope_logs in &resource_logs.scope_logs {
+            for record in &scope_logs.log_records {
+                std::hint::black_box(map::fields(&resource, "", "", record));
+                records += 1;
+            }
+        }
+    }
+    Ok(records)
+}
+
 fn content_type(format: Format) -> &'static str {
     match format {
         Format::Protobuf => "application/x-protobuf",
