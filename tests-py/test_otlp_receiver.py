@@ -205,3 +205,34 @@ def test_beyond_loopback_a_token_is_required_and_checked():
             assert post(url + "/v1/logs", empty, "application/json", Authorization="Bearer s3cret")[0] == 200
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
+
+
+def otlp_json(first: int, count: int) -> bytes:
+    """An OTLP/JSON request of `count` records whose bodies are `first`, `first + 1`, ..."""
+    records = [{"body": {"stringValue": str(i)}} for i in range(first, first + count)]
+    return json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}).encode()
+
+
+def test_every_record_answered_200_survives_a_sigkill_with_a_spool(tmp_path):
+    spool = f"spool_dir={tmp_path / 'spool'}"
+    with loghose.Emulator() as emu:
+        # The service hangs: nothing is delivered before the kill; every 200 is the spool's.
+        emu.inject("hang", ms=600_000)
+        process, url = receiver(emu, "killed", "--option", spool)
+        with reaped(process):
+            for n in range(20):
+                status, body, _ = post(url + "/v1/logs", otlp_json(n * 50, 50), "application/json")
+                assert status == 200, body
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        assert emu.totals("loghose", "killed") is None
+        emu.clear_faults()
+        # The next receiver on the spool delivers them (replayed as it starts; its stop waits
+        # for them), and goes on receiving.
+        process, url = receiver(emu, "killed", "--option", spool)
+        with reaped(process):
+            assert post(url + "/v1/logs", otlp_json(1000, 1), "application/json")[0] == 200
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, process.stderr.read()
+        bodies = sorted(int(fields["content"]) for fields in stored(emu, "killed"))
+    assert bodies == list(range(1001))
