@@ -584,12 +584,17 @@ fn decode(
                 format!("not an OTLP ExportLogsServiceRequest: {e}"),
             )
         }),
-        Format::Json => serde_json::from_slice(bytes).map_err(|e| {
-            Refusal::new(
-                StatusCode::BAD_REQUEST,
-                format!("not an OTLP/JSON ExportLogsServiceRequest: {e}"),
-            )
-        }),
+        Format::Json => {
+            let not_otlp = |e: serde_json::Error| {
+                Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("not an OTLP/JSON ExportLogsServiceRequest: {e}"),
+                )
+            };
+            let mut value: Value = serde_json::from_slice(bytes).map_err(not_otlp)?;
+            widen_int_values(&mut value);
+            serde_json::from_value(value).map_err(not_otlp)
+        }
     }
 }
 
@@ -619,6 +624,27 @@ pub fn decode_and_lay_out(
     Ok(records)
 }
 
+/// Rewrites each `intValue` that is a JSON number outside the 64-bit integers (JavaScript
+/// exporters write an integral double such as `1e+21` there) as the `doubleValue` it is, which
+/// is what the Node and Python processors store for the same value.
+fn widen_int_values(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let widened = match map.get("intValue") {
+                Some(Value::Number(n)) if n.as_i64().is_none() => n.as_f64(),
+                _ => None,
+            };
+            if let Some(double) = widened {
+                map.remove("intValue");
+                map.insert("doubleValue".into(), Value::from(double));
+            }
+            map.values_mut().for_each(widen_int_values);
+        }
+        Value::Array(items) => items.iter_mut().for_each(widen_int_values),
+        _ => {}
+    }
+}
+
 fn content_type(format: Format) -> &'static str {
     match format {
         Format::Protobuf => "application/x-protobuf",
@@ -629,7 +655,18 @@ fn content_type(format: Format) -> &'static str {
 fn encode_response(response: &ExportLogsServiceResponse, format: Format) -> Option<Vec<u8>> {
     match format {
         Format::Protobuf => Some(response.encode_to_vec()),
-        Format::Json => serde_json::to_vec(response).ok(),
+        // OTLP/JSON leaves an unset message out (serde would write `null`).
+        Format::Json => Some(
+            match &response.partial_success {
+                None => serde_json::json!({}),
+                Some(partial) => serde_json::json!({"partialSuccess": {
+                    "rejectedLogRecords": partial.rejected_log_records.to_string(),
+                    "errorMessage": partial.error_message,
+                }}),
+            }
+            .to_string()
+            .into_bytes(),
+        ),
     }
 }
 
@@ -674,6 +711,13 @@ mod tests {
         assert_eq!(not_gzip.status, StatusCode::BAD_REQUEST);
         let json = decode(br#"{"resourceLogs":[]}"#, false, Format::Json, 100).unwrap();
         assert!(json.resource_logs.is_empty());
+        // An integral double where an integer goes (JavaScript's 1e21) is read as the double.
+        let body = br#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"intValue":1e+21},
+            "attributes":[{"key":"n","value":{"intValue":"12"}}]}]}]}]}"#;
+        let json = decode(body, false, Format::Json, 1000).unwrap();
+        let record = &json.resource_logs[0].scope_logs[0].log_records[0];
+        assert_eq!(map::text(record.body.as_ref()), "1000000000000000000000");
+        assert_eq!(map::text(record.attributes[0].value.as_ref()), "12");
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert!(decode(deep.as_bytes(), false, Format::Json, 1 << 20).is_err());
     }
