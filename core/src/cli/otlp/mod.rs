@@ -4,7 +4,9 @@
 //! processors lay it out ([`map`]); the producer batches, signs, retries and spools as for
 //! `pipe`.
 //!
-//! What an answer means: 200 once every record of the request was accepted by the producer
+//! # What an answer means
+//!
+//! 200 once every record of the request was accepted by the producer
 //! (with a `spool_dir`, written to the spool: it survives the process's death, and a power loss
 //! as `spool_sync` says). Records the producer refused (invalid, or the buffer still full after
 //! `max_block_ms`, 1 s unless configured) are counted in the answer's `partialSuccess`; a request
@@ -13,6 +15,8 @@
 //! `--max-decoded-bytes` once decompressed, get 413; a body that does not decode 400; another
 //! content type or encoding 415. At most four requests are decoded at once, so memory stays
 //! bounded by four decoded bodies however many connections wait.
+//!
+//! # Flush, token, threads
 //!
 //! `POST /flush[?timeout_ms=N]` (for functions before a freeze, and sidecars before a stop):
 //! seals what is held and answers once every record accepted before it reached an outcome
