@@ -162,6 +162,7 @@ step_python_env() {
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade \
     --target target/otlp-exporters -r tests-py/requirements-otlp.txt 2>&1 | grep -v -e "dependency resolver" -e "requires protobuf" || true
   [ -d target/otlp-exporters/opentelemetry/exporter/otlp/proto/http ]
+  .venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' >target/otlp-exporters/.python-version
 }
 
 step_ruff() {
