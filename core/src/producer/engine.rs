@@ -146,7 +146,6 @@ pub(crate) fn client(key: &ClientKey) -> Result<reqwest::Client, ProducerError> 
     }
     let mut builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_millis(key.connect_timeout_ms))
-        .timeout(Duration::from_millis(key.request_timeout_ms))
         .pool_max_idle_per_host(key.pool_size)
         .pool_idle_timeout(Duration::from_secs(50))
         .tcp_nodelay(true)

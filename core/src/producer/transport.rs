@@ -14,6 +14,10 @@
 //! sends, and reads the answer into an [`Answer`]: status, request id, the service's error
 //! code and message, and the server's time when it said it. What the answer means is decided
 //! elsewhere ([`retry`](super::retry)). Runs on the I/O runtime; never blocks a thread.
+//!
+//! `request_timeout_ms` counts the process's active time only: a function frozen mid-request
+//! (SIGSTOP) reads at the thaw the answer that came meanwhile, rather than timing out and
+//! sending the batch again (`within_active_time`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -263,7 +267,24 @@ impl Transport {
                 builder = builder.header(k.as_str(), v.as_str());
             }
         }
-        let resp = match builder.body(req.body).send().await {
+        let limit = Duration::from_millis(self.client_key.request_timeout_ms);
+        let exchange = self.exchange(builder.body(req.body), &credentials);
+        match within_active_time(limit, exchange).await {
+            Some(answer) => answer,
+            None => Answer::no_answer(
+                true,
+                format!(
+                    "no answer within request_timeout_ms ({} ms) (endpoint {})",
+                    limit.as_millis(),
+                    self.endpoint_host
+                ),
+            ),
+        }
+    }
+
+    /// Sends a built request and reads its answer.
+    async fn exchange(&self, request: reqwest::RequestBuilder, credentials: &Auth) -> Answer {
+        let resp = match request.send().await {
             Ok(r) => r,
             Err(e) => return Answer::no_answer(e.is_timeout(), describe(&e, &self.endpoint_host)),
         };
@@ -278,7 +299,7 @@ impl Transport {
         }
         if status == 401 {
             if let (Some(chain), Auth::V1(c) | Auth::V4 { credentials: c, .. }) =
-                (self.chain(), &credentials)
+                (self.chain(), credentials)
             {
                 chain.refused(&c.access_key_id);
             }
@@ -291,6 +312,39 @@ impl Transport {
             .map(|d| d.timestamp());
         let body = resp.bytes().await.unwrap_or_default();
         Answer::error(status, request_id, &body, date)
+    }
+}
+
+/// How often a request's timeout looks at the clock.
+const TIMEOUT_TICK: Duration = Duration::from_millis(100);
+
+/// `exchange`, or `None` once it has run for `limit` of the process's active time. A gap between
+/// two looks at the clock far longer than their interval is time the process spent stopped (a
+/// function's freeze, SIGSTOP): it counts as one interval, so an answer that arrived while the
+/// process was stopped is read at the thaw instead of being taken for a timeout (and its batch
+/// sent again). The exchange is polled first whenever both are ready.
+async fn within_active_time<F: std::future::Future>(
+    limit: Duration,
+    exchange: F,
+) -> Option<F::Output> {
+    let mut exchange = std::pin::pin!(exchange);
+    let mut active = Duration::ZERO;
+    let mut last = tokio::time::Instant::now();
+    loop {
+        let tick = tokio::time::sleep(TIMEOUT_TICK.min(limit.saturating_sub(active)));
+        tokio::select! {
+            biased;
+            out = &mut exchange => return Some(out),
+            () = tick => {
+                let now = tokio::time::Instant::now();
+                let gap = now - last;
+                last = now;
+                active += if gap > TIMEOUT_TICK * 10 { TIMEOUT_TICK } else { gap };
+                if active >= limit {
+                    return None;
+                }
+            }
+        }
     }
 }
 
@@ -339,4 +393,43 @@ pub(crate) fn local_address(endpoint_host: &str) -> String {
             socket.local_addr().ok()
         });
     found.map_or_else(|| "127.0.0.1".to_owned(), |a| a.ip().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_times_out_after_its_active_time_but_not_across_a_freeze() {
+        let limit = Duration::from_secs(1);
+        // No answer: given up after the limit (within a tick).
+        let started = Instant::now();
+        assert!(within_active_time(limit, std::future::pending::<()>())
+            .await
+            .is_none());
+        assert!(started.elapsed() >= limit && started.elapsed() <= limit + TIMEOUT_TICK);
+        // An answer in time is the answer.
+        assert_eq!(within_active_time(limit, async { 7 }).await, Some(7));
+        // Stopped for ten seconds mid-request (the clock jumps with nothing polled); at the thaw
+        // the timer is seen first, and the answer a moment later is still read, not taken for a
+        // timeout (counting the freeze, the limit would be long past).
+        let (answer, answered) = tokio::sync::oneshot::channel::<u8>();
+        let waiting = tokio::spawn(within_active_time(limit, answered));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::advance(Duration::from_secs(10)).await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished());
+        answer.send(1).unwrap();
+        assert_eq!(waiting.await.unwrap().map(Result::ok), Some(Some(1)));
+        // And a request still unanswered after the freeze times out on its active time.
+        let waiting = tokio::spawn(within_active_time(limit, std::future::pending::<()>()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::advance(Duration::from_secs(10)).await;
+        let thawed = Instant::now();
+        assert!(waiting.await.unwrap().is_none());
+        assert!(thawed.elapsed() >= Duration::from_millis(500));
+    }
 }
