@@ -242,3 +242,33 @@ def test_every_record_answered_200_survives_a_sigkill_with_a_spool(tmp_path):
             assert process.wait(timeout=30) == 0, process.stderr.read()
         bodies = sorted(int(fields["content"]) for fields in stored(emu, "killed"))
     assert bodies == list(range(1001))
+
+
+def test_records_are_routed_by_a_resource_attribute():
+    def request(resources: list[dict]) -> bytes:
+        return json.dumps({"resourceLogs": [
+            {"resource": {"attributes": attributes}, "scopeLogs": [{"logRecords": [{"body": {"stringValue": body}}]}]}
+            for attributes, body in resources]}).encode()
+
+    with loghose.Emulator() as emu:
+        process, url = receiver(emu, "fallback", "--logstore-attribute", "sls.logstore")
+        with reaped(process):
+            routed = [
+                ([{"key": "sls.logstore", "value": {"stringValue": "orders"}}], "to orders"),
+                ([{"key": "sls.logstore", "value": {"stringValue": "payments"}}], "to payments"),
+                ([{"key": "service.name", "value": {"stringValue": "other"}}], "to the configured one"),
+            ]
+            status, body, _ = post(url + "/v1/logs", request(routed), "application/json")
+            assert status == 200 and b"rejected" not in body, body
+            # A logstore name the service would refuse: that record is rejected and said so.
+            status, body, _ = post(url + "/v1/logs", request(
+                [([{"key": "sls.logstore", "value": {"stringValue": "Not A Logstore!"}}], "refused")]),
+                "application/json")
+            assert status == 200 and json.loads(body)["partialSuccess"]["rejectedLogRecords"] == "1", body
+            assert post(url + "/flush", b"")[0] == 200
+            stores = ("orders", "payments", "fallback")
+            contents = {store: [f["content"] for f in stored(emu, store)] for store in stores}
+            process.send_signal(signal.SIGTERM)
+            # A rejected record is a lost one: the exit status says so.
+            assert process.wait(timeout=30) == 1
+    assert contents == {"orders": ["to orders"], "payments": ["to payments"], "fallback": ["to the configured one"]}
