@@ -24,8 +24,10 @@ echo "native module: $so_kb KB"
 # default credential chain (STS, the metadata service, the profile files) and the emulator's
 # STS and metadata service came in: about 300 KB; from 6.5 MB when the emulator's management
 # and query APIs, its term index and Producer.sender came in: about 100 KB; from 6.75 MB when
-# adaptive send concurrency and the emulator's network and quotas came in: about 120 KB.
-[ "$so_kb" -le 7168 ] || { echo "the native module is over 7 MB" >&2; exit 1; }
+# adaptive send concurrency and the emulator's network and quotas came in: about 120 KB; from
+# 7 MB when the command's OTLP receiver came in (the OTLP messages' protobuf and JSON codecs,
+# gzip: 7 338 KB).
+[ "$so_kb" -le 7680 ] || { echo "the native module is over 7.5 MB" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
