@@ -39,6 +39,32 @@ impl MetricsServer {
         Ok(MetricsServer { listener })
     }
 
+    /// `--metrics-addr` as a command takes it: bound if given; what is wrong is printed
+    /// (prefixed with `command`) and answered as the usage exit status.
+    pub(crate) fn bind_flag(
+        addr: Option<&str>,
+        command: &str,
+    ) -> Result<Option<MetricsServer>, u8> {
+        addr.map(MetricsServer::bind).transpose().map_err(|e| {
+            eprintln!("{command}: {e}");
+            super::EXIT_USAGE
+        })
+    }
+
+    /// Serves `producer`'s metrics (see [`serve`](Self::serve)) and says where on standard
+    /// error; a failure is printed and answered as the usage exit status.
+    pub(crate) fn serve_announced(self, producer: &Arc<Producer>, command: &str) -> Result<(), u8> {
+        let addr = self.local_addr();
+        self.serve(producer).map_err(|e| {
+            eprintln!("{command}: {e}");
+            super::EXIT_USAGE
+        })?;
+        if let Some(addr) = addr {
+            eprintln!("{command}: metrics at http://{addr}/metrics");
+        }
+        Ok(())
+    }
+
     /// Where it listens (the port chosen when 0 was asked).
     pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
         self.listener.local_addr().ok()

@@ -252,13 +252,9 @@ impl Follower {
 
 /// Runs `loghose pipe`.
 pub fn run(args: PipeArgs) -> u8 {
-    let metrics = match args.metrics_addr.as_deref().map(MetricsServer::bind) {
-        None => None,
-        Some(Ok(server)) => Some(server),
-        Some(Err(e)) => {
-            eprintln!("loghose pipe: {e}");
-            return super::EXIT_USAGE;
-        }
+    let metrics = match MetricsServer::bind_flag(args.metrics_addr.as_deref(), "loghose pipe") {
+        Ok(m) => m,
+        Err(code) => return code,
     };
     let producer = match args.producer.producer(
         "loghose pipe",
@@ -267,15 +263,8 @@ pub fn run(args: PipeArgs) -> u8 {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
-    if let Some(server) = metrics {
-        let addr = server.local_addr();
-        if let Err(e) = server.serve(&producer) {
-            eprintln!("loghose pipe: {e}");
-            return super::EXIT_USAGE;
-        }
-        if let Some(addr) = addr {
-            eprintln!("loghose pipe: metrics at http://{addr}/metrics");
-        }
+    if let Some(Err(code)) = metrics.map(|m| m.serve_announced(&producer, "loghose pipe")) {
+        return code;
     }
     let sender = Arc::new(Sender {
         producer: producer.clone(),

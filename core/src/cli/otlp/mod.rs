@@ -175,13 +175,9 @@ pub fn run(args: OtlpArgs) -> u8 {
             return super::EXIT_USAGE;
         }
     };
-    let metrics = match args.metrics_addr.as_deref().map(MetricsServer::bind) {
-        None => None,
-        Some(Ok(server)) => Some(server),
-        Some(Err(e)) => {
-            eprintln!("{NAME}: {e}");
-            return super::EXIT_USAGE;
-        }
+    let metrics = match MetricsServer::bind_flag(args.metrics_addr.as_deref(), NAME) {
+        Ok(m) => m,
+        Err(code) => return code,
     };
     let producer = match args
         .producer
@@ -190,15 +186,8 @@ pub fn run(args: OtlpArgs) -> u8 {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
-    if let Some(server) = metrics {
-        let metrics_addr = server.local_addr();
-        if let Err(e) = server.serve(&producer) {
-            eprintln!("{NAME}: {e}");
-            return super::EXIT_USAGE;
-        }
-        if let Some(a) = metrics_addr {
-            eprintln!("{NAME}: metrics at http://{a}/metrics");
-        }
+    if let Some(Err(code)) = metrics.map(|m| m.serve_announced(&producer, NAME)) {
+        return code;
     }
     let receiver = Arc::new(Receiver {
         producer: producer.clone(),
