@@ -283,8 +283,9 @@ fn check_otlp(input: &[u8]) -> Result<(), TestCaseError> {
         return Ok(());
     };
     let (gzip, json) = (head & 1 != 0, head & 2 != 0);
-    let (answer, peak) =
-        peak_allocation(|| loghose::cli::otlp::decode_and_lay_out(body, gzip, json, 1 << 20));
+    let (answer, peak) = peak_allocation(|| {
+        loghose::cli::otlp::decode_and_lay_out(body, gzip, json, 1 << 20, 100_000)
+    });
     if let Err(status) = answer {
         prop_assert!([400u16, 413].contains(&status), "status {status}");
     }
@@ -296,12 +297,44 @@ fn check_otlp(input: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A million attributes in 2 MB of protobuf (or 3 MB of JSON) would take hundreds of MB
+/// decoded: they are counted on the bytes and refused with nothing allocated.
+#[test]
+fn otlp_a_million_attributes_are_refused_unallocated() {
+    // ExportLogsServiceRequest { resource_logs { scope_logs { log_records { attributes: [{}; N] } } } }
+    fn delimited(tag: u8, inner: Vec<u8>) -> Vec<u8> {
+        let mut out = vec![tag];
+        let mut n = inner.len();
+        while n >= 0x80 {
+            out.push((n & 0x7f) as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out.extend(inner);
+        out
+    }
+    let attributes = [0x32u8, 0x00].repeat(1_000_000);
+    let protobuf = delimited(0x0a, delimited(0x12, delimited(0x12, attributes)));
+    let json = format!(
+        r#"{{"resourceLogs":[{{"scopeLogs":[{{"logRecords":[{{"attributes":[{}]}}]}}]}}]}}"#,
+        vec!["{}"; 1_000_000].join(",")
+    );
+    for (body, is_json) in [(protobuf, false), (json.into_bytes(), true)] {
+        let (answer, peak) = peak_allocation(|| {
+            loghose::cli::otlp::decode_and_lay_out(&body, false, is_json, 16 << 20, 500_000)
+        });
+        assert_eq!(answer, Err(413), "json {is_json}");
+        assert!(peak < 1 << 20, "{peak} bytes held (json {is_json})");
+    }
+}
+
 #[test]
 fn fuzz_otlp() {
     let seeds = corpus("otlp");
     for seed in &seeds {
         let (gzip, json) = (seed[0] & 1 != 0, seed[0] & 2 != 0);
-        let records = loghose::cli::otlp::decode_and_lay_out(&seed[1..], gzip, json, 1 << 20);
+        let records =
+            loghose::cli::otlp::decode_and_lay_out(&seed[1..], gzip, json, 1 << 20, 100_000);
         assert!(
             matches!(records, Ok(n) if n > 0),
             "a corpus seed is refused: {records:?}"

@@ -31,6 +31,7 @@
 //! 0 everything accepted was delivered, 75 the rest is kept durably in the spool, 1 something
 //! was lost (rejected in a `partialSuccess`, failed, or left undelivered without a spool).
 
+mod bound;
 pub(crate) mod map;
 
 use std::collections::HashMap;
@@ -76,6 +77,11 @@ pub struct OtlpArgs {
     /// The largest request body taken once decompressed, bytes.
     #[arg(long, default_value_t = 16 << 20)]
     pub max_decoded_bytes: usize,
+    /// The most elements a request may hold: records, attributes, values (each item of a list
+    /// or map), scopes, resources. Counted before decoding: each takes tens to hundreds of
+    /// bytes once decoded, however few it took on the wire.
+    #[arg(long, default_value_t = 500_000)]
+    pub max_elements: usize,
     /// Send each record to the logstore named by this resource attribute (records without it
     /// go to the configured logstore).
     #[arg(long, value_name = "ATTRIBUTE")]
@@ -117,6 +123,7 @@ struct Receiver {
     token: Option<String>,
     max_body_bytes: usize,
     max_decoded_bytes: usize,
+    max_elements: usize,
     logstore_attribute: Option<String>,
     decoding: tokio::sync::Semaphore,
     counts: Counts,
@@ -194,6 +201,7 @@ pub fn run(args: OtlpArgs) -> u8 {
         token: args.token.filter(|t| !t.is_empty()),
         max_body_bytes: args.max_body_bytes,
         max_decoded_bytes: args.max_decoded_bytes,
+        max_elements: args.max_elements,
         logstore_attribute: args.logstore_attribute,
         decoding: tokio::sync::Semaphore::new(DECODING_AT_ONCE),
         counts: Counts::default(),
@@ -277,6 +285,13 @@ fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Resp
 }
 
 impl Receiver {
+    fn limits(&self) -> Limits {
+        Limits {
+            decoded: self.max_decoded_bytes,
+            elements: self.max_elements,
+        }
+    }
+
     async fn answer(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
         if let Some(token) = &self.token {
             if !bearer_matches(req.headers().get(header::AUTHORIZATION), token) {
@@ -364,7 +379,8 @@ impl Receiver {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            this.send(decode(&body, gzip, format, this.max_decoded_bytes)?)
+            let limits = this.limits();
+            this.send(decode(&body, gzip, format, limits)?)
         })
         .await
         .unwrap_or_else(|e| {
@@ -540,13 +556,24 @@ fn content_encoding_is_gzip(headers: &hyper::HeaderMap) -> Result<bool, Refusal>
     }
 }
 
-/// The request in `body`: gunzipped (at most `max_decoded` bytes) and decoded.
+/// The limits a body is decoded within.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Bytes once decompressed.
+    decoded: usize,
+    /// Elements (messages) in the request ([`bound`]).
+    elements: usize,
+}
+
+/// The request in `body`: gunzipped (at most `limits.decoded` bytes), its elements counted,
+/// and decoded.
 fn decode(
     body: &[u8],
     gzip: bool,
     format: Format,
-    max_decoded: usize,
+    limits: Limits,
 ) -> Result<ExportLogsServiceRequest, Refusal> {
+    let max_decoded = limits.decoded;
     let unzipped;
     let bytes = if gzip {
         let mut out = Vec::new();
@@ -568,6 +595,20 @@ fn decode(
         return Err(Refusal::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the request body is over {max_decoded} bytes once decompressed"),
+        ));
+    }
+    let over = match format {
+        Format::Protobuf => bound::protobuf_over(bytes, limits.elements),
+        Format::Json => bound::json_over(bytes, limits.elements),
+    };
+    if over {
+        return Err(Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request holds over {} elements (records, attributes, values): send \
+                 smaller batches or raise --max-elements",
+                limits.elements
+            ),
         ));
     }
     match format {
@@ -592,7 +633,8 @@ fn decode(
 }
 
 /// What the receiver does with a body, short of sending: gunzipped (`gzip`) within
-/// `max_decoded` bytes, decoded (`json`: OTLP/JSON, else protobuf) and every record laid out.
+/// `max_decoded` bytes, its elements counted (at most `max_elements`), decoded (`json`:
+/// OTLP/JSON, else protobuf) and every record laid out.
 /// Answers how many records it held, or the HTTP status refusing it. For the fuzz target
 /// (core/tests/fuzz.rs); not API.
 #[doc(hidden)]
@@ -601,9 +643,14 @@ pub fn decode_and_lay_out(
     gzip: bool,
     json: bool,
     max_decoded: usize,
+    max_elements: usize,
 ) -> Result<usize, u16> {
     let format = if json { Format::Json } else { Format::Protobuf };
-    let request = decode(body, gzip, format, max_decoded).map_err(|r| r.status.as_u16())?;
+    let limits = Limits {
+        decoded: max_decoded,
+        elements: max_elements,
+    };
+    let request = decode(body, gzip, format, limits).map_err(|r| r.status.as_u16())?;
     let mut records = 0;
     for resource_logs in &request.resource_logs {
         let resource = map::ResourceFields::of(resource_logs.resource.as_ref());
@@ -680,11 +727,18 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    fn limits(decoded: usize) -> Limits {
+        Limits {
+            decoded,
+            elements: 1000,
+        }
+    }
+
     #[test]
     fn bodies_are_decoded_within_their_limits() {
         let request = ExportLogsServiceRequest::default().encode_to_vec();
-        assert!(decode(&request, false, Format::Protobuf, 100).is_ok());
-        let garbage = decode(&[0xff, 0xff, 0xff], false, Format::Protobuf, 100);
+        assert!(decode(&request, false, Format::Protobuf, limits(100)).is_ok());
+        let garbage = decode(&[0xff, 0xff, 0xff], false, Format::Protobuf, limits(100));
         assert_eq!(
             garbage.map(drop).unwrap_err().status,
             StatusCode::BAD_REQUEST
@@ -694,25 +748,29 @@ mod tests {
         zipped.write_all(&vec![0u8; 10 << 20]).unwrap();
         let bomb = zipped.finish().unwrap();
         assert!(bomb.len() < 64 << 10);
-        let refused = decode(&bomb, true, Format::Protobuf, 1 << 20)
+        let refused = decode(&bomb, true, Format::Protobuf, limits(1 << 20))
             .map(drop)
             .unwrap_err();
         assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
-        let not_gzip = decode(b"plain", true, Format::Protobuf, 100)
+        let not_gzip = decode(b"plain", true, Format::Protobuf, limits(100))
             .map(drop)
             .unwrap_err();
         assert_eq!(not_gzip.status, StatusCode::BAD_REQUEST);
-        let json = decode(br#"{"resourceLogs":[]}"#, false, Format::Json, 100).unwrap();
+        let json = decode(br#"{"resourceLogs":[]}"#, false, Format::Json, limits(100)).unwrap();
         assert!(json.resource_logs.is_empty());
         // An integral double where an integer goes (JavaScript's 1e21) is read as the double.
         let body = br#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"intValue":1e+21},
             "attributes":[{"key":"n","value":{"intValue":"12"}}]}]}]}]}"#;
-        let json = decode(body, false, Format::Json, 1000).unwrap();
+        let json = decode(body, false, Format::Json, limits(1000)).unwrap();
         let record = &json.resource_logs[0].scope_logs[0].log_records[0];
         assert_eq!(map::text(record.body.as_ref()), "1000000000000000000000");
         assert_eq!(map::text(record.attributes[0].value.as_ref()), "12");
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-        assert!(decode(deep.as_bytes(), false, Format::Json, 1 << 20).is_err());
+        assert!(decode(deep.as_bytes(), false, Format::Json, limits(1 << 20)).is_err());
+        // Past the element limit: refused as too large before it is decoded.
+        let many = format!(r#"{{"resourceLogs":[{}]}}"#, vec!["{}"; 1001].join(","));
+        let refused = decode(many.as_bytes(), false, Format::Json, limits(1 << 20));
+        assert_eq!(refused.unwrap_err().status, StatusCode::PAYLOAD_TOO_LARGE);
     }
 
     #[test]
