@@ -16,7 +16,7 @@
 #
 # Writes dist/platforms/<target>/ (loghose, the wheels, the npm tarball) and a line per file
 # with its size to dist/platforms/sizes.txt; fails if a file is over its budget (wheel 4 MB,
-# npm package 5 MB, the armv7 command 4 MB). PYTHONS (default "3.10 3.11 3.12 3.13") chooses
+# npm package 5 MB, the armv7 command 4.5 MB). PYTHONS (default "3.10 3.11 3.12 3.13") chooses
 # the wheels' CPython versions; PARTS (default "command wheel npm") what to build.
 # armv6 (Pi Zero and Pi 1) is not among them: see docs/packaging.md.
 set -euo pipefail
@@ -64,7 +64,7 @@ for name in "${targets[@]}"; do
     cargo zigbuild --quiet --profile small -p loghose --features cli --bin loghose --target "$ZIG_TARGET"
     cp "target/$RUST_TARGET/small/loghose" "$out/loghose"
     budget=8192
-    [ "$name" = armv7 ] && budget=4096
+    [ "$name" = armv7 ] && budget=4608
     record "$out/loghose" "$budget"
   fi
 

@@ -26,8 +26,9 @@ echo "native module: $so_kb KB"
 # and query APIs, its term index and Producer.sender came in: about 100 KB; from 6.75 MB when
 # adaptive send concurrency and the emulator's network and quotas came in: about 120 KB; from
 # 7 MB when the command's OTLP receiver came in (the OTLP messages' protobuf and JSON codecs,
-# gzip: 7 338 KB).
-[ "$so_kb" -le 7680 ] || { echo "the native module is over 7.5 MB" >&2; exit 1; }
+# gzip: 7 338 KB); from 7.5 MB when it took OTLP/gRPC (HTTP/2 and gRPC's framing: 7 807 KB,
+# the wheel 3.8 MB).
+[ "$so_kb" -le 8192 ] || { echo "the native module is over 8 MB" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

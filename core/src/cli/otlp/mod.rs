@@ -1,8 +1,9 @@
 //! `loghose otlp`: an OpenTelemetry logs receiver in front of a producer, for any language's
 //! OpenTelemetry SDK or Collector: OTLP/HTTP `POST /v1/logs` (protobuf or JSON, gzip or not) on
-//! `127.0.0.1:4318` by default. Each record becomes one log laid out as the Python and Node OTel
-//! processors lay it out ([`map`]); the producer batches, signs, retries and spools as for
-//! `pipe`.
+//! `127.0.0.1:4318` and OTLP/gRPC `LogsService/Export` on `127.0.0.1:4317` by default
+//! ([`grpc`], the same path past the framing). Each record becomes one log laid out as the
+//! Python and Node OTel processors lay it out ([`map`]); the producer batches, signs, retries
+//! and spools as for `pipe`.
 //!
 //! # What an answer means
 //!
@@ -12,9 +13,10 @@
 //! `max_block_ms`, 1 s unless configured) are counted in the answer's `partialSuccess`; a request
 //! none of whose records found room is answered 429 with `Retry-After`, so the exporter retries
 //! it (nothing accepted, nothing duplicated). Bodies over `--max-body-bytes`, or over
-//! `--max-decoded-bytes` once decompressed, get 413; a body that does not decode 400; another
-//! content type or encoding 415. At most four requests are decoded at once, so memory stays
-//! bounded by four decoded bodies however many connections wait.
+//! `--max-decoded-bytes` once decompressed, or holding more than `--max-elements` elements
+//! ([`bound`]), get 413; a body that does not decode 400; another content type or encoding 415.
+//! At most four requests (either protocol) are decoded at once, so memory stays bounded by four
+//! decoded bodies however many connections wait. gRPC says the same with its codes ([`grpc`]).
 //!
 //! # Flush, token, threads
 //!
@@ -23,7 +25,9 @@
 //! (200) or the timeout (default 10 s) ended (504), with the counts as JSON.
 //!
 //! Listening on an address other than loopback needs `--token`; every request must then carry
-//! `Authorization: Bearer TOKEN` (401 otherwise).
+//! `Authorization: Bearer TOKEN` (401, or gRPC's `UNAUTHENTICATED`, otherwise). `--grpc-addr off`
+//! serves OTLP/HTTP alone. Standard output's first line is the OTLP/HTTP endpoint, its second
+//! the OTLP/gRPC one.
 //!
 //! Threads: the server runs on the calling thread's one-thread runtime; decoding and the
 //! producer's adds run on blocking threads (an add may wait for room). SIGTERM or SIGINT stops
@@ -32,6 +36,7 @@
 //! was lost (rejected in a `partialSuccess`, failed, or left undelivered without a spool).
 
 mod bound;
+mod grpc;
 pub(crate) mod map;
 
 use std::collections::HashMap;
@@ -68,6 +73,9 @@ pub struct OtlpArgs {
     /// Where to listen for OTLP/HTTP (`POST /v1/logs`) and `POST /flush`.
     #[arg(long, env = "LOGHOSE_OTLP_HTTP_ADDR", default_value = "127.0.0.1:4318")]
     pub http_addr: String,
+    /// Where to listen for OTLP/gRPC (`LogsService/Export`), or `off`.
+    #[arg(long, env = "LOGHOSE_OTLP_GRPC_ADDR", default_value = "127.0.0.1:4317")]
+    pub grpc_addr: String,
     /// The bearer token every request must carry; required to listen beyond loopback.
     #[arg(long, env = "LOGHOSE_OTLP_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -155,31 +163,17 @@ impl Refusal {
 /// Runs `loghose otlp`.
 pub fn run(args: OtlpArgs) -> u8 {
     const NAME: &str = "loghose otlp";
-    let addr: SocketAddr = match args.http_addr.parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!(
-                "{NAME}: --http-addr {:?}: not HOST:PORT ({e})",
-                args.http_addr
-            );
-            return super::EXIT_USAGE;
-        }
-    };
-    if !addr.ip().is_loopback() && args.token.as_deref().is_none_or(str::is_empty) {
-        eprintln!(
-            "{NAME}: --http-addr {addr} is not a loopback address: set --token (or \
-             LOGHOSE_OTLP_TOKEN) so that only clients holding it can send"
-        );
-        return super::EXIT_USAGE;
-    }
-    let listener = match std::net::TcpListener::bind(addr).and_then(|l| {
-        l.set_nonblocking(true)?;
-        Ok(l)
-    }) {
+    let token = args.token.filter(|t| !t.is_empty());
+    let listener = match listen(NAME, "--http-addr", &args.http_addr, token.is_some()) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("{NAME}: --http-addr {addr}: cannot listen: {e}");
-            return super::EXIT_USAGE;
+        Err(code) => return code,
+    };
+    let grpc_listener = if args.grpc_addr.eq_ignore_ascii_case("off") {
+        None
+    } else {
+        match listen(NAME, "--grpc-addr", &args.grpc_addr, token.is_some()) {
+            Ok(l) => Some(l),
+            Err(code) => return code,
         }
     };
     let metrics = match MetricsServer::bind_flag(args.metrics_addr.as_deref(), NAME) {
@@ -198,7 +192,7 @@ pub fn run(args: OtlpArgs) -> u8 {
     }
     let receiver = Arc::new(Receiver {
         producer: producer.clone(),
-        token: args.token.filter(|t| !t.is_empty()),
+        token,
         max_body_bytes: args.max_body_bytes,
         max_decoded_bytes: args.max_decoded_bytes,
         max_elements: args.max_elements,
@@ -213,16 +207,27 @@ pub fn run(args: OtlpArgs) -> u8 {
         eprintln!("{NAME}: cannot start the server");
         return super::EXIT_NOT_DELIVERED;
     };
-    if let Ok(bound) = listener.local_addr() {
-        // The first line of standard output: where to point OTEL_EXPORTER_OTLP_ENDPOINT.
+    // Standard output's first lines: where to point the exporters (OTLP/HTTP, then OTLP/gRPC).
+    for bound in std::iter::once(&listener)
+        .chain(&grpc_listener)
+        .filter_map(|l| l.local_addr().ok())
+    {
         println!("http://{bound}");
     }
     runtime.block_on(async {
         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
             return;
         };
+        let grpc_listener = grpc_listener.and_then(|l| tokio::net::TcpListener::from_std(l).ok());
+        let grpc = async {
+            match grpc_listener {
+                Some(l) => grpc::serve(l, receiver.clone()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = serve(listener, receiver.clone()) => {},
+            _ = grpc => {},
             _ = super::wait_for_stop() => {},
         }
     });
@@ -255,6 +260,40 @@ pub fn run(args: OtlpArgs) -> u8 {
         );
     }
     status
+}
+
+/// Binds `value` (the argument `flag`), refusing an address beyond loopback without a token.
+fn listen(
+    name: &str,
+    flag: &str,
+    value: &str,
+    has_token: bool,
+) -> Result<std::net::TcpListener, u8> {
+    let addr: SocketAddr = value.parse().map_err(|e| {
+        eprintln!("{name}: {flag} {value:?}: not HOST:PORT ({e})");
+        super::EXIT_USAGE
+    })?;
+    if !addr.ip().is_loopback() && !has_token {
+        eprintln!(
+            "{name}: {flag} {addr} is not a loopback address: set --token (or \
+             LOGHOSE_OTLP_TOKEN) so that only clients holding it can send"
+        );
+        return Err(super::EXIT_USAGE);
+    }
+    std::net::TcpListener::bind(addr)
+        .and_then(|l| {
+            l.set_nonblocking(true)?;
+            Ok(l)
+        })
+        .map_err(|e| {
+            let off = if flag == "--grpc-addr" {
+                " (--grpc-addr off receives OTLP/HTTP only)"
+            } else {
+                ""
+            };
+            eprintln!("{name}: {flag} {addr}: cannot listen: {e}{off}");
+            super::EXIT_USAGE
+        })
 }
 
 async fn serve(listener: tokio::net::TcpListener, receiver: Arc<Receiver>) {
