@@ -1,7 +1,8 @@
 // `loghose otlp` (the command's OpenTelemetry logs receiver, run by the package's `loghose`
-// bin) with the real @opentelemetry/exporter-logs-otlp-http: every case of the shared field table
-// (tests-shared/otel.json, which the in-process processors are checked against) emitted through
-// the exporter (OTLP/JSON over HTTP) must be stored field by field as the table says, time
+// bin) with the real OTLP exporters, each in turn: @opentelemetry/exporter-logs-otlp-http
+// (OTLP/JSON over HTTP), -proto (protobuf over HTTP) and -grpc (OTLP/gRPC). Every case of the
+// shared field table (tests-shared/otel.json, which the in-process processors are checked
+// against) emitted through the exporter must be stored field by field as the table says, time
 // included; then the flush route and a SIGTERM that ends with status 0.
 'use strict'
 
@@ -17,7 +18,8 @@ jest.setTimeout(60000)
 const TABLE = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests-shared', 'otel.json'), 'utf8')).cases
 const FIELDS = Object.keys(TABLE[0].stored)
 
-/** Starts the receiver on a free loopback port; resolves with the child and its URL. */
+/** Starts the receiver on free loopback ports; resolves with the child, its OTLP/HTTP URL and
+ * its OTLP/gRPC endpoint (the first two lines it writes). */
 async function startReceiver(emu, logstore) {
   const env = {
     ...process.env,
@@ -27,18 +29,19 @@ async function startReceiver(emu, logstore) {
     ALIBABA_CLOUD_ACCESS_KEY_ID: emu.accessKeyId,
     ALIBABA_CLOUD_ACCESS_KEY_SECRET: emu.accessKeySecret,
   }
-  const child = spawn(process.execPath, [CLI, 'otlp', '--http-addr', '127.0.0.1:0', '--option', 'linger_ms=20'], {
+  const child = spawn(process.execPath, [CLI, 'otlp', '--http-addr', '127.0.0.1:0', '--grpc-addr', '127.0.0.1:0', '--option', 'linger_ms=20'], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   let out = ''
-  while (!out.includes('\n')) {
+  while (out.split('\n').length < 3) {
     const [chunk] = await once(child.stdout, 'data')
     out += chunk
   }
-  const url = out.split('\n')[0].trim()
+  const [url, grpcUrl] = out.split('\n').map((line) => line.trim())
   expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
-  return { child, url }
+  expect(grpcUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+  return { child, url, grpcUrl }
 }
 
 // The exporter loads its HTTP agent with a dynamic import, which jest's module sandbox refuses:
@@ -46,15 +49,17 @@ async function startReceiver(emu, logstore) {
 const EXPORTING = `
 const { ROOT_CONTEXT, trace } = require('@opentelemetry/api')
 const { LoggerProvider, BatchLogRecordProcessor } = require('@opentelemetry/sdk-logs')
-const { OTLPLogExporter } = require('@opentelemetry/exporter-logs-otlp-http')
 const { resourceFromAttributes } = require('@opentelemetry/resources')
-const [url, table] = process.argv.slice(1)
+const [url, table, kind] = process.argv.slice(1)
+const { OTLPLogExporter } = require('@opentelemetry/exporter-logs-otlp-' + kind)
+// The HTTP exporters take the full URL of the route; the gRPC one, the endpoint.
+const exporterUrl = kind === 'grpc' ? url : url + '/v1/logs'
 require('@opentelemetry/api').diag.setLogger(new (require('@opentelemetry/api').DiagConsoleLogger)(), 30)
 async function main() {
   for (const c of JSON.parse(require('node:fs').readFileSync(table, 'utf8')).cases) {
     const provider = new LoggerProvider({
       resource: resourceFromAttributes(c.resource),
-      processors: [new BatchLogRecordProcessor({ exporter: new OTLPLogExporter({ url: url + '/v1/logs' }) })],
+      processors: [new BatchLogRecordProcessor({ exporter: new OTLPLogExporter({ url: exporterUrl }) })],
     })
     const logger = provider.getLogger(c.scope.name, c.scope.version)
     let ctx = ROOT_CONTEXT
@@ -71,11 +76,12 @@ async function main() {
 main().then(() => console.log('sent'), (e) => { console.error(e); process.exit(1) })
 `
 
-test('every case of the shared table, sent by the official OTLP/HTTP exporter, is stored as the table says', async () => {
+test.each(['http', 'proto', 'grpc'])('every case of the shared table, sent by the official %s exporter, is stored as the table says', async (kind) => {
   const emu = new lh.Emulator()
-  const { child, url } = await startReceiver(emu, 'received')
+  const { child, url, grpcUrl } = await startReceiver(emu, 'received')
   try {
-    const exporter = spawnSync(process.execPath, ['-e', EXPORTING, url, path.join(ROOT, 'tests-shared', 'otel.json')], {
+    const target = kind === 'grpc' ? grpcUrl : url
+    const exporter = spawnSync(process.execPath, ['-e', EXPORTING, target, path.join(ROOT, 'tests-shared', 'otel.json'), kind], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 30000,

@@ -76,8 +76,8 @@ def receiver_round(seconds: float, body: bytes) -> dict[str, float]:
         env = {**os.environ, "LOGHOSE_ENDPOINT": emu.endpoint, "LOGHOSE_PROJECT": "lab",
                "LOGHOSE_LOGSTORE": "otlp", "ALIBABA_CLOUD_ACCESS_KEY_ID": emu.access_key_id,
                "ALIBABA_CLOUD_ACCESS_KEY_SECRET": emu.access_key_secret}
-        child = subprocess.Popen([sys.executable, "-m", "loghose", "otlp", "--http-addr", "127.0.0.1:0"],
-                                 env=env, stdout=subprocess.PIPE, text=True)
+        argv = [sys.executable, "-m", "loghose", "otlp", "--http-addr", "127.0.0.1:0", "--grpc-addr", "off"]
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
         try:
             host, port = child.stdout.readline().strip().removeprefix("http://").split(":")
             time.sleep(0.5)

@@ -6,7 +6,7 @@
 const USAGE =
   'usage: loghose send [options] KEY=VALUE...   one record, waited for\n' +
   '       loghose pipe [options]                  a record per line of stdin (or --follow FILE)\n' +
-  '       loghose otlp [options]                  receive OpenTelemetry logs (OTLP/HTTP :4318)\n' +
+  '       loghose otlp [options]                  receive OpenTelemetry logs (OTLP :4318 HTTP, :4317 gRPC)\n' +
   '       loghose emulator [--port N]             the local emulator, until interrupted\n' +
   '(loghose COMMAND --help for the options of each command)'
 

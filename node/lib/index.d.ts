@@ -504,6 +504,9 @@ export interface EmulatorOptions {
   retentionBytes?: number
   /** Seconds added to the emulator's clock (to test the service's date-skew check). Default 0. */
   clockOffsetSecs?: number
+  /** Largest difference between a request's date and the emulator's clock it accepts, seconds
+   *  (older or newer requests get `RequestTimeExpired`). Default 900, the service's. */
+  maxClockSkewSecs?: number
   /** Field-key checks: the service's (`service`) or stricter ones (`strict`). Default `service`. */
   keyPolicy?: 'service' | 'strict'
   /** Most logstores held at once (auto-create stops there). Default 1 000. */

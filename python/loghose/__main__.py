@@ -10,7 +10,7 @@ import sys
 ENGINE_COMMANDS = ("send", "pipe", "otlp", "emulator", "help", "--help", "-h", "--version", "-V")
 USAGE = """usage: loghose send [options] KEY=VALUE...   one record, waited for
        loghose pipe [options]                  a record per line of stdin (or --follow FILE)
-       loghose otlp [options]                  receive OpenTelemetry logs (OTLP/HTTP :4318)
+       loghose otlp [options]                  receive OpenTelemetry logs (OTLP :4318 HTTP, :4317 gRPC)
        loghose emulator [--port N]             the local emulator, until interrupted
 (loghose COMMAND --help for the options)"""
 
