@@ -36,8 +36,9 @@ beforeAll(() => {
   // is a link to the clone; pino, winston, OpenTelemetry and prom-client come from the clone's own node_modules).
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loghose-readme-'))
   fs.mkdirSync(path.join(dir, 'node_modules'))
-  fs.symlinkSync(ROOT, path.join(dir, 'node_modules', 'loghose'), 'dir')
-  for (const name of ['pino', 'winston', '@opentelemetry', 'prom-client']) fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(dir, 'node_modules', name), 'dir')
+  // 'junction': a link to a directory that Windows makes without privileges (ignored elsewhere).
+  fs.symlinkSync(ROOT, path.join(dir, 'node_modules', 'loghose'), 'junction')
+  for (const name of ['pino', 'winston', '@opentelemetry', 'prom-client']) fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(dir, 'node_modules', name), 'junction')
 })
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 

@@ -4,8 +4,9 @@
 # outside the checkout ($LOGHOSE_RUNTIMES, default /var/cache/loghose-runtimes/sid): made once
 # (about a minute), then reused.
 #
-#   bash scripts/runtimes/sid-chroot.sh path          prints the chroot's root, making it first
-#   bash scripts/runtimes/sid-chroot.sh run CMD...    runs CMD in the chroot, in this checkout
+#   bash scripts/runtimes/sid-chroot.sh path              prints the chroot's root, making it first
+#   bash scripts/runtimes/sid-chroot.sh install PKG...    installs Debian packages in it (once)
+#   bash scripts/runtimes/sid-chroot.sh run CMD...        runs CMD in the chroot, in this checkout
 #
 # `run` binds /proc, /dev, /tmp, the checkout (at the same path) and the Rust toolchain
 # ($CARGO_HOME, $RUSTUP_HOME, same paths) into the chroot, and unbinds them when CMD ends.
@@ -41,6 +42,29 @@ case ${1:-} in
     make_root
     echo "$root"
     ;;
+  install)
+    # Packages some step needs beyond the list above (the Windows step's Wine 10), installed on
+    # first use and kept with the root.
+    shift
+    make_root
+    missing=()
+    for package in "$@"; do
+      chroot "$root" dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q '^install ok installed' ||
+        missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && exit 0
+    cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+    mount --bind /proc "$root/proc"
+    trap 'umount -l "$root/proc"' EXIT
+    # The archive the root was made from may be a snapshot past its Release file's Valid-Until.
+    chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c \
+      'apt-get -qq -o Acquire::Check-Valid-Until=false update &&
+       apt-get -qq -o Acquire::Check-Valid-Until=false install -y --no-install-recommends "$@"' \
+      _ "${missing[@]}" >"$cache/sid-install.log" 2>&1 || {
+      tail -n 20 "$cache/sid-install.log" >&2
+      exit 1
+    }
+    ;;
   run)
     shift
     make_root
@@ -70,7 +94,7 @@ case ${1:-} in
       bash -c 'cd "$0" && exec "$@"' "$checkout" "$@"
     ;;
   *)
-    echo "usage: sid-chroot.sh path | run CMD..." >&2
+    echo "usage: sid-chroot.sh path | install PKG... | run CMD..." >&2
     exit 2
     ;;
 esac
