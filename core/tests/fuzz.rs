@@ -32,6 +32,9 @@ use loghose::wire::proto::{Log, LogGroup, LogGroupList};
 use loghose::wire::request::{self, Auth, PutLogsTarget};
 use loghose::wire::scan;
 use loghose::wire::sign::Credentials;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use prost::Message;
@@ -301,20 +304,20 @@ fn check_otlp(input: &[u8]) -> Result<(), TestCaseError> {
 /// decoded: they are counted on the bytes and refused with nothing allocated.
 #[test]
 fn otlp_a_million_attributes_are_refused_unallocated() {
-    // ExportLogsServiceRequest { resource_logs { scope_logs { log_records { attributes: [{}; N] } } } }
-    fn delimited(tag: u8, inner: Vec<u8>) -> Vec<u8> {
-        let mut out = vec![tag];
-        let mut n = inner.len();
-        while n >= 0x80 {
-            out.push((n & 0x7f) as u8 | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
-        out.extend(inner);
-        out
+    let record = LogRecord {
+        attributes: vec![KeyValue::default(); 1_000_000],
+        ..Default::default()
+    };
+    let protobuf = ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            scope_logs: vec![ScopeLogs {
+                log_records: vec![record],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
     }
-    let attributes = [0x32u8, 0x00].repeat(1_000_000);
-    let protobuf = delimited(0x0a, delimited(0x12, delimited(0x12, attributes)));
+    .encode_to_vec();
     let json = format!(
         r#"{{"resourceLogs":[{{"scopeLogs":[{{"logRecords":[{{"attributes":[{}]}}]}}]}}]}}"#,
         vec!["{}"; 1_000_000].join(",")
