@@ -38,6 +38,30 @@ fn spool_files(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The files under `dir` this process holds open or mapped (Linux: read from /proc; elsewhere
+/// nothing is listed, and a test sees what is held when it cannot delete it).
+fn open_or_mapped_under(dir: &Path) -> Vec<String> {
+    let mut held = Vec::new();
+    if !cfg!(target_os = "linux") {
+        return held;
+    }
+    let dir = dir.canonicalize().unwrap().display().to_string();
+    for fd in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            let target = target.display().to_string();
+            if target.starts_with(&dir) {
+                held.push(format!("open: {target}"));
+            }
+        }
+    }
+    for line in std::fs::read_to_string("/proc/self/maps").unwrap().lines() {
+        if let Some(at) = line.find(&dir) {
+            held.push(format!("mapped: {}", &line[at..]));
+        }
+    }
+    held
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "loghose-spool-it-{name}-{}-{}",
@@ -645,6 +669,9 @@ fn records_a_close_leaves_in_the_spool_are_kept_not_failed_and_the_next_producer
     let told = reports.lock().unwrap().clone();
     assert_eq!(told.iter().map(|r| r.records).sum::<u32>(), 100);
     assert!(told.iter().all(|r| r.is_kept()));
+    // What the closed producer left is on disk, and no longer open or mapped by it.
+    assert!(!spool_files(&dir, &["spl", "spb"]).is_empty());
+    assert_eq!(open_or_mapped_under(&dir), Vec::<String>::new());
     // Every batch settled (as kept): the close let the slot go, and the next producer (one
     // slot only, the closed one still alive) takes it and sends every record, once.
     emu.clear_faults();
@@ -653,10 +680,13 @@ fn records_a_close_leaves_in_the_spool_are_kept_not_failed_and_the_next_producer
         ..spool_config(&emu.endpoint(), &dir)
     })
     .unwrap();
-    drop(producer);
     assert_eq!(next.flush(Duration::from_secs(30)), 0);
     let closed = next.close(Duration::from_secs(10));
     assert_eq!((closed.undelivered, closed.kept), (0, 0));
+    // It deleted the files it sent again, the closed producer still alive (Windows refuses to
+    // delete a file some handle or mapping still holds).
+    assert_eq!(spool_files(&dir, &["spl", "spb"]), Vec::<PathBuf>::new());
+    drop(producer);
     let mut got: Vec<String> = emu
         .logs("proj", "spooled")
         .iter()

@@ -147,13 +147,11 @@ if [[ " $parts " == *" node "* ]]; then
   cp "$addon" "$cache/loghose.win32-x64-gnu.node"
   bash scripts/runtimes/sid-chroot.sh install wine64 wine
   # What a Windows user's code meets; not the POSIX signals, the command's process handling,
-  # the tests that link packages across Wine's drives, nor the spool's file (one of its tests
-  # cannot remove its spool directory there after a close that left requests in flight: a file
-  # in it stays open; the spool across kills runs above, in Python, and in check.cjs).
+  # nor the tests that link packages across Wine's drives.
   jest_files="tests-js/producer.test.js tests-js/values.test.js \
     tests-js/otel.test.js tests-js/integrations.test.js tests-js/prometheus.test.js \
     tests-js/credentials.test.js tests-js/process.test.js tests-js/sdk-manage-query.test.js \
-    tests-js/examples.test.js"
+    tests-js/examples.test.js tests-js/spool.test.js"
   bash scripts/runtimes/sid-chroot.sh run env WINE_CACHE="$cache" JEST_FILES="$jest_files" \
     bash scripts/platforms/windows/node.sh
 fi

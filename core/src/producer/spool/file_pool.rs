@@ -319,6 +319,19 @@ impl Spool {
         }
     }
 
+    /// A batch given up because the producer closed stays for the next producer: its batch
+    /// file, if it has one, is let go of as it is (not marked free; unmapped and closed).
+    pub(crate) fn keep(&self, mark: &mut SpoolMark) {
+        let Some(file) = mark.file.take() else { return };
+        if let Some(pool) = self.files.get() {
+            pool.live.lock().remove(&file.seq());
+            if file.data.is_some() {
+                pool.retained.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        drop(file);
+    }
+
     /// A batch file whose batch is done, or was opened and left empty: marked free, then
     /// kept (mapped while few are) or deleted.
     pub(crate) fn give_back(&self, file: BatchFile) {

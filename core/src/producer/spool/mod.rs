@@ -350,7 +350,9 @@ impl Spooling {
         mark: &mut SpoolMark,
     ) -> bool {
         let Some(spool) = &self.0 else { return false };
-        if !closed {
+        if closed {
+            spool.keep(mark);
+        } else {
             spool.done(shard, batch, mark);
         }
         closed
@@ -363,19 +365,15 @@ impl Spooling {
         }
     }
 
-    /// The producer closed: with everything settled the spool is closed (its current files
-    /// hold only finished batches, and are deleted); otherwise only its preparer stops, and
-    /// what is left stays. When the producer `leaves_records` (kept, or unsettled at the
+    /// The producer closed: the spool is closed (the files of finished batches deleted; what
+    /// is left stays on disk, no longer open here; the slot let go at once when
+    /// `everything_settled`). When the producer `leaves_records` (kept, or unsettled at the
     /// timeout), every file and the directory are synced first, whatever `spool_sync` says:
     /// answers whether what is left is durable (true without a spool, where nothing is kept).
     pub(crate) fn producer_closed(&self, everything_settled: bool, leaves_records: bool) -> bool {
         let Some(spool) = &self.0 else { return true };
         let durable = !leaves_records || spool.sync_all();
-        if everything_settled {
-            spool.close();
-        } else {
-            spool.stop_preparer();
-        }
+        spool.close(everything_settled);
         durable
     }
 

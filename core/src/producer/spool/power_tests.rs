@@ -525,7 +525,7 @@ fn a_clean_close_makes_its_removals_durable() {
     spool.sealed(0, 1, "pack-1", &mut mark);
     assert!(spool.sync_batch(&mark));
     spool.done(0, 1, &mut mark);
-    spool.close();
+    spool.close(true);
     let image = temp_dir("clean-close-cut");
     disk.crash(&image, &mut || true);
     let left: Vec<_> = walk(&image)

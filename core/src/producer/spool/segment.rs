@@ -67,6 +67,10 @@ impl Spool {
     /// mapping). `None` when the file cannot be made. Admission ([`Spool::over_limit`]) keeps
     /// the total within `spool_max_bytes`: it stops new records a segment per shard early.
     pub(super) fn new_segment(&self, shard: usize, need: usize) -> std::io::Result<Writer> {
+        if self.state.lock().closed {
+            // Closed (see `Spool::close`): nothing more is written.
+            return Err(std::io::Error::other("the spool is closed"));
+        }
         let size = self.segment_bytes.max(align8(SEGMENT_HEADER + need));
         self.used.fetch_add(size, Ordering::AcqRel);
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);

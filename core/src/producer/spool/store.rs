@@ -467,16 +467,24 @@ impl Spool {
         }
     }
 
-    /// Retires every shard's current segment (at close): with every batch done, the
-    /// directory is left empty.
-    pub(crate) fn close(&self) {
+    /// The producer closed: every shard's current segment is retired, the files that hold
+    /// no batch (spares, idle batch files) are deleted, and what is left — the batches kept
+    /// for the next producer, and with `everything_settled` false those still in flight — stays
+    /// on disk but no longer mapped or open here: Windows refuses to delete or rename a file
+    /// that is mapped or open, and the next producer on the slot (in this process too) deletes
+    /// these once it has sent their batches again. No entry is written after this (a batch
+    /// settling later leaves no `Done`: the next producer may send it again, as at-least-once
+    /// allows). With every batch settled the slot is let go at once; otherwise when the spool
+    /// goes (it is marked closed, so that a producer of this process may take it).
+    pub(crate) fn close(&self, everything_settled: bool) {
+        // Closed first: a batch settling meanwhile makes no new segment (see `new_segment`).
+        self.state.lock().closed = true;
         for w in &self.writers {
             if let Some(old) = w.lock().take() {
                 self.retire(old);
             }
         }
         let mut state = self.state.lock();
-        state.closed = true;
         state.spare_bytes = 0;
         for spare in std::mem::take(&mut state.free) {
             // Unmapped and closed first: Windows refuses to delete a mapped file, and lists a
@@ -490,9 +498,12 @@ impl Spool {
         drop(state);
         let pending = std::mem::take(&mut *self.committing.files.lock());
         self.commit(pending);
-        // Every batch is settled: files kept because their bodies' sync failed go too.
         for stranded in std::mem::take(&mut *self.committing.stranded.lock()) {
-            self.delete_file(stranded.finish());
+            if everything_settled {
+                // Every batch is settled: files kept because their bodies' sync failed go too.
+                self.delete_file(stranded.finish());
+            }
+            // Else they stay for the next producer, unmapped and closed as they drop here.
         }
         if let Some(pool) = self.files.get() {
             pool.closed.store(true, Ordering::Release);
@@ -506,19 +517,39 @@ impl Spool {
             }
         }
         self.stop_preparer();
+        self.let_go_of_what_is_left();
         // The removals made durable, whatever `spool_sync` says: a power loss soon after would
         // otherwise bring the delivered batches' files back, and they would be sent again.
         if let Err(e) = self.dir_changes.sync(&self.dir) {
             self.faults.entries_sync_failed(&self.dir, &self.dir, &e);
         }
-        // Every batch is settled and no file is left: the slot is free for the next producer
-        // (of this process or another) at once, not when this one is dropped.
-        drop(self.dir_lock.lock().take());
+        if everything_settled {
+            // The slot is free for the next producer (of this process or another) at once,
+            // not when this one is dropped.
+            drop(self.dir_lock.lock().take());
+        }
+    }
+
+    /// Unmaps and closes the segments still holding batches and forgets the live batch
+    /// files (their mappings go with their batches as they settle), leaving the files on
+    /// disk. What the producer must have made durable first, it has (`sync_all` at close).
+    fn let_go_of_what_is_left(&self) {
+        let mut state = self.state.lock();
+        let segments = std::mem::take(&mut state.segments);
+        for chain in &mut state.chains {
+            chain.clear();
+        }
+        drop(state);
+        drop(segments);
+        if let Some(pool) = self.files.get() {
+            pool.live.lock().clear();
+        }
+        drop(self.marks.lock().take());
     }
 
     /// Ends the preparer thread and waits for it (at the producer's close, so that the
     /// directory's lock goes with the producer).
-    pub(crate) fn stop_preparer(&self) {
+    fn stop_preparer(&self) {
         if let Some(lock) = &*self.dir_lock.lock() {
             lock.mark_closed();
         }

@@ -829,7 +829,7 @@ fn a_full_spool_refuses_until_done_batches_free_their_segments() {
     let spares = files() - 1;
     let keeps = spool.keeps(&spool.state.lock());
     assert!((1..=keeps).contains(&spares), "{spares} of {keeps}");
-    spool.close();
+    spool.close(true);
     assert_eq!(files(), 0);
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -878,5 +878,101 @@ fn a_reused_segment_never_brings_back_what_it_held_before() {
     assert_eq!(recovered.len(), 1);
     assert_eq!(&*recovered[0].dest.logstore, "new");
     assert_eq!(&*recovered[0].records[0], b"fresh");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The files under `d` this process holds open or mapped (read from /proc; elsewhere none
+/// are listed: the test then sees what is held when it cannot delete it).
+fn held_under(d: &Path) -> Vec<PathBuf> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let d = d.canonicalize().unwrap();
+    let mut held: Vec<PathBuf> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .chain(
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .lines()
+                .filter_map(|l| l.find('/').map(|at| PathBuf::from(&l[at..]))),
+        )
+        .filter(|p| p.starts_with(&d))
+        .collect();
+    held.sort();
+    held.dedup();
+    held
+}
+
+#[test]
+fn a_close_with_batches_in_flight_leaves_their_files_unheld_and_writes_nothing_after() {
+    let d = dir("unclean");
+    let framed = |text: &str| [&[0x0a, text.len() as u8][..], text.as_bytes()].concat();
+    let segments = || -> Vec<PathBuf> {
+        std::fs::read_dir(slot(&d))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "spl"))
+            .collect()
+    };
+    let linux = cfg!(target_os = "linux");
+    {
+        let (spool, _, _) = open(&d, 64 << 20);
+        spool.enable_batch_files(64 << 10, 100, &dest("own"), b"tags");
+        // Batch 1 in shard 0's segment, batch 2 in a batch file: both in flight.
+        let mut in_segment = SpoolMark::default();
+        let place = BatchPlace {
+            shard: 0,
+            batch: 1,
+            dest: &dest("other"),
+            tags: b"t",
+        };
+        spool
+            .record(place, &framed("segment"), &mut in_segment)
+            .unwrap();
+        spool.sealed(0, 1, "P1", &mut in_segment);
+        let mut in_file = SpoolMark::default();
+        let mut buf = spool.take_batch_file(2, &mut in_file).unwrap();
+        buf.extend_from_slice(&framed("file"));
+        spool.index_record(&mut in_file, &buf, 0).unwrap();
+        let file = in_file.file.as_ref().unwrap().path.clone();
+        let lock = slot(&d).join("lock").canonicalize().unwrap();
+        spool.close(false);
+        let left = segments();
+        assert!(!left.is_empty(), "batch 1's segment stays");
+        // Held now: the slot's lock (not every batch settled) and the file of the batch still
+        // in flight (its batch holds it); no segment.
+        if linux {
+            assert_eq!(
+                held_under(&d),
+                vec![file.canonicalize().unwrap(), lock.clone()]
+            );
+        }
+        // Batch 1 delivered after the close: no entry, no new segment.
+        spool.done(0, 1, &mut in_segment);
+        assert_eq!(segments(), left);
+        // Batch 2 delivered too: its file goes.
+        drop(buf);
+        spool.done(0, 2, &mut in_file);
+        assert!(!file.exists());
+        if linux {
+            assert_eq!(held_under(&d), vec![lock]);
+        }
+        // Every segment can be deleted with the spool still alive (Windows refuses to delete
+        // a file that is open or mapped): each is moved aside by a copy and a removal.
+        for segment in &left {
+            let aside = segment.with_extension("aside");
+            std::fs::copy(segment, &aside).unwrap();
+            std::fs::remove_file(segment).unwrap();
+            std::fs::rename(&aside, segment).unwrap();
+        }
+    }
+    // Batch 1 has no `Done`: the next producer sends it again (at least once); batch 2 is
+    // gone with its file.
+    let (_spool, recovered, _) = open(&d, 64 << 20);
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(&*recovered[0].dest.logstore, "other");
     let _ = std::fs::remove_dir_all(&d);
 }
