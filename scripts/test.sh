@@ -166,7 +166,7 @@ step_python_env() {
 }
 
 step_ruff() {
-  .venv/bin/ruff check tests-py python lab/python lab/scripts/rows.py examples/python
+  .venv/bin/ruff check tests-py python lab/python lab/scripts/rows.py examples/python scripts
 }
 
 step_wheel() {

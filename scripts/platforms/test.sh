@@ -18,7 +18,7 @@
 #   scripts/platforms/check-node.js in the ARM Node.js: the value table, sendMany, a report
 #   awaited from a Promise, the pino transport;
 # - the `loghose` command: `pipe --preset pi` with a spool, SIGKILLed, then run again: no line
-#   lost (scripts/platforms/check-command.py).
+#   lost; SIGINT delivers what it holds and exits 0 (scripts/platforms/check-command.py).
 # PARTS (default "rust python node command") chooses what runs. Builds what it needs that
 # dist/platforms/<target>/ lacks (PYTHONS=3.13 for the wheel).
 set -euo pipefail

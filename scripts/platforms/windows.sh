@@ -18,8 +18,10 @@
 #   tests-js/runtimes/check.cjs with each, and jest files with Node 24 (windows/node.sh).
 # - command: `loghose.exe pipe` with a spool reads 20 000 lines while the emulator hangs, is
 #   killed (SIGKILL of the Wine process running it: none of its code runs, as under
-#   TerminateProcess), then runs again and delivers them all (scripts/platforms/check-command.py;
-#   the emulator is this machine's own loghose package, skipped where .venv lacks it).
+#   TerminateProcess), then runs again and delivers them all; then Ctrl-C (SIGINT to the Wine
+#   process: Wine delivers a console's Ctrl-C so) ends it with its lines delivered, with its
+#   input left open and closed just after (scripts/platforms/check-command.py; the emulator is
+#   this machine's own loghose package, skipped where .venv lacks it).
 # Installs what it needs (the Rust target, mingw-w64, wine64); prints "skipped: ..." and exits
 # 0 when one cannot be installed (a machine without Debian's archive).
 #
@@ -157,7 +159,7 @@ if [[ " $parts " == *" node "* ]]; then
 fi
 
 if [[ " $parts " == *" command "* ]]; then
-  step "loghose.exe pipe with a spool, across a kill"
+  step "loghose.exe pipe with a spool, across a kill; Ctrl-C"
   if .venv/bin/python -c 'import loghose' 2>/dev/null; then
     cargo build --quiet -p loghose --features cli --bin loghose --target "$target"
     rm -rf "$cache/command"

@@ -169,6 +169,25 @@ async fn os_signal() {
 #[cfg(windows)]
 async fn os_signal() {
     use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, ctrl_logoff, ctrl_shutdown};
+    use tokio::signal::windows::{CtrlBreak, CtrlC, CtrlClose, CtrlLogoff, CtrlShutdown};
+    type Listeners = (CtrlC, CtrlBreak, CtrlClose, CtrlLogoff, CtrlShutdown);
+    // Listeners that live as long as the process: an event that finds none (a second Ctrl-C
+    // during the drain, or one that comes after the input ended) goes on to Windows' default
+    // handler, which ends the process at once, while the records are being delivered.
+    static FOR_THE_PROCESS: std::sync::Mutex<Option<Listeners>> = std::sync::Mutex::new(None);
+    if let Ok(mut kept) = FOR_THE_PROCESS.lock() {
+        if kept.is_none() {
+            if let (Ok(c), Ok(brk), Ok(close), Ok(logoff), Ok(shutdown)) = (
+                ctrl_c(),
+                ctrl_break(),
+                ctrl_close(),
+                ctrl_logoff(),
+                ctrl_shutdown(),
+            ) {
+                *kept = Some((c, brk, close, logoff, shutdown));
+            }
+        }
+    }
     match (
         ctrl_c(),
         ctrl_break(),
