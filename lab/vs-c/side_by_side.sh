@@ -58,10 +58,10 @@ for r in $(seq "$ROUNDS"); do
           PYTHONPATH=lab/python .venv/bin/python -m loghose_lab --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" \
             --param api='"sender"' --no-progress --json >"$OUT/python-sender_${w}_$r.json" 2>"$OUT/python-sender_${w}_$r.err" ;;
         node)
-          node node/lib/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
+          node lab/node/bench-cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress >"$OUT/node_${w}_$r.json" 2>"$OUT/node_${w}_$r.err" ;;
         node-sender)
-          node node/lib/cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
+          node lab/node/bench-cli.js bench --scenario "$w" --rates 200000 --seconds "$S" --unthrottled-seconds "$S" --json \
             --no-progress --param api='"sender"' >"$OUT/node-sender_${w}_$r.json" 2>"$OUT/node-sender_${w}_$r.err" ;;
       esac
     done
@@ -120,6 +120,10 @@ for w in workloads:
     for p in producers:
         by_round = {r: x for r in range(1, rounds + 1) if (x := run(p, w, r))}
         runs = list(by_round.values())
+        failed = [r for r in range(1, rounds + 1) if r not in by_round]
+        if failed:
+            # Said, not left out quietly: a harness that stopped running is a broken table.
+            print(f"{p} {w}: no figures from round(s) {failed}; see {out}/{p}*_{w}_*", file=sys.stderr)
         if not runs:
             continue
         us, cpu, rss, per_cpu = (med([x[i] for x in runs]) for i in range(4))
