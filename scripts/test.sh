@@ -220,7 +220,7 @@ STEPS=(
   "ruff|ruff"
   "wheel|the wheel as published (manylinux2014, dist profile, stripped), installed with no Rust toolchain on PATH"
   "pytest|pytest (the Python package; the official aliyun-log-python-sdk against the emulator)"
-  "windows|Windows under Wine: clippy on x86_64-pc-windows-gnu, the engine's tests, the CPython 3.13 wheel in the embeddable CPython (pytest: send, asyncio, logging, the spool across TerminateProcess), the Node addon in Windows Node 24 and 26 (Wine 10: check.cjs, jest), loghose.exe pipe across a kill"
+  "windows|Windows under Wine: clippy on x86_64-pc-windows-gnu, the engine's tests, the CPython 3.13 wheel in the embeddable CPython (pytest: send, asyncio, logging, the spool across TerminateProcess), the Node addon in Windows Node 24 and 26 (Wine 10: check.cjs, Ctrl-C, jest), loghose.exe pipe across a kill and Ctrl-C"
   "macos|macOS built with zig: the wheel, the Node addon and the command linked for aarch64-apple-darwin, all three compiled for x86_64-apple-darwin"
   "lab|the benchmark lab: its harness's tests, the scenarios from Python and Node in short runs"
   "runtimes|the newest runtimes: CPython 3.15 (Debian's, in a chroot: the whole pytest suite), free-threaded 3.14t (compiled), Node 26 (typecheck, jest), Bun and Deno (tests-js/runtimes/check.cjs)"
