@@ -67,6 +67,16 @@ impl DirChanges {
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
+    /// The number of the latest change: a sync covers it once [`DirChanges::covers`] says so.
+    pub(crate) fn latest(&self) -> u64 {
+        self.changed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether a sync that succeeded covered change number `change`.
+    pub(crate) fn covers(&self, change: u64) -> bool {
+        self.synced.load(std::sync::atomic::Ordering::Acquire) >= change
+    }
+
     /// Syncs `dir` when an entry changed since the last sync began.
     pub(crate) fn sync(&self, dir: &Path) -> io::Result<()> {
         use std::sync::atomic::Ordering;

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use super::batch_file::{self, BatchFile, Idle, Shape};
 use super::files::{is_disk_full, SpoolError};
 use super::format::{encode_open, Compressed};
-use super::state::{FilePool, COMMIT_GROUP};
+use super::state::{FilePool, Waiting, COMMIT_GROUP};
 use super::store::{Spool, SpoolMark};
 use crate::producer::buffer::BatchBuf;
 use crate::producer::config::SpoolSync;
@@ -26,6 +26,14 @@ use crate::producer::routing::Destination;
 /// fill. Under load (batches waiting to be compressed), up to `keep_bytes` of mappings are
 /// kept, as the memory budget keeps its buffers.
 pub(super) const MAPPED_IDLE_FILES: usize = 1;
+
+/// How a committed file went (see `Spool::give_back_durably`).
+enum Freed {
+    /// Its free mark, or its removal, is durable.
+    Durably,
+    /// Deleted, its removal durable once a directory sync covers this change.
+    AfterDirSync(u64),
+}
 
 impl Spool {
     /// Writes the default destination's batches into batch files of their own from now on
@@ -202,6 +210,7 @@ impl Spool {
         staged.opened = true;
         let segments = staged.segments.clone();
         let waits = self.reuse_waits_for_commit(mark);
+        staged.waits_commit = waits;
         if let Some(file) = std::mem::replace(mark, staged).file {
             if waits {
                 // The segments holding the body stay unsettled while the file waits, whatever
@@ -215,15 +224,38 @@ impl Spool {
                     }
                 }
                 drop(state);
-                let mut files = self.committing.files.lock();
-                files.push((file, segments));
+                let mut queue = self.committing.queue.lock();
+                queue.waiting.push(Waiting {
+                    file,
+                    batch: c.batch,
+                    segments,
+                    settled: false,
+                });
                 // Woken to start gathering, and once enough are gathered.
-                if files.len() == 1 || files.len() >= COMMIT_GROUP {
+                let waiting = queue.waiting.len();
+                if waiting == 1 || waiting >= COMMIT_GROUP {
                     self.committing.wake.notify_one();
                 }
             } else {
                 self.give_back(file);
             }
+        }
+    }
+
+    /// A batch whose file waits for a commit settled: its file may go whether or not its
+    /// body's sync succeeds (a file stranded by a failed one is committed again, to go).
+    pub(super) fn settled_while_committing(&self, batch: u64) {
+        let mut queue = self.committing.queue.lock();
+        if let Some(w) = queue.waiting.iter_mut().find(|w| w.batch == batch) {
+            w.settled = true;
+        } else if let Some(c) = queue.in_commit.iter_mut().find(|c| c.0 == batch) {
+            c.1 = true;
+        } else if let Some(at) = queue.stranded.iter().position(|w| w.batch == batch) {
+            let mut w = queue.stranded.swap_remove(at);
+            w.settled = true;
+            queue.waiting.push(w);
+            drop(queue);
+            self.committing.wake.notify_one();
         }
     }
 
@@ -244,14 +276,16 @@ impl Spool {
     }
 
     /// Syncs the segments holding the bodies of `pending` batches, then gives their files
-    /// back.
-    pub(super) fn commit(&self, pending: Vec<(BatchFile, Vec<u64>)>) {
+    /// back (each free mark made durable first), and only then lets those segments settle. A
+    /// file whose body's sync failed is stranded until its batch settles.
+    pub(super) fn commit(&self, pending: Vec<Waiting>) {
         if pending.is_empty() {
+            self.settle_after_dir_sync();
             return;
         }
         let mut seqs: Vec<u64> = pending
             .iter()
-            .flat_map(|(_, s)| s.iter().copied())
+            .flat_map(|w| w.segments.iter().copied())
             .collect();
         seqs.sort_unstable();
         seqs.dedup();
@@ -269,25 +303,99 @@ impl Spool {
         let needed = files.len();
         let synced = self.sync_files(&files, needed);
         let synced = self.settle_sync(synced);
-        let mut held = Vec::new();
-        for (file, segments) in pending {
-            if synced {
-                self.give_back(file);
-            } else {
-                // The bodies are not durable: the records stay durable in the file, which is
-                // never reused (see `Committing::stranded`).
-                self.committing.stranded.lock().push(file);
+        let mut going = Vec::with_capacity(pending.len());
+        {
+            let mut queue = self.committing.queue.lock();
+            for mut w in pending {
+                if let Some(at) = queue.in_commit.iter().position(|c| c.0 == w.batch) {
+                    w.settled |= queue.in_commit.swap_remove(at).1;
+                }
+                if synced || w.settled {
+                    going.push(w);
+                } else {
+                    // The body is not durable and the batch not settled: its records may be
+                    // durable only in the file, which is kept, never reused, its segments
+                    // held (see `Committing::stranded`).
+                    queue.stranded.push(w);
+                }
             }
-            held.extend(segments);
         }
-        // Only now may the segments that held the bodies settle (see `compressed`).
+        let mut settle = Vec::new();
+        for w in going {
+            match self.give_back_durably(w.file) {
+                Freed::Durably => settle.extend(w.segments),
+                Freed::AfterDirSync(change) => {
+                    let mut queue = self.committing.queue.lock();
+                    queue
+                        .after_dir_sync
+                        .extend(w.segments.into_iter().map(|seq| (seq, change)));
+                }
+            }
+        }
+        self.settle_held(&settle);
+        self.settle_after_dir_sync();
+    }
+
+    /// A file whose batch no longer needs it, given back with its free mark made durable at
+    /// once; the segments holding its batch's body may settle after this, or, when the
+    /// mark's sync failed (the file is then deleted) and the directory's sync too, once a
+    /// directory sync covers its removal.
+    fn give_back_durably(&self, file: BatchFile) -> Freed {
+        let Some(pool) = self.files.get() else {
+            return Freed::Durably;
+        };
+        let in_use = {
+            let mut live = pool.live.lock();
+            live.remove(&file.seq());
+            live.len()
+        };
+        let idle = file.finish();
+        if self.faults.sync_file(&self.dir, &idle.path, &idle.file) {
+            self.take_back(idle, in_use, false);
+            return Freed::Durably;
+        }
+        if idle.is_mapped() {
+            pool.retained.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.delete_file(idle);
+        let change = self.dir_changes.latest();
+        match self.dir_changes.sync(&self.dir) {
+            Ok(()) => Freed::Durably,
+            Err(e) => {
+                self.faults.entries_sync_failed(&self.dir, &self.dir, &e);
+                Freed::AfterDirSync(change)
+            }
+        }
+    }
+
+    /// Lets segments held for a file's commit settle.
+    fn settle_held(&self, held: &[u64]) {
+        if held.is_empty() {
+            return;
+        }
         let mut state = self.state.lock();
-        for seq in &held {
+        for seq in held {
             if let Some(s) = state.segments.get_mut(seq) {
                 s.live = s.live.saturating_sub(1);
             }
         }
         self.collect(&mut state);
+    }
+
+    /// Lets settle the segments whose file's removal a directory sync has since made durable.
+    pub(super) fn settle_after_dir_sync(&self) {
+        let ready: Vec<u64> = {
+            let mut queue = self.committing.queue.lock();
+            if queue.after_dir_sync.is_empty() {
+                return;
+            }
+            let (ready, left) = std::mem::take(&mut queue.after_dir_sync)
+                .into_iter()
+                .partition(|&(_, change)| self.dir_changes.covers(change));
+            queue.after_dir_sync = left;
+            ready.into_iter().map(|(seq, _)| seq).collect()
+        };
+        self.settle_held(&ready);
     }
 
     /// The last batch in flight is done: with no batch file in use, the idle ones kept mapped
@@ -343,7 +451,15 @@ impl Spool {
             live.remove(&file.seq());
             live.len()
         };
-        let idle = file.finish();
+        self.take_back(file.finish(), in_use, true);
+    }
+
+    /// A file marked free back in the pool (kept or deleted), `in_use` files still live;
+    /// its free mark made durable with the next sync when `mark_pending`.
+    fn take_back(&self, idle: Idle, in_use: usize, mark_pending: bool) {
+        let Some(pool) = self.files.get() else {
+            return;
+        };
         if self.faults.is_poisoned(&idle.path) {
             // Its sync failed: never reused (see `faults`).
             if idle.is_mapped() {
@@ -378,7 +494,7 @@ impl Spool {
                     }
                 }
             }
-            if self.sync != SpoolSync::None {
+            if mark_pending && self.sync != SpoolSync::None {
                 // Its free mark is made durable with the next sync.
                 self.marks.lock().add(idle.path.clone(), idle.file.clone());
             }

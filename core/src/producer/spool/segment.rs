@@ -469,7 +469,10 @@ impl Spool {
         }
         let needed = targets.len();
         let synced = self.sync_files(&targets, needed);
-        self.settle_sync(synced)
+        let synced = self.settle_sync(synced);
+        // Its directory sync may have made a removal durable that segments wait for.
+        self.settle_after_dir_sync();
+        synced
     }
 
     /// A `Done` entry went into segment `seq`: made durable with the next sync.
@@ -489,6 +492,9 @@ impl Spool {
     pub(crate) fn done(&self, shard: usize, batch: u64, mark: &mut SpoolMark) {
         if let Some(file) = mark.file.take() {
             self.give_back(file);
+        }
+        if mark.waits_commit {
+            self.settled_while_committing(batch);
         }
         if !mark.opened {
             return;

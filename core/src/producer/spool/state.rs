@@ -170,15 +170,69 @@ pub(super) struct FilePool {
 /// Batch files whose compressed bodies wait for a sync (`spool_sync = interval`, files a timed
 /// sync took while their batch filled): given back only once the segments holding the bodies
 /// are durable, so that a power loss never finds a file reused (or marked free) before its
-/// records are on disk in another form.
+/// records are on disk in another form. And the segments holding a body settle only once its
+/// file's free mark is durable: a power loss must never find the file still naming the batch
+/// with the segments that say it was done (its `Done` entry) gone or marked free.
 #[derive(Default)]
 pub(super) struct Committing {
-    pub(super) files: Mutex<Vec<(BatchFile, Vec<u64>)>>,
+    pub(super) queue: Mutex<CommitQueue>,
     pub(super) wake: Condvar,
+    /// Tests only: the sync thread leaves the files to the test, which commits them itself
+    /// at chosen instants (`Spool::commit`), so that every order of commits and timed syncs
+    /// is explored rather than the one the thread's timing happens to give.
+    #[cfg(test)]
+    pub(super) by_hand: AtomicBool,
+}
+
+/// A batch file waiting for its body's commit: the batch, the segments holding the body (each
+/// held unsettled by it), and whether the batch settled meanwhile.
+pub(super) struct Waiting {
+    pub(super) file: BatchFile,
+    pub(super) batch: u64,
+    pub(super) segments: Vec<u64>,
+    pub(super) settled: bool,
+}
+
+/// Where each waiting file is, behind one lock so that a batch settling finds its file
+/// wherever it is.
+#[derive(Default)]
+pub(super) struct CommitQueue {
+    /// Waiting for the next commit.
+    pub(super) waiting: Vec<Waiting>,
+    /// Taken by a commit under way: each batch, and whether it settled meanwhile.
+    pub(super) in_commit: Vec<(u64, bool)>,
     /// Files whose bodies' sync failed: their records may be durable only there, so they are
-    /// never reused; deleted when the spool closes with everything settled, else left for
-    /// the next producer (a recovery skips the batches their `Done` entries settle).
-    pub(super) stranded: Mutex<Vec<BatchFile>>,
+    /// never reused, and kept (their segments held) until their batch settles; at a close
+    /// with everything settled deleted, else left for the next producer (a recovery skips
+    /// the batches their `Done` entries settle).
+    pub(super) stranded: Vec<Waiting>,
+    /// Segments whose file went (its free mark's sync failed, so it was deleted) before that
+    /// removal was durable: each settles once a directory sync covers the change numbered
+    /// with it (`DirChanges`).
+    pub(super) after_dir_sync: Vec<(u64, u64)>,
+}
+
+impl Committing {
+    /// Takes the files waiting, for a commit.
+    pub(super) fn take(queue: &mut CommitQueue) -> Vec<Waiting> {
+        let taken = std::mem::take(&mut queue.waiting);
+        queue
+            .in_commit
+            .extend(taken.iter().map(|w| (w.batch, w.settled)));
+        taken
+    }
+
+    /// Whether the sync thread leaves the files to a test.
+    pub(super) fn by_hand(&self) -> bool {
+        #[cfg(test)]
+        {
+            self.by_hand.load(std::sync::atomic::Ordering::Acquire)
+        }
+        #[cfg(not(test))]
+        {
+            false
+        }
+    }
 }
 
 /// How long the sync thread gathers files waiting for a commit before it syncs their bodies,

@@ -56,6 +56,8 @@ pub(crate) struct SpoolMark {
     pub(super) open: Option<Vec<u8>>,
     /// Its copy in the spool could not be made durable (the disk failed its syncs).
     pub(crate) not_durable: bool,
+    /// Its batch file waits for its body's commit (see `Committing`): told when it settles.
+    pub(super) waits_commit: bool,
 }
 
 impl SpoolMark {
@@ -309,19 +311,22 @@ impl Spool {
                 let mut next = std::time::Instant::now() + every;
                 loop {
                     let pending = {
-                        let mut files = committing.files.lock();
-                        if files.is_empty() {
-                            committing.wake.wait_until(&mut files, next);
+                        let mut queue = committing.queue.lock();
+                        if queue.waiting.is_empty() || committing.by_hand() {
+                            committing.wake.wait_until(&mut queue, next);
+                        }
+                        if committing.by_hand() {
+                            continue;
                         }
                         // One sync for the files compressed within a short while:
                         // after a timed sync, every file it took comes this way.
                         let gathered = (std::time::Instant::now() + COMMIT_GATHER).min(next);
-                        while !files.is_empty()
-                            && files.len() < COMMIT_GROUP
-                            && !committing.wake.wait_until(&mut files, gathered).timed_out()
+                        while !queue.waiting.is_empty()
+                            && queue.waiting.len() < COMMIT_GROUP
+                            && !committing.wake.wait_until(&mut queue, gathered).timed_out()
                         {
                         }
-                        std::mem::take(&mut *files)
+                        Committing::take(&mut queue)
                     };
                     let Some(spool) = weak.upgrade() else { return };
                     spool.commit(pending);
@@ -496,12 +501,13 @@ impl Spool {
             self.dir_changes.note();
         }
         drop(state);
-        let pending = std::mem::take(&mut *self.committing.files.lock());
+        let pending = Committing::take(&mut self.committing.queue.lock());
         self.commit(pending);
-        for stranded in std::mem::take(&mut *self.committing.stranded.lock()) {
+        let stranded = std::mem::take(&mut self.committing.queue.lock().stranded);
+        for stranded in stranded {
             if everything_settled {
                 // Every batch is settled: files kept because their bodies' sync failed go too.
-                self.delete_file(stranded.finish());
+                self.delete_file(stranded.file.finish());
             }
             // Else they stay for the next producer, unmapped and closed as they drop here.
         }

@@ -183,7 +183,7 @@ fn with_interval_syncing_only_a_file_a_timed_sync_took_waits_for_its_body_to_be_
     // No timed sync while it filled: the file is idle again as `compressed` returns.
     assert!(!compress(1, false));
     assert_eq!(pool.idle.lock().len(), 1);
-    assert!(spool.committing.files.lock().is_empty());
+    assert!(spool.committing.queue.lock().waiting.is_empty());
     // A timed sync took it: it goes back only after the commit on the sync thread.
     assert!(compress(2, true));
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
