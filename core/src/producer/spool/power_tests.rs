@@ -462,12 +462,7 @@ fn a_committed_file_is_freed_durably_before_its_batchs_segments_settle() {
         Op::Done { slot: 2 },
         Op::Commit,
     ];
-    // Each seed keeps a different subset of the pages written since the last sync.
-    for seed in 0..48 {
-        if let Err(e) = power_cut(&ops, seed, SpoolSync::Interval(Duration::from_secs(3600))) {
-            panic!("seed {seed}: {e}");
-        }
-    }
+    cut_with_interval_syncing(&ops, 48);
 }
 
 /// `interval`: the commit's sync of a batch's body fails after the batch was delivered and a
@@ -487,8 +482,14 @@ fn a_failed_commit_of_a_settled_batch_never_brings_it_back() {
         Op::Commit,
         Op::Tick,
     ];
-    for seed in 0..16 {
-        if let Err(e) = power_cut(&ops, seed, SpoolSync::Interval(Duration::from_secs(3600))) {
+    cut_with_interval_syncing(&ops, 16);
+}
+
+/// `ops` with `interval` syncing, cut after them by each of `seeds` seeds: each keeps a
+/// different subset of the pages written since the last sync.
+fn cut_with_interval_syncing(ops: &[Op], seeds: u64) {
+    for seed in 0..seeds {
+        if let Err(e) = power_cut(ops, seed, SpoolSync::Interval(Duration::from_secs(3600))) {
             panic!("seed {seed}: {e}");
         }
     }
