@@ -344,19 +344,13 @@ impl Spool {
         let Some(pool) = self.files.get() else {
             return Freed::Durably;
         };
-        let in_use = {
-            let mut live = pool.live.lock();
-            live.remove(&file.seq());
-            live.len()
-        };
+        let in_use = pool.leave_live(file.seq());
         let idle = file.finish();
         if self.faults.sync_file(&self.dir, &idle.path, &idle.file) {
             self.take_back(idle, in_use, false);
             return Freed::Durably;
         }
-        if idle.is_mapped() {
-            pool.retained.fetch_sub(1, Ordering::Relaxed);
-        }
+        pool.unretain(&idle);
         self.delete_file(idle);
         let change = self.dir_changes.latest();
         match self.dir_changes.sync(&self.dir) {
@@ -446,11 +440,7 @@ impl Spool {
         let Some(pool) = self.files.get() else {
             return;
         };
-        let in_use = {
-            let mut live = pool.live.lock();
-            live.remove(&file.seq());
-            live.len()
-        };
+        let in_use = pool.leave_live(file.seq());
         self.take_back(file.finish(), in_use, true);
     }
 
@@ -462,9 +452,7 @@ impl Spool {
         };
         if self.faults.is_poisoned(&idle.path) {
             // Its sync failed: never reused (see `faults`).
-            if idle.is_mapped() {
-                pool.retained.fetch_sub(1, Ordering::Relaxed);
-            }
+            pool.unretain(&idle);
             self.delete_file(idle);
             return;
         }
@@ -507,9 +495,7 @@ impl Spool {
             return;
         }
         drop(list);
-        if idle.is_mapped() {
-            pool.retained.fetch_sub(1, Ordering::Relaxed);
-        }
+        pool.unretain(&idle);
         self.delete_file(idle);
     }
 

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -165,6 +165,22 @@ pub(super) struct FilePool {
     /// At most this many are.
     pub(super) retain_max: usize,
     pub(super) closed: AtomicBool,
+}
+
+impl FilePool {
+    /// Takes a file off the live list: how many stay live.
+    pub(super) fn leave_live(&self, seq: u64) -> usize {
+        let mut live = self.live.lock();
+        live.remove(&seq);
+        live.len()
+    }
+
+    /// An idle file about to be deleted leaves the count of retained mappings if mapped.
+    pub(super) fn unretain(&self, idle: &Idle) {
+        if idle.is_mapped() {
+            self.retained.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Batch files whose compressed bodies wait for a sync (`spool_sync = interval`, files a timed

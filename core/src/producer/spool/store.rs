@@ -516,9 +516,7 @@ impl Spool {
             for idle in std::mem::take(&mut *pool.idle.lock()) {
                 pool.idle_bytes
                     .fetch_sub(pool.shape.file_bytes(), Ordering::AcqRel);
-                if idle.is_mapped() {
-                    pool.retained.fetch_sub(1, Ordering::Relaxed);
-                }
+                pool.unretain(&idle);
                 self.delete_file(idle);
             }
         }
