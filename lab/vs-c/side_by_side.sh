@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # S1 and S1-R side by side with the vendor's C producer, in one period, alternating: per round,
-# the C driver (C_S1) at 200 000 logs/s and unthrottled, then loghose's Rust
-# harness (examples/s1), Python and Node (`loghose bench`), on S1 and on S1-R; every run against
+# the C driver (C_S1) at 200 000 logs/s and unthrottled, then loghose's Rust harness
+# (examples/s1), Python (lab/python) and Node (lab/node/bench-cli.js), on S1 and on S1-R, in
+# that order in odd rounds and the reverse in even ones; every run against
 # one emulator at nice 10. Prints, per producer and workload, the median (and range)
 # over the rounds of µs per add at 200 000 logs/s, CPU %, RSS MB, and logs per CPU-second
 # unthrottled, with the ratio to the C producer's.
@@ -42,7 +43,12 @@ PORT=${URL##*:}
 for r in $(seq "$ROUNDS"); do
   for w in $WORKLOADS; do
     pool=; [ "$w" = s1r ] && pool="$OUT/s1r-pool.tsv"
-    for p in $PRODUCERS; do
+    # Even rounds run the producers in reverse (C last): over the rounds each one runs as
+    # often after C as before it, so a drift in the host's speed (per-second add times of any
+    # producer here vary up to 2× within a run) does not lean every ratio the same way.
+    order=$PRODUCERS
+    [ $((r % 2)) = 0 ] && order=$(printf '%s\n' $PRODUCERS | tac | tr '\n' ' ')
+    for p in $order; do
       case $p in
         c)
           C_S1_QUIET=1 C_S1_POOL=$pool "$C" "sls.local:$PORT" bench "c-$w-$r" bench-id bench-secret 200000 "$S" throttled \
