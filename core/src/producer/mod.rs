@@ -38,6 +38,7 @@ mod add;
 mod binding;
 mod budget;
 mod buffer;
+mod clock;
 mod concurrency;
 mod config;
 mod deadlines;
