@@ -14,10 +14,11 @@
 //! Between two readings of the system clock a stamp is the last reading plus the counter's
 //! ticks at the rate measured between the last two readings; the rate tracks the system
 //! clock's own (NTP slewing included), so a stamp differs from what the system clock would
-//! have said by at most the rate's change over one window: microseconds. A step of the system
-//! clock (`settimeofday`, an NTP step) shows in stamps within one window. Everywhere else (other
-//! systems, other clock sources, a counter that runs backwards) every stamp is a system clock
-//! reading, as before.
+//! have said by the pair of readings' skew: tens of nanoseconds, at most a microsecond. A
+//! thread's stamps never go back (its records keep their order) unless the system clock is set
+//! back. A step of the system clock (`settimeofday`, an NTP step) shows in stamps within one
+//! window. Everywhere else (other systems, other clock sources, a counter that runs backwards)
+//! every stamp is a system clock reading, as before.
 //!
 //! # Threads
 //! Runs on the caller's thread; its state is per thread (no lock, no shared cache line).
@@ -98,25 +99,63 @@ mod tsc {
     }
 
     /// A thread's last reading of the system clock and the counter's rate.
-    #[derive(Clone, Copy)]
-    struct Anchor {
-        /// The counter when the system clock was read (0: never).
-        ticks: u64,
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(super) struct Anchor {
+        /// The counter when the system clock was last read.
+        pub(super) ticks: u64,
         /// The system clock then, ns since the epoch.
-        ns: u64,
-        /// Nanoseconds per tick in 32.32 fixed point; 0 until measured.
-        rate: u64,
+        pub(super) ns: u64,
+        /// Nanoseconds per tick in 32.32 fixed point; 0 until measured (stamps are then
+        /// readings of the system clock).
+        pub(super) rate: u64,
         /// Ticks past `ticks` after which the system clock is read again.
-        window: u64,
-        /// Where the rate is being measured from, until it is (ticks, ns).
-        from: (u64, u64),
+        pub(super) window: u64,
+        /// The reading (ticks, ns) the next rate is measured from; (0, 0): none yet.
+        pub(super) from: (u64, u64),
+    }
+
+    impl Anchor {
+        pub(super) const NONE: Anchor = Anchor {
+            ticks: 0,
+            ns: 0,
+            rate: 0,
+            window: 0,
+            from: (0, 0),
+        };
+
+        /// The stamp at counter `now`, when it is inside this anchor's window.
+        #[inline]
+        pub(super) fn stamp(&self, now: u64) -> Option<u64> {
+            let since = now.wrapping_sub(self.ticks);
+            (self.rate != 0 && since < self.window)
+                .then(|| self.ns + ((u128::from(since) * u128::from(self.rate)) >> 32) as u64)
+        }
+    }
+
+    /// The most ticks between the two counter reads around a system clock reading for the pair
+    /// to measure a rate: a read takes ~100 ticks; more means the thread was interrupted.
+    const TIGHT_PAIR_TICKS: u64 = 2_000;
+
+    /// Rates of a 100 MHz to 10 GHz counter (ns per tick, 32.32); others measured a step of the
+    /// clock.
+    const PLAUSIBLE_RATES: std::ops::RangeInclusive<u64> = (1 << 32) / 10..=10 << 32;
+
+    /// A thread's clock: its anchor and the last stamp it gave.
+    struct ThreadClock {
+        anchor: Cell<Anchor>,
+        last: Cell<u64>,
     }
 
     thread_local! {
-        static ANCHOR: Cell<Anchor> = const {
-            Cell::new(Anchor { ticks: 0, ns: 0, rate: 0, window: 0, from: (0, 0) })
+        // One thread-local, not two: in a shared library each costs a lookup.
+        static CLOCK: ThreadClock = const {
+            ThreadClock { anchor: Cell::new(Anchor::NONE), last: Cell::new(0) }
         };
     }
+
+    /// How far back a stamp may be of the thread's last one and still be taken for the error of
+    /// re-anchoring (nanoseconds, at most a microsecond) rather than the clock set back.
+    const REORDER_NS: u64 = 1_000_000;
 
     #[inline]
     fn ticks() -> u64 {
@@ -125,81 +164,78 @@ mod tsc {
         unsafe { core::arch::x86_64::_rdtsc() }
     }
 
+    /// The stamp now. A thread's stamps never go back (its records keep their order across
+    /// re-anchoring), unless the system clock was set back by more than [`REORDER_NS`].
     #[inline]
     pub(super) fn now_ns() -> u64 {
         let now = ticks();
-        ANCHOR.with(|cell| {
-            let a = cell.get();
-            let since = now.wrapping_sub(a.ticks);
-            if a.rate != 0 && since < a.window {
-                a.ns + ((u128::from(since) * u128::from(a.rate)) >> 32) as u64
-            } else {
-                let (anchor, ns) = reanchor(a);
-                cell.set(anchor);
+        CLOCK.with(|clock| {
+            let anchor = clock.anchor.get();
+            let stamp = anchor.stamp(now).unwrap_or_else(|| {
+                let before = ticks();
+                let ns = system_ns();
+                let after = ticks();
+                clock.anchor.set(anchored(anchor, before, ns, after));
                 ns
-            }
+            });
+            let last = clock.last.get();
+            let stamp = if stamp < last && last - stamp < REORDER_NS {
+                last
+            } else {
+                stamp
+            };
+            clock.last.set(stamp);
+            stamp
         })
     }
 
-    /// Reads the system clock, and from it and the last reading the counter's rate; returns
-    /// the new anchor and the reading.
+    /// The anchor after the system clock read `ns` between the counter's `before` and `after`.
     #[cold]
-    fn reanchor(a: Anchor) -> (Anchor, u64) {
-        let before = ticks();
-        let ns = system_ns();
-        let after = ticks();
-        // The counter at the reading: the middle of the two around it.
-        let at = before + (after.wrapping_sub(before) / 2);
-        if a.rate != 0
-            && (u128::from(after.wrapping_sub(before)) * u128::from(a.rate)) >> 32 > 20_000
-        {
-            // The thread was interrupted between the readings: the pair says little. Stamp
-            // with the system clock and try again at the next add.
-            return (a, ns);
+    pub(super) fn anchored(a: Anchor, before: u64, ns: u64, after: u64) -> Anchor {
+        if after < before {
+            // The counter went back between two reads: trust nothing measured so far.
+            return Anchor::NONE;
         }
-        let unknown = Anchor {
-            ticks: at,
-            ns,
-            rate: 0,
-            window: 0,
-            from: (at, ns),
-        };
-        if after < before || a.from.0 == 0 || at <= a.from.0 || ns <= a.from.1 {
-            // A first reading, a counter that went back, or a clock that did: measure anew.
-            return (unknown, ns);
+        // The counter at the reading: the middle of the two around it.
+        let at = before + (after - before) / 2;
+        let tight = after - before <= TIGHT_PAIR_TICKS;
+        if a.from == (0, 0) || at <= a.from.0 || ns <= a.from.1 {
+            // A first reading, or the counter or the clock went back: measure from here.
+            let from = if tight { (at, ns) } else { (0, 0) };
+            return Anchor {
+                from,
+                ..Anchor::NONE
+            };
         }
         let span_ns = ns - a.from.1;
-        if span_ns < SHORTEST_RATE_SPAN_NS {
-            // Too soon to tell the rate: keep measuring from the same reading.
-            return (
-                Anchor {
-                    from: a.from,
-                    ..unknown
-                },
-                ns,
-            );
-        }
-        let rate = ((u128::from(span_ns) << 32) / u128::from(at - a.from.0)) as u64;
-        // A counter of 100 MHz to 10 GHz; anything else is no rate (a step of the clock).
-        if !((1u64 << 32) / 10..=10u64 << 32).contains(&rate) {
-            return (unknown, ns);
-        }
-        // A rate that moved more than NTP's slewing can move it (0.05 %) measured a step of
-        // the clock too: measure anew rather than extrapolate from it.
-        if a.rate != 0 && rate.abs_diff(a.rate) > a.rate / 1000 {
-            return (unknown, ns);
-        }
-        let window = ((u128::from(WINDOW_NS) << 32) / u128::from(rate)) as u64;
-        (
-            Anchor {
+        if !tight || span_ns < SHORTEST_RATE_SPAN_NS {
+            // Too loose a pair or too short a span to measure by: go on from this reading at
+            // the rate known (if any) and measure later from the same reading.
+            return Anchor {
                 ticks: at,
                 ns,
-                rate,
-                window,
+                from: a.from,
+                ..a
+            };
+        }
+        let rate = ((u128::from(span_ns) << 32) / u128::from(at - a.from.0)) as u64;
+        // A rate that moved more than NTP's slewing moves it (0.05 %) measured a step of the
+        // clock: measure anew rather than extrapolate from it.
+        if !PLAUSIBLE_RATES.contains(&rate)
+            || (a.rate != 0 && rate.abs_diff(a.rate) > a.rate / 1000)
+        {
+            return Anchor {
                 from: (at, ns),
-            },
+                ..Anchor::NONE
+            };
+        }
+        Anchor {
+            ticks: at,
             ns,
-        )
+            rate,
+            window: ((u128::from(WINDOW_NS) << 32) / u128::from(rate)) as u64,
+            from: (at, ns),
+        }
     }
 }
 
@@ -211,17 +247,24 @@ mod tests {
         i128::from(s) * 1_000_000_000 + i128::from(n)
     }
 
-    /// Stamps stay within a few microseconds of the system clock read beside them, across
-    /// many windows (the first window measures the rate from system readings alone).
+    /// Stamps stay within a few microseconds of the system clock read beside them and never
+    /// go back, across many windows (the first measures the rate from system readings alone).
     #[test]
     fn stamps_follow_the_system_clock() {
         let start = std::time::Instant::now();
         let mut worst = 0i128;
         let mut checks = 0;
+        let mut previous = 0;
         while start.elapsed() < std::time::Duration::from_millis(150) {
             let before = system_ns() as i128;
             let stamp = ns(now_parts());
             let after = system_ns() as i128;
+            assert!(
+                stamp >= previous,
+                "a stamp went back {} ns",
+                previous - stamp
+            );
+            previous = stamp;
             // Outside [before, after] by how much.
             let off = (before - stamp).max(stamp - after).max(0);
             worst = worst.max(off);
@@ -243,5 +286,98 @@ mod tests {
         );
         let (s, n) = now_parts();
         assert!(s > 1_600_000_000 && n < 1_000_000_000);
+    }
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    mod anchors {
+        use super::super::tsc::{anchored, Anchor};
+
+        const NS0: u64 = 1_700_000_000_000_000_000;
+        const T0: u64 = 1_000_000_000;
+
+        /// An anchor measured at 3 ticks a nanosecond from readings 2 ms apart.
+        fn measured() -> Anchor {
+            let first = anchored(Anchor::NONE, T0 - 50, NS0, T0 + 50);
+            assert_eq!(first.rate, 0, "one reading tells no rate");
+            assert_eq!(first.from, (T0, NS0));
+            anchored(
+                first,
+                T0 + 6_000_000 - 50,
+                NS0 + 2_000_000,
+                T0 + 6_000_000 + 50,
+            )
+        }
+
+        #[test]
+        fn two_readings_give_the_rate_and_stamps_extrapolate() {
+            let a = measured();
+            assert_eq!(a.rate, (1u64 << 32) / 3);
+            // 20 ms of 3 GHz ticks.
+            assert!((a.window as i64 - 60_000_000).abs() < 10, "{}", a.window);
+            let t = a.ticks;
+            assert_eq!(a.stamp(t), Some(NS0 + 2_000_000));
+            let later = a.stamp(t + 3_000_000).expect("inside the window");
+            assert!(later.abs_diff(NS0 + 3_000_000) <= 1, "{later}");
+            assert_eq!(
+                a.stamp(t + 60_000_000),
+                None,
+                "past the window: read the clock"
+            );
+            assert_eq!(
+                a.stamp(t - 1),
+                None,
+                "a counter behind the anchor: read the clock"
+            );
+        }
+
+        #[test]
+        fn too_early_a_second_reading_keeps_measuring() {
+            let first = anchored(Anchor::NONE, T0, NS0, T0 + 90);
+            let soon = anchored(first, T0 + 1_500_000, NS0 + 500_000, T0 + 1_500_090);
+            assert_eq!((soon.rate, soon.from), (0, first.from));
+        }
+
+        #[test]
+        fn a_step_of_the_clock_is_not_taken_for_a_rate() {
+            let a = measured();
+            // 20 ms of ticks, but the clock moved a second and 20 ms.
+            let stepped = anchored(
+                a,
+                a.ticks + 60_000_000,
+                a.ns + 1_020_000_000,
+                a.ticks + 60_000_100,
+            );
+            assert_eq!(stepped.rate, 0);
+            assert_eq!(stepped.stamp(a.ticks + 60_000_200), None);
+            // Measuring anew from the step: the rate is found again 2 ms on.
+            let again = anchored(
+                stepped,
+                stepped.from.0 + 5_999_950,
+                stepped.from.1 + 2_000_000,
+                stepped.from.0 + 6_000_050,
+            );
+            assert_eq!(again.rate, (1u64 << 32) / 3);
+            // A clock set back: nothing to measure against.
+            let back = anchored(a, a.ticks + 60_000_000, a.ns - 1_000, a.ticks + 60_000_100);
+            assert_eq!(back.rate, 0);
+        }
+
+        #[test]
+        fn a_counter_going_back_or_an_interrupted_read_measures_nothing() {
+            let a = measured();
+            assert_eq!(
+                anchored(a, a.ticks + 100, a.ns + 10_000_000, a.ticks),
+                Anchor::NONE
+            );
+            // A read interrupted for a millisecond: the rate known stays, measured later.
+            let loose = anchored(
+                a,
+                a.ticks + 60_000_000,
+                a.ns + 20_000_000,
+                a.ticks + 63_000_000,
+            );
+            assert_eq!((loose.rate, loose.from), (a.rate, a.from));
+            assert_eq!(loose.ns, a.ns + 20_000_000);
+        }
     }
 }
