@@ -7,7 +7,7 @@
 //! sequence lock. Where the kernel itself keeps time with the TSC (Linux on x86-64 with the
 //! `tsc` clock source: the counter is invariant and synchronised across CPUs, or the kernel
 //! would not use it), each thread reads the counter alone and extrapolates from its last
-//! reading of the system clock, which it takes again every [`WINDOW_NS`] (and whenever the
+//! reading of the system clock, which it takes again every 20 ms (and whenever the
 //! counter is not where it should be): 11 ns rather than 30.
 //!
 //! # What it guarantees
@@ -24,13 +24,6 @@
 //! Runs on the caller's thread; its state is per thread (no lock, no shared cache line).
 
 use std::time::SystemTime;
-
-/// How long a thread extrapolates from one reading of the system clock.
-const WINDOW_NS: u64 = 20_000_000;
-
-/// The shortest span over which a rate is measured: over shorter ones, the few nanoseconds
-/// between reading the system clock and reading the counter would weigh too much.
-const SHORTEST_RATE_SPAN_NS: u64 = 1_000_000;
 
 /// The wall clock now as (seconds, nanoseconds) since the epoch.
 #[inline]
@@ -73,7 +66,14 @@ mod tsc {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicU8, Ordering};
 
-    use super::{system_ns, SHORTEST_RATE_SPAN_NS, WINDOW_NS};
+    use super::system_ns;
+
+    /// How long a thread extrapolates from one reading of the system clock.
+    const WINDOW_NS: u64 = 20_000_000;
+
+    /// The shortest span over which a rate is measured: over shorter ones, the few nanoseconds
+    /// between reading the system clock and reading the counter would weigh too much.
+    const SHORTEST_RATE_SPAN_NS: u64 = 1_000_000;
 
     /// Whether the kernel keeps time with the TSC: 0 not asked yet, 1 yes, 2 no.
     static USABLE: AtomicU8 = AtomicU8::new(0);
