@@ -6,9 +6,9 @@
 //! the kernel's user-space clock fences the CPU's time-stamp counter (TSC) read and walks a
 //! sequence lock. Where the kernel itself keeps time with the TSC (Linux on x86-64 with the
 //! `tsc` clock source: the counter is invariant and synchronised across CPUs, or the kernel
-//! would not use it), each thread reads the counter alone and extrapolates from its last
-//! reading of the system clock, which it takes again every 20 ms (and whenever the
-//! counter is not where it should be): 11 ns rather than 30.
+//! would not use it; asked again every second), each thread reads the counter alone and
+//! extrapolates from its last reading of the system clock, which it takes again every 20 ms
+//! (and whenever the counter is not where it should be): 11 ns rather than 30.
 //!
 //! # What it guarantees
 //! Between two readings of the system clock a stamp is the last reading plus the counter's
@@ -64,7 +64,7 @@ fn system_ns() -> u64 {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod tsc {
     use std::cell::Cell;
-    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
     use super::system_ns;
 
@@ -78,23 +78,30 @@ mod tsc {
     /// Whether the kernel keeps time with the TSC: 0 not asked yet, 1 yes, 2 no.
     static USABLE: AtomicU8 = AtomicU8::new(0);
 
-    /// Whether stamps may come from the counter (asked of the kernel once per process).
+    /// When the kernel was last asked (system clock, ns). It is asked again a second later, at
+    /// a thread's next reading of the system clock: a kernel that finds the counter unstable
+    /// stops keeping time with it, and so do stamps.
+    static ASKED_AT: AtomicU64 = AtomicU64::new(0);
+    const ASK_AGAIN_NS: u64 = 1_000_000_000;
+
+    /// Whether stamps may come from the counter.
     #[inline]
     pub(super) fn usable() -> bool {
         match USABLE.load(Ordering::Relaxed) {
             1 => true,
             2 => false,
-            _ => ask_the_kernel(),
+            _ => ask_the_kernel(system_ns()),
         }
     }
 
     #[cold]
-    fn ask_the_kernel() -> bool {
+    fn ask_the_kernel(now: u64) -> bool {
         let tsc = std::fs::read_to_string(
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",
         )
         .is_ok_and(|source| source.trim() == "tsc");
         USABLE.store(if tsc { 1 } else { 2 }, Ordering::Relaxed);
+        ASKED_AT.store(now, Ordering::Relaxed);
         tsc
     }
 
@@ -176,6 +183,9 @@ mod tsc {
                 let ns = system_ns();
                 let after = ticks();
                 clock.anchor.set(anchored(anchor, before, ns, after));
+                if ns.saturating_sub(ASKED_AT.load(Ordering::Relaxed)) > ASK_AGAIN_NS {
+                    ask_the_kernel(ns);
+                }
                 ns
             });
             let last = clock.last.get();

@@ -2,11 +2,11 @@
 # Where the engine's cycles go on S1 and S1-R unthrottled: the S1 example under `perf record -e
 # cpu-clock` (a software clock, sampled at 2 kHz: these VMs have no hardware counters), every
 # sample of the producer's process sorted into the stage its function belongs to — the add (the
-# workload building records and the engine encoding them), sealing and deadlines, compression,
-# signing, the HTTP send (reqwest, hyper, sockets), delivery reports, the runtime's scheduling
-# and wake-ups, allocation, and the kernel — per thread. The emulator child's samples are left
-# out (its work is not the producer's). Prints one table per workload: each stage's share of the
-# process's samples, and each thread's.
+# workload building records and the engine encoding them), reading the clock, sealing and
+# deadlines, compression, signing, the HTTP send (reqwest, hyper, sockets), delivery reports,
+# the runtime's scheduling and wake-ups, allocation, and the kernel — per thread. The emulator
+# child's samples are left out (its work is not the producer's). Prints one table per workload:
+# each stage's share of the process's samples, and each thread's.
 #
 #   bash lab/scripts/cycles/s1.sh [SECONDS]        (default 5; needs perf: Debian's linux-perf)
 #
@@ -41,6 +41,9 @@ STAGES = [
     ("signing", r"hmac|sha1|sha2|md5|Md5|Sha1|sign|base64"),
     ("delivery reports", r"reporter|report::|DeliveryReport|tally|meters"),
     ("sealing, deadlines", r"seal|deadlines|Deadlines|pack_id|close_group"),
+    # Each record's time: the system clock, or the engine's (its counter read, once inlined
+    # into the add, is counted there).
+    ("reading the clock", r"clock_gettime|producer::clock"),
     ("the add: encode, accumulate", r"encode|Encoder|accumulator|add_with|add_in_place|budget|routing|producer::add|varint|check_key|BatchBuf"),
     ("the workload's records", r"bench::|S1Workload|S1RWorkload|workload|itoa|fmt::"),
     ("HTTP send: reqwest, hyper, sockets", r"reqwest|hyper|http::|h2::|mio::|tokio::net|Tcp|socket|send_request|transport"),
