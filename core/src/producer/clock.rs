@@ -139,8 +139,8 @@ mod tsc {
         }
     }
 
-    /// The most ticks between the two counter reads around a system clock reading for the pair
-    /// to measure a rate: a read takes ~100 ticks; more means the thread was interrupted.
+    /// The most ticks between the two counter reads around a system clock reading for it to
+    /// anchor stamps: a read takes ~100 ticks; more means the thread was interrupted.
     const TIGHT_PAIR_TICKS: u64 = 2_000;
 
     /// Rates of a 100 MHz to 10 GHz counter (ns per tick, 32.32); others measured a step of the
@@ -206,21 +206,24 @@ mod tsc {
             // The counter went back between two reads: trust nothing measured so far.
             return Anchor::NONE;
         }
+        if after - before > TIGHT_PAIR_TICKS {
+            // The thread was interrupted between the reads: when the reading was taken is
+            // known only within the interruption. Keep the anchor; the next add reads again.
+            return a;
+        }
         // The counter at the reading: the middle of the two around it.
         let at = before + (after - before) / 2;
-        let tight = after - before <= TIGHT_PAIR_TICKS;
         if a.from == (0, 0) || at <= a.from.0 || ns <= a.from.1 {
             // A first reading, or the counter or the clock went back: measure from here.
-            let from = if tight { (at, ns) } else { (0, 0) };
             return Anchor {
-                from,
+                from: (at, ns),
                 ..Anchor::NONE
             };
         }
         let span_ns = ns - a.from.1;
-        if !tight || span_ns < SHORTEST_RATE_SPAN_NS {
-            // Too loose a pair or too short a span to measure by: go on from this reading at
-            // the rate known (if any) and measure later from the same reading.
+        if span_ns < SHORTEST_RATE_SPAN_NS {
+            // Too short a span to measure by: go on from this reading at the rate known (if
+            // any) and measure later from the same reading.
             return Anchor {
                 ticks: at,
                 ns,
@@ -379,15 +382,21 @@ mod tests {
                 anchored(a, a.ticks + 100, a.ns + 10_000_000, a.ticks),
                 Anchor::NONE
             );
-            // A read interrupted for a millisecond: the rate known stays, measured later.
+            // A read interrupted for a millisecond: the anchor stays as it was (its window
+            // past, so the next add reads the clock again).
             let loose = anchored(
                 a,
                 a.ticks + 60_000_000,
                 a.ns + 20_000_000,
                 a.ticks + 63_000_000,
             );
-            assert_eq!((loose.rate, loose.from), (a.rate, a.from));
-            assert_eq!(loose.ns, a.ns + 20_000_000);
+            assert_eq!(loose, a);
+            assert_eq!(loose.stamp(a.ticks + 63_000_100), None);
+            // The same from a first reading: still none.
+            assert_eq!(
+                anchored(Anchor::NONE, T0, NS0, T0 + 1_000_000),
+                Anchor::NONE
+            );
         }
     }
 }
