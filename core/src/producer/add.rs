@@ -14,12 +14,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::accumulator::{Filled, InPlace};
+use super::clock;
 use super::encode::{LogEncoder, RecordError};
 use super::error::ProducerError;
 use super::handle::Producer;
 use super::report::{Completion, Track};
+use super::routing::Destination;
 use super::routing::SendOptions;
-use super::routing::{self, Destination};
 
 /// What every add resolves first: the record's destination (`None`: the producer's own) and
 /// its time (seconds, and the sub-second part at the configured precision).
@@ -169,7 +170,7 @@ impl Producer {
         let (secs, nanos) = match opts.time {
             Some(t) => (t, opts.time_ns),
             None => {
-                let (s, n) = routing::now_for(inner.config.time_precision);
+                let (s, n) = clock::now_for(inner.config.time_precision);
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };
@@ -199,7 +200,7 @@ impl Producer {
         let inner = &*self.inner;
         self.check_open()?;
         let precision = inner.config.time_precision;
-        let (secs, nanos) = routing::now_for(precision);
+        let (secs, nanos) = clock::now_for(precision);
         Ok(Prepared {
             dest: None,
             seconds: secs,

@@ -8,11 +8,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::buffer::BatchBuf;
+use super::clock;
 use super::encode::{LogEncoder, RecordError};
 use super::error::{ErrorKind, ProducerError};
 use super::handle::Producer;
 use super::report::Track;
-use super::routing::{self, SendOptions};
+use super::routing::SendOptions;
 
 /// Records encoded apart, to be queued all together or not at all by
 /// [`Producer::send_all`] (what the fronts' `send_many` does). Encoding runs no lock, so a
@@ -37,7 +38,7 @@ impl RecordSet<'_> {
         let (secs, nanos) = match opts.time {
             Some(t) => (t, opts.time_ns),
             None => {
-                let (s, n) = routing::now_for(config.time_precision);
+                let (s, n) = clock::now_for(config.time_precision);
                 (s, Some(opts.time_ns.unwrap_or(n)))
             }
         };

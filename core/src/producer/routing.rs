@@ -1,4 +1,4 @@
-//! Routing: where a record goes and when it happened.
+//! Routing: where a record goes.
 //!
 //! A record's [`Destination`] is (project, logstore, topic, source, shard key); each has one
 //! open batch. Per-record [`SendOptions`] override the producer's defaults; the [`Router`]
@@ -175,35 +175,6 @@ pub fn split_unix_seconds(time: f64) -> Result<(u32, u32), RecordError> {
     }
     let secs = time.floor();
     Ok((secs as u32, ((time - secs) * 1e9) as u32))
-}
-
-/// The clock read for a record added without a time, at `precision`: when only seconds are
-/// written, Linux's coarse clock (the time of the last scheduler tick, a few milliseconds old,
-/// read without the hardware counter: about a quarter of the cost); otherwise [`now_parts`].
-#[inline]
-pub(crate) fn now_for(precision: super::config::TimePrecision) -> (u32, u32) {
-    #[cfg(target_os = "linux")]
-    if precision == super::config::TimePrecision::Seconds {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes only the timespec it is given.
-        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } == 0
-            && ts.tv_sec >= 0
-        {
-            return (ts.tv_sec as u32, ts.tv_nsec as u32);
-        }
-    }
-    let _ = precision;
-    now_parts()
-}
-
-/// The wall clock as (seconds, nanoseconds) since the epoch, for records added without a time
-/// ([`clock`](super::clock)).
-#[inline]
-pub(crate) fn now_parts() -> (u32, u32) {
-    super::clock::now_parts()
 }
 
 #[cfg(test)]
